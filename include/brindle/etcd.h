@@ -1,0 +1,171 @@
+/*
+ * etcd v3 client over etcd's JSON gateway (/v3/kv/*, /v3/watch, /v3/lease/*),
+ * using libcurl. The only files that include curl headers are lib/etcd*.c.
+ *
+ * Endpoints are URLs: http://host:port, https://host:port, or unix:PATH
+ * (also unix://PATH) for etcd listening on a unix socket. Calls try the last
+ * endpoint that worked first and fail over to the others on connection
+ * errors (not on etcd-level errors). Every call has a timeout.
+ *
+ * Keys and values are byte strings; the gateway's base64 is hidden here.
+ * Errors are negative errno values:
+ *   -ENOENT      key not found (etcd_get)
+ *   -ECONNREFUSED no endpoint reachable
+ *   -ETIMEDOUT   the call timed out on every endpoint tried
+ *   -ESTALE      the requested revision was compacted
+ *   -EPROTO      etcd answered with something we could not read
+ *   -EIO         etcd answered with an error (text in etcd_last_error)
+ * etcd_last_error() describes the most recent failure on that client.
+ */
+#ifndef BRINDLE_ETCD_H
+#define BRINDLE_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <brindle/strbuf.h>
+#include <brindle/util.h>
+
+struct loop;
+
+struct etcd_config {
+	const char *const *endpoints; /* at least one */
+	size_t n_endpoints;
+	const char *ca_file;   /* TLS: CA bundle to verify the server */
+	const char *cert_file; /* TLS: client certificate */
+	const char *key_file;  /* TLS: client key */
+	long timeout_ms;       /* per call; 0 = 5000 */
+	long connect_timeout_ms; /* per endpoint attempt; 0 = 1000 */
+};
+
+struct etcd;
+
+/* Copies what it needs from @cfg. Does not connect. */
+int etcd_new(const struct etcd_config *cfg, struct etcd **out, struct strbuf *err) must_check;
+void etcd_free(struct etcd *e);
+const char *etcd_last_error(const struct etcd *e);
+/* Split "a,b,c" into endpoints (for BRINDLE_ETCD_ENDPOINTS); caller frees *out and each item. */
+int etcd_parse_endpoints(const char *list, char ***out, size_t *n) must_check;
+
+struct etcd_kv {
+	char *key;
+	char *value; /* NUL-terminated for convenience; may contain NULs (use value_len) */
+	size_t value_len;
+	int64_t create_revision;
+	int64_t mod_revision;
+	int64_t version;
+	int64_t lease;
+};
+
+void etcd_kv_clear(struct etcd_kv *kv);
+
+struct etcd_range {
+	struct etcd_kv *kvs;
+	size_t n;
+	int64_t revision; /* store revision the range was read at */
+};
+
+void etcd_range_clear(struct etcd_range *r);
+
+int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out) must_check;
+/*
+ * Every key under @prefix, read at one revision (@revision, or the current one
+ * when 0), fetched in pages of @page_size keys (0 = 1000) transparently.
+ */
+int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
+	      struct etcd_range *out) must_check;
+/* Unconditional put; *rev (optional) gets the new store revision. */
+int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease,
+	     int64_t *rev) must_check;
+/* Deletes one key; *deleted (optional) says whether it existed. */
+int etcd_delete(struct etcd *e, const char *key, bool *deleted, int64_t *rev) must_check;
+
+enum etcd_cmp_target { ETCD_CMP_VERSION, ETCD_CMP_CREATE, ETCD_CMP_MOD, ETCD_CMP_VALUE };
+enum etcd_cmp_result { ETCD_CMP_EQUAL, ETCD_CMP_NOT_EQUAL, ETCD_CMP_LESS, ETCD_CMP_GREATER };
+
+struct etcd_cmp {
+	const char *key;
+	enum etcd_cmp_target target;
+	enum etcd_cmp_result result;
+	int64_t revision;  /* VERSION, CREATE, MOD */
+	const char *value; /* VALUE */
+	size_t value_len;
+};
+
+enum etcd_op_type { ETCD_OP_PUT, ETCD_OP_DELETE, ETCD_OP_GET };
+
+struct etcd_op {
+	enum etcd_op_type type;
+	const char *key;
+	const char *value; /* PUT */
+	size_t value_len;
+	int64_t lease; /* PUT */
+};
+
+struct etcd_txn_result {
+	bool succeeded;
+	int64_t revision;
+	/* One entry per op of the branch taken; GET ops fill kv (others leave it empty). */
+	struct etcd_kv *kvs;
+	bool *found;
+	size_t n;
+};
+
+void etcd_txn_result_clear(struct etcd_txn_result *r);
+
+/*
+ * If every comparison holds, run @success, else @failure. A failed comparison
+ * is not an error: it returns 0 with res->succeeded false.
+ */
+int etcd_txn(struct etcd *e, const struct etcd_cmp *cmps, size_t n_cmps,
+	     const struct etcd_op *success, size_t n_success, const struct etcd_op *failure,
+	     size_t n_failure, struct etcd_txn_result *res) must_check;
+
+int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *id, int64_t *granted_ttl) must_check;
+/* One keep-alive round trip; *ttl_left is 0 when the lease has expired. */
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_left) must_check;
+int etcd_lease_revoke(struct etcd *e, int64_t id) must_check;
+
+/* Request compaction up to @revision (tests and operators). */
+int etcd_compact(struct etcd *e, int64_t revision) must_check;
+
+/*
+ * Watches run inside a struct loop: libcurl's multi interface is driven by the
+ * loop's epoll, so a daemon stays single-threaded.
+ */
+enum etcd_event_type { ETCD_EVENT_PUT, ETCD_EVENT_DELETE };
+
+struct etcd_event {
+	enum etcd_event_type type;
+	struct etcd_kv kv; /* for DELETE: key and mod_revision only */
+};
+
+struct etcd_watch_ops {
+	/* A batch of events, all at or below @revision, in order. */
+	void (*events)(void *ctx, const struct etcd_event *evs, size_t n, int64_t revision);
+	/*
+	 * The watch's start revision has been compacted away. The watch has
+	 * stopped; the owner re-lists and starts a new watch.
+	 */
+	void (*compacted)(void *ctx, int64_t compact_revision);
+	/* Connection state changes (for health reporting); @why when down. */
+	void (*state)(void *ctx, bool connected, const char *why);
+};
+
+struct etcd_watch;
+
+/*
+ * Watch every key under @prefix from @start_revision (inclusive). After a
+ * disconnect the watch reconnects (with backoff, failing over endpoints) and
+ * resumes after the last revision it delivered, so no event is lost or
+ * repeated. The watch keeps its own connection settings copied from @e.
+ */
+int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
+		     const struct etcd_watch_ops *ops, void *ctx,
+		     struct etcd_watch **out) must_check;
+/* Stops and frees. Accepts NULL. */
+void etcd_watch_stop(struct etcd_watch *w);
+/* The next revision the watch will deliver from. */
+int64_t etcd_watch_next_revision(const struct etcd_watch *w);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * Logging for the daemons and tools. Levels with defined meanings:
+ *   error   something we should do is not happening (an apply failed)
+ *   warning something unexpected we worked around
+ *   info    what changed and why, once per change
+ *   debug   detail for developers
+ * Text on a terminal ("2026-11-22 10:00:00.123 [INFO] felix: msg"), JSON lines
+ * when asked (BRINDLE_LOG_FORMAT=json or log_init). Library code does not log.
+ */
+#ifndef BRINDLE_LOG_H
+#define BRINDLE_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <brindle/util.h>
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR, LOG_FATAL, LOG_NONE };
+enum log_format { LOG_TEXT, LOG_JSON };
+
+/* @component names the program ("felix"); @fd is where lines go (stderr usually). */
+void log_init(const char *component, enum log_level level, enum log_format format, int fd);
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* "debug", "Info", "WARNING", "warn", "error", "fatal", "none"/"panic"; -1 if unknown. */
+int log_parse_level(const char *s);
+const char *log_level_name(enum log_level level);
+bool log_enabled(enum log_level level);
+/* Errors logged since start (a metric). */
+uint64_t log_error_count(void);
+
+void log_msg(enum log_level level, const char *fmt, ...) printf_like(2, 3);
+void log_vmsg(enum log_level level, const char *fmt, va_list ap) printf_like(2, 0);
+
+#define log_debug(...)                                 \
+	do {                                           \
+		if (log_enabled(LOG_DEBUG))            \
+			log_msg(LOG_DEBUG, __VA_ARGS__); \
+	} while (0)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* A token bucket for messages that can repeat: @burst at once, then one per @interval_ms. */
+struct ratelimit {
+	uint64_t interval_ms;
+	unsigned burst;
+	double tokens;
+	uint64_t last_ms;
+	uint64_t suppressed;
+};
+#define RATELIMIT_INIT(interval, b) { .interval_ms = (interval), .burst = (b), .tokens = (b) }
+bool ratelimit_ok(struct ratelimit *rl);
+
+#endif
