@@ -14,11 +14,25 @@
  * true when the object has no label "projectcalico.org/namespace" (so it
  * selects non-namespaced things). all() is true.
  *
+ * Strings have no escapes (as in Calico): a '...' string may hold " and a
+ * "..." string may hold '. Also accepted, as Calico's tokenizer does: "notin",
+ * "startswith", "endswith" as one word, empty sets {} and a trailing comma in a
+ * set, whitespace between has/all/global and "(". Nesting of "(" is capped at
+ * 100 levels.
+ *
  * Canonical form: one spelling for equivalent selectors, used to name ip sets:
- * double-quoted strings with \" and \\ escaped, single spaces around binary
- * operators, "in" sets sorted and deduplicated, && and || flattened with
- * operands sorted and deduplicated, !(k == v) printed as k != v,
- * !(k in {..}) as k not in {..}, !!x as x, parentheses only where needed.
+ * strings in double quotes, or in single quotes when the value contains a
+ * double quote; single spaces around binary operators, "in" sets sorted (by
+ * byte value) and deduplicated, && and || flattened with operands sorted and
+ * deduplicated by their canonical text, !(k == v) printed as k != v,
+ * !(k in {..}) as k not in {..}, !!x as x, all() dropped from && and
+ * absorbing ||, parentheses only where needed (`a || b && c`,
+ * `(a || b) && c`, `!(a && b)`, `!k contains "x"`). Every struct sel is kept
+ * in this form, so sel_parse(sel_print(x)) prints identically.
+ *
+ * A value holding both quote kinds can only come from the constructors; it
+ * prints in double quotes and that text does not parse back. Likewise a key
+ * outside [A-Za-z0-9_./-] given to a constructor prints as is.
  */
 #ifndef BRINDLE_SEL_H
 #define BRINDLE_SEL_H
@@ -51,6 +65,7 @@ struct sel_labels {
 };
 /* A sel_labels view of a plain label map. */
 struct sel_labels sel_labels_of(const struct br_labels *l);
+/* Never allocates. */
 bool sel_eval(const struct sel *s, const struct sel_labels *labels);
 
 /* Constructors (take ownership of sub-selectors). */
@@ -74,7 +89,8 @@ bool sel_is_all(const struct sel *s);
 /*
  * Labels the selector needs to have a given value to match, when there is a
  * single such requirement at the top level of a conjunction (k == "v"); used by
- * label indexes. Returns false when there is none.
+ * label indexes. Returns false when there is none. With several, the first in
+ * canonical order. @key and @value point into @s.
  */
 bool sel_required_label(const struct sel *s, const char **key, const char **value);
 
@@ -82,7 +98,8 @@ bool sel_required_label(const struct sel *s, const char **key, const char **valu
  * A Kubernetes LabelSelector as the same AST: matchLabels k: v → k == "v";
  * In → in {...}; NotIn → not in {...} (which also matches objects without the
  * key); Exists → has(k); DoesNotExist → !has(k); all ANDed; empty → all().
- * The operator names must already be valid (the model validates them).
+ * The operator names must already be valid (the model validates them); an
+ * unknown one becomes !all(), so a bad selector matches nothing.
  */
 struct sel *sel_from_k8s(const struct br_label_selector *ls);
 
