@@ -208,8 +208,11 @@ enum {
 
 static void print_string(struct strbuf *out, const char *v)
 {
-	/* No escapes in the language: quote with the kind the value lacks. */
-	char q = strchr(v, '"') ? '\'' : '"';
+	/*
+	 * No escapes in the language: quote with the kind the value lacks. With
+	 * both (only the constructors can make that) nothing parses back.
+	 */
+	char q = strchr(v, '"') && !strchr(v, '\'') ? '\'' : '"';
 	sb_addc(out, q);
 	sb_adds(out, v);
 	sb_addc(out, q);
