@@ -1,0 +1,52 @@
+/*
+ * A string-keyed hash map (separate chaining, power-of-two buckets). Keys are
+ * copied; values are opaque pointers the caller owns.
+ */
+#ifndef BRINDLE_HMAP_H
+#define BRINDLE_HMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hmap_entry {
+	struct hmap_entry *next;
+	uint64_t hash;
+	void *value;
+	char key[];
+};
+
+struct hmap {
+	struct hmap_entry **buckets;
+	size_t nbuckets; /* power of two, or 0 */
+	size_t n;
+};
+
+#define HMAP_INIT \
+	{         \
+		0 \
+	}
+
+uint64_t hmap_hash(const char *s);
+void *hmap_get(const struct hmap *m, const char *key);
+bool hmap_has(const struct hmap *m, const char *key);
+/* Insert or replace; returns the previous value (or NULL). */
+void *hmap_put(struct hmap *m, const char *key, void *value);
+/* Remove; returns the value (or NULL). */
+void *hmap_del(struct hmap *m, const char *key);
+/* Frees the map's own memory (not the values). */
+void hmap_clear(struct hmap *m);
+
+/* Iteration: for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);) use it.key, it.value.
+ * Removing the current entry with hmap_del during iteration is allowed. */
+struct hmap_iter {
+	const struct hmap *m;
+	size_t bucket;
+	struct hmap_entry *next;
+	const char *key;
+	void *value;
+};
+struct hmap_iter hmap_iter(const struct hmap *m);
+bool hmap_next(struct hmap_iter *it);
+
+#endif
