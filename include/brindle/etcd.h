@@ -1,6 +1,6 @@
 /*
- * etcd v3 client over etcd's JSON gateway (/v3/kv/*, /v3/watch, /v3/lease/*),
- * using libcurl. The only files that include curl headers are lib/etcd*.c.
+ * etcd v3 client over etcd's JSON gateway (the /v3/kv, /v3/watch and /v3/lease
+ * endpoints), using libcurl. The only files that include curl headers are lib/etcd*.c.
  *
  * Endpoints are URLs: http://host:port, https://host:port, or unix:PATH
  * (also unix://PATH) for etcd listening on a unix socket. Calls try the last

@@ -1,0 +1,150 @@
+/*
+ * Field tables that drive decoding, defaulting, validation and encoding of
+ * the resource model. Private to lib/model_*.c.
+ */
+#ifndef BRINDLE_MODEL_INTERNAL_H
+#define BRINDLE_MODEL_INTERNAL_H
+
+#include <brindle/model.h>
+
+enum mf_type {
+	MF_STRING,    /* const char * */
+	MF_BOOL,      /* bool (absent = false) */
+	MF_OPT_BOOL,  /* struct opt_bool */
+	MF_INT,	      /* int64_t (absent = 0) */
+	MF_OPT_INT,   /* struct opt_int */
+	MF_OPT_FLOAT, /* struct opt_float */
+	MF_STRLIST,   /* const char **, size_t at count_off */
+	MF_MAP,	      /* struct br_labels (string → string) */
+	MF_STRUCT,    /* embedded struct */
+	MF_PTR,	      /* pointer to struct, NULL when absent */
+	MF_LIST,      /* array of structs, size_t at count_off */
+	MF_CUSTOM,    /* codec */
+};
+
+enum {
+	MF_REQUIRED = 1 << 0,	/* error when absent/empty */
+	MF_EMIT_EMPTY = 1 << 1, /* encode even when empty (Kubernetes' non-omitempty fields) */
+	MF_NOCASE = 1 << 2,	/* enum matched without case, stored in canonical case */
+};
+
+struct model_ctx;
+
+struct model_codec {
+	/* Decode @v into @field; report errors with model_err and return false. */
+	bool (*decode)(struct model_ctx *c, const struct jv *v, void *field);
+	/* Encode; NULL means "omit". */
+	struct jv *(*encode)(struct arena *a, const void *field);
+};
+
+struct model_field {
+	const char *name;
+	enum mf_type type;
+	size_t off;
+	size_t count_off;   /* MF_STRLIST, MF_LIST */
+	size_t present_off; /* lists: a bool set when the key was given (0 = none) */
+	const struct model_struct *sub;
+	const struct model_codec *codec;
+	const char *const *enum_values; /* MF_STRING: allowed values, NULL-terminated */
+	int64_t min, max;		/* MF_INT, MF_OPT_INT: range when min < max */
+	unsigned flags;
+	/* Value check, called with the path at this field when it is present. */
+	void (*check)(struct model_ctx *c, const void *field);
+	/* Per-element check for MF_STRLIST, with the path at the element. */
+	void (*check_item)(struct model_ctx *c, const char *item);
+};
+
+struct model_struct {
+	const char *name;
+	size_t size;
+	const struct model_field *fields;
+	size_t n_fields;
+	void (*defaults)(struct model_ctx *c, void *obj);
+	void (*check)(struct model_ctx *c, const void *obj);
+};
+
+struct model_ctx {
+	struct arena *a;
+	struct strbuf path;
+	struct model_errors *errs;
+	const struct br_object *obj; /* the resource being processed */
+	size_t n_errs_before;
+};
+
+void model_err(struct model_ctx *c, const char *fmt, ...) printf_like(2, 3);
+/* Error at "<current path>.<field>". */
+void model_err_at(struct model_ctx *c, const char *field, const char *fmt, ...) printf_like(3, 4);
+size_t model_push(struct model_ctx *c, const char *field);
+size_t model_push_index(struct model_ctx *c, size_t i);
+void model_pop(struct model_ctx *c, size_t mark);
+bool model_has_errors_since(const struct model_ctx *c, size_t mark);
+
+/* Field-table builders. */
+#define MF(nm, t, st, fld, ...)                                              \
+	{                                                                    \
+		.name = nm, .type = t, .off = offsetof(st, fld), __VA_ARGS__ \
+	}
+#define MF_L(nm, t, st, fld, cnt, ...)                                                           \
+	{                                                                                        \
+		.name = nm, .type = t, .off = offsetof(st, fld), .count_off = offsetof(st, cnt), \
+		__VA_ARGS__                                                                      \
+	}
+#define MODEL_STRUCT(var, st, fieldsarr, ...)                                \
+	const struct model_struct var = { .name = #st,                       \
+					  .size = sizeof(st),                \
+					  .fields = fieldsarr,               \
+					  .n_fields = ARRAY_SIZE(fieldsarr), \
+					  __VA_ARGS__ }
+
+/* Engine entry points (model_desc.c). */
+bool model_decode_struct(struct model_ctx *c, const struct model_struct *d, const struct jv *v,
+			 void *obj);
+void model_default_struct(struct model_ctx *c, const struct model_struct *d, void *obj);
+void model_check_struct(struct model_ctx *c, const struct model_struct *d, const void *obj);
+/* NULL when everything is empty (and not MF_EMIT_EMPTY at the parent). */
+struct jv *model_encode_struct(struct arena *a, const struct model_struct *d, const void *obj,
+			       bool force);
+
+/* Shared codecs and checks (model_validate.c). */
+extern const struct model_codec codec_int_or_string;
+extern const struct model_codec codec_protocol;
+extern const struct model_codec codec_port;
+extern const struct model_codec codec_port_list;
+extern const struct model_codec codec_asn;
+extern const struct model_codec codec_duration;
+extern const struct model_codec codec_int_list;
+extern const struct model_codec codec_str_int_map;
+
+void check_cidr(struct model_ctx *c, const void *field); /* CIDR, host bits allowed */
+void check_cidr_item(struct model_ctx *c, const char *s);
+void check_net_item(struct model_ctx *c, const char *s); /* CIDR or bare IP */
+void check_ip(struct model_ctx *c, const void *field);
+void check_ip_item(struct model_ctx *c, const char *s);
+void check_ipv4(struct model_ctx *c, const void *field);
+void check_ipv4_cidr(struct model_ctx *c, const void *field); /* ipv4Address: IP with prefix */
+void check_ipv6_cidr(struct model_ctx *c, const void *field);
+void check_mac(struct model_ctx *c, const void *field);
+void check_selector(struct model_ctx *c, const void *field);
+void check_label_map(struct model_ctx *c, const void *field);
+void check_annotation_map(struct model_ctx *c, const void *field);
+void check_label_key_item(struct model_ctx *c, const char *s);
+void check_label_value_item(struct model_ctx *c, const char *s);
+void check_dns_label(struct model_ctx *c, const void *field);
+void check_dns_subdomain(struct model_ctx *c, const void *field);
+void check_dns_subdomain_item(struct model_ctx *c, const char *s);
+void check_port_name(struct model_ctx *c, const void *field);
+void check_iface_name(struct model_ctx *c, const void *field);
+void check_peer_ip(struct model_ctx *c, const void *field);
+void check_nonempty_item(struct model_ctx *c, const char *s);
+
+bool valid_label_key(const char *s, const char **why);
+bool valid_label_value(const char *s, const char **why);
+bool valid_dns_label(const char *s, const char **why);
+bool valid_dns_subdomain(const char *s, const char **why);
+bool valid_port_name(const char *s, const char **why);
+
+/* Kind tables (model_kinds.c). */
+extern const struct br_kind model_kinds[KIND_COUNT];
+void model_check_name(struct model_ctx *c, const struct br_object *o);
+
+#endif
