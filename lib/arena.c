@@ -59,6 +59,7 @@ void arena_reset(struct arena *a)
 static struct chunk *chunk_new(size_t size)
 {
 	struct chunk *c = xmalloc(sizeof(*c) + size);
+	c->next = NULL;
 	c->size = size;
 	c->used = 0;
 	return c;
