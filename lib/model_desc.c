@@ -574,7 +574,7 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 			model_err_at(c, "metadata.name", "required");
 		}
 		if (k->namespaced && !o->meta.namespace)
-			o->meta.namespace = "default";
+			o->meta.namespace = c->default_ns ? arena_strdup(a, c->default_ns) : "default";
 		if (!k->namespaced && o->meta.namespace && *o->meta.namespace)
 			model_err_at(c, "metadata.namespace",
 				     "must not be set: %s is not namespaced", k->kind);
@@ -792,12 +792,13 @@ static void objvec_push(struct objvec *ov, struct br_object *o)
 	ov->v[ov->n++] = o;
 }
 
-static void read_doc(const char *source, size_t docno, const struct jv *doc, struct objvec *out,
-		     struct model_errors *errs)
+static void read_doc(const char *source, size_t docno, const struct jv *doc, const char *default_ns,
+		     struct objvec *out, struct model_errors *errs)
 {
 	struct model_errors local = { 0 };
 	struct model_ctx c;
 	ctx_init(&c, &local);
+	c.default_ns = default_ns;
 	const char *kind = jv_as_string(jv_get(doc, "kind"));
 	if (doc->type == JV_OBJECT && streq(kind, "List")) {
 		const struct jv *items = jv_get(doc, "items");
@@ -829,8 +830,8 @@ static void read_doc(const char *source, size_t docno, const struct jv *doc, str
 	sb_free(&c.path);
 }
 
-int model_read(const char *source, const char *text, size_t len, struct br_object ***objs,
-	       size_t *n, struct model_errors *errs)
+int model_read(const char *source, const char *text, size_t len, const char *default_ns,
+	       struct br_object ***objs, size_t *n, struct model_errors *errs)
 {
 	struct arena *a = arena_new();
 	struct strbuf perr = STRBUF_INIT;
@@ -856,7 +857,7 @@ int model_read(const char *source, const char *text, size_t len, struct br_objec
 	struct objvec out = { 0 };
 	for (size_t d = 0; r == 0 && d < ndocs; d++)
 		if (docs[d])
-			read_doc(source, d + 1, docs[d], &out, errs);
+			read_doc(source, d + 1, docs[d], default_ns, &out, errs);
 	arena_free(a);
 	if (r == 0 && out.n == 0 && errs->n == before)
 		model_errors_add(errs, "%s: no resources found", source);

@@ -68,6 +68,7 @@ struct model_ctx {
 	struct strbuf path;
 	struct model_errors *errs;
 	const struct br_object *obj; /* the resource being processed */
+	const char *default_ns;	     /* for namespaced resources that name none */
 	size_t n_errs_before;
 };
 

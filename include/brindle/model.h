@@ -666,12 +666,13 @@ bool model_same_content(const struct br_object *a, const struct br_object *b);
 
 /*
  * Read a file's worth of resources (JSON or YAML, detected from the first
- * character; multi-document YAML; `kind: List`). Errors are complete lines:
- * "<source>: document 2: spec.ingress[0].ports[1].endPort: must be >= port (80)".
+ * character; multi-document YAML; `kind: List`). Namespaced resources that
+ * name no namespace get @default_ns ("default" when NULL). Errors are complete
+ * lines: "<source>: document 2: spec.ingress[0].ports[1].endPort: must be >= port (80)".
  * On any error no objects are returned (*objs NULL, *n 0) and -EINVAL.
  */
-int model_read(const char *source, const char *text, size_t len, struct br_object ***objs,
-	       size_t *n, struct model_errors *errs) must_check;
+int model_read(const char *source, const char *text, size_t len, const char *default_ns,
+	       struct br_object ***objs, size_t *n, struct model_errors *errs) must_check;
 void model_free_all(struct br_object **objs, size_t n);
 
 /* --- helpers for consumers ------------------------------------------------ */

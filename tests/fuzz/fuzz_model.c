@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct br_object **objs;
 	size_t n;
 	struct model_errors errs = { 0 };
-	if (model_read("fuzz", (const char *)data, size, &objs, &n, &errs) < 0) {
+	if (model_read("fuzz", (const char *)data, size, NULL, &objs, &n, &errs) < 0) {
 		if (errs.n == 0)
 			abort(); /* a refusal must say why */
 		model_errors_clear(&errs);
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		model_to_json(objs[i], &a);
 		struct br_object **again;
 		size_t m;
-		if (model_read("canonical", a.buf, a.len, &again, &m, &errs) < 0 || m != 1) {
+		if (model_read("canonical", a.buf, a.len, NULL, &again, &m, &errs) < 0 || m != 1) {
 			fprintf(stderr, "canonical form does not read back: %s\n%s\n", a.buf,
 				errs.n ? errs.v[0] : "");
 			abort();

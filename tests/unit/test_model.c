@@ -14,7 +14,7 @@ static struct br_object **read_ok(const char *text, size_t *n)
 {
 	struct br_object **objs;
 	struct model_errors errs = { 0 };
-	if (model_read("test.yaml", text, strlen(text), &objs, n, &errs) < 0) {
+	if (model_read("test.yaml", text, strlen(text), NULL, &objs, n, &errs) < 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			print_error("%s\n", errs.v[i]);
 		fail_msg("unexpected errors reading:\n%s", text);
@@ -36,7 +36,7 @@ static char *first_error(const char *text)
 	struct br_object **objs;
 	size_t n;
 	struct model_errors errs = { 0 };
-	int r = model_read("test.yaml", text, strlen(text), &objs, &n, &errs);
+	int r = model_read("test.yaml", text, strlen(text), NULL, &objs, &n, &errs);
 	if (r == 0) {
 		model_free_all(objs, n);
 		return NULL;
@@ -626,7 +626,7 @@ static void test_second_document_error(void **state)
 	struct br_object **objs;
 	size_t n;
 	struct model_errors errs = { 0 };
-	assert_int_equal(model_read("policy.yaml", text, strlen(text), &objs, &n, &errs), -EINVAL);
+	assert_int_equal(model_read("policy.yaml", text, strlen(text), NULL, &objs, &n, &errs), -EINVAL);
 	assert_null(objs);
 	assert_int_equal(errs.n, 1);
 	assert_string_equal(errs.v[0],
@@ -641,7 +641,7 @@ static void test_all_errors_reported(void **state)
 	struct br_object **objs;
 	size_t n;
 	struct model_errors errs = { 0 };
-	assert_int_equal(model_read("x.yaml", text, strlen(text), &objs, &n, &errs), -EINVAL);
+	assert_int_equal(model_read("x.yaml", text, strlen(text), NULL, &objs, &n, &errs), -EINVAL);
 	assert_int_equal(errs.n, 2);
 	assert_string_equal(errs.v[1], "x.yaml: document 1: spec.bar: unknown field");
 	model_errors_clear(&errs);
