@@ -83,9 +83,13 @@ void etcd_curl_target(CURL *h, const struct etcd_conn *c, size_t i, const char *
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep->unix_path);
 	/* Datastore traffic goes direct; *_proxy variables are for egress. */
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
-	curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-	curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
-	curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+	/* Unset files keep libcurl's defaults (the system CA store). */
+	if (c->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+	if (c->cert_file)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+	if (c->key_file)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
 }
 
 void etcd_json_b64(struct strbuf *sb, const void *p, size_t len)
