@@ -1,17 +1,23 @@
 /*
- * etcd v3 client over etcd's JSON gateway (the /v3/kv, /v3/watch and /v3/lease
- * endpoints), using libcurl. The only files that include curl headers are lib/etcd*.c.
+ * etcd v3 client over etcd's JSON gateway (/v3/kv/..., /v3/watch, /v3/lease/...),
+ * using libcurl. The only files that include curl headers are lib/etcd*.c.
  *
  * Endpoints are URLs: http://host:port, https://host:port, or unix:PATH
- * (also unix://PATH) for etcd listening on a unix socket. Calls try the last
- * endpoint that worked first and fail over to the others on connection
- * errors (not on etcd-level errors). Every call has a timeout.
+ * (also unix://PATH; unixs:PATH for TLS) for etcd listening on a unix socket.
+ * Calls try the last endpoint that worked first and fail over to the others
+ * on connection errors (not on etcd-level errors): always while the request
+ * was not sent yet, and for idempotent calls (get, list, keepalive, revoke,
+ * compact) also when the connection broke after sending. Every call has one
+ * timeout that covers all endpoints tried. Proxy environment variables are
+ * ignored. A client is not thread-safe.
  *
  * Keys and values are byte strings; the gateway's base64 is hidden here.
  * Errors are negative errno values:
- *   -ENOENT      key not found (etcd_get)
- *   -ECONNREFUSED no endpoint reachable
+ *   -ENOENT      key not found (etcd_get); unknown lease (revoke, put with a lease)
+ *   -ECONNREFUSED no endpoint reachable (refused, unresolvable, TLS handshake failed)
  *   -ETIMEDOUT   the call timed out on every endpoint tried
+ *   -ECONNRESET  a write's connection broke after the request was sent: it
+ *                may or may not have been applied (not retried elsewhere)
  *   -ESTALE      the requested revision was compacted
  *   -EPROTO      etcd answered with something we could not read
  *   -EIO         etcd answered with an error (text in etcd_last_error)
@@ -44,11 +50,16 @@ struct etcd;
 int etcd_new(const struct etcd_config *cfg, struct etcd **out, struct strbuf *err) must_check;
 void etcd_free(struct etcd *e);
 const char *etcd_last_error(const struct etcd *e);
-/* Split "a,b,c" into endpoints (for BRINDLE_ETCD_ENDPOINTS); caller frees *out and each item. */
+/*
+ * Split "a,b,c" into endpoints (for BRINDLE_ETCD_ENDPOINTS); caller frees *out
+ * and each item. Spaces around items are trimmed; an empty item or an unknown
+ * scheme gives -EINVAL.
+ */
 int etcd_parse_endpoints(const char *list, char ***out, size_t *n) must_check;
 
 struct etcd_kv {
-	char *key;
+	char *key; /* NUL-terminated; key_len excludes the NUL */
+	size_t key_len;
 	char *value; /* NUL-terminated for convenience; may contain NULs (use value_len) */
 	size_t value_len;
 	int64_t create_revision;
@@ -141,14 +152,24 @@ struct etcd_event {
 };
 
 struct etcd_watch_ops {
-	/* A batch of events, all at or below @revision, in order. */
+	/*
+	 * A batch of events, in order; @revision is the mod_revision of the
+	 * last one (so the owner has seen everything up to it). @evs and the
+	 * strings in it are valid during the call only. Never called with
+	 * n == 0: progress notifications only move etcd_watch_next_revision.
+	 */
 	void (*events)(void *ctx, const struct etcd_event *evs, size_t n, int64_t revision);
 	/*
 	 * The watch's start revision has been compacted away. The watch has
-	 * stopped; the owner re-lists and starts a new watch.
+	 * stopped (it still needs etcd_watch_stop); the owner re-lists and
+	 * starts a new watch. May be NULL.
 	 */
 	void (*compacted)(void *ctx, int64_t compact_revision);
-	/* Connection state changes (for health reporting); @why when down. */
+	/*
+	 * Connection state changes (for health reporting): true once etcd
+	 * confirms the watch, false (with @why) once when an attempt fails or
+	 * the stream breaks, not again until the next true. May be NULL.
+	 */
 	void (*state)(void *ctx, bool connected, const char *why);
 };
 
@@ -158,14 +179,20 @@ struct etcd_watch;
  * Watch every key under @prefix from @start_revision (inclusive). After a
  * disconnect the watch reconnects (with backoff, failing over endpoints) and
  * resumes after the last revision it delivered, so no event is lost or
- * repeated. The watch keeps its own connection settings copied from @e.
+ * repeated. The watch keeps its own connection settings copied from @e; it
+ * starts connecting here but calls no callback before the loop runs.
+ * @start_revision 0 means "from now" (the revision etcd reports when the
+ * watch is created). Backoff between attempts: 100 ms doubling to 5 s, reset
+ * once a watch is created; each retry goes to the next endpoint. An attempt
+ * that gets no answer within the client's timeout is abandoned. The loop must
+ * outlive the watch.
  */
 int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
 		     const struct etcd_watch_ops *ops, void *ctx,
 		     struct etcd_watch **out) must_check;
-/* Stops and frees. Accepts NULL. */
+/* Stops and frees. Accepts NULL. Safe inside the watch's own callbacks. */
 void etcd_watch_stop(struct etcd_watch *w);
-/* The next revision the watch will deliver from. */
+/* The next revision the watch will deliver from (0 while "from now" is not known yet). */
 int64_t etcd_watch_next_revision(const struct etcd_watch *w);
 
 #endif
