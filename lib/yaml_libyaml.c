@@ -296,6 +296,10 @@ static bool needs_quotes(const char *s)
 					      ".inf", ".Inf", ".nan", ".NaN", "-.inf" };
 	if (*s == '\0')
 		return true;
+	/* YAML 1.1 readers take 2026-11-22... for a timestamp. */
+	if (isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) &&
+	    isdigit((unsigned char)s[2]) && isdigit((unsigned char)s[3]) && s[4] == '-')
+		return true;
 	struct arena *a = arena_new();
 	struct jv *v = resolve_plain(a, s, strlen(s));
 	bool q = v->type != JV_STRING;

@@ -1,0 +1,424 @@
+/*
+ * apply, create, replace, get and delete. Every input file is read and
+ * validated completely before anything is written: one bad document anywhere
+ * means no write and a non-zero exit.
+ */
+#include "ctl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct objlist {
+	struct br_object **v;
+	size_t n, cap;
+};
+
+static void objlist_free(struct objlist *l)
+{
+	model_free_all(l->v, l->n);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool manifest_name(const char *name)
+{
+	return str_has_suffix(name, ".yaml") || str_has_suffix(name, ".yml") ||
+	       str_has_suffix(name, ".json");
+}
+
+static void read_one(const char *path, const char *ns, struct objlist *out,
+		     struct model_errors *errs)
+{
+	struct strbuf text = STRBUF_INIT;
+	sb_init(&text);
+	int r = sb_read_file(&text, path);
+	if (r < 0) {
+		model_errors_add(errs, "%s: %s", streq(path, "-") ? "standard input" : path,
+				 strerror(-r));
+		sb_free(&text);
+		return;
+	}
+	struct br_object **objs;
+	size_t n;
+	const char *source = streq(path, "-") ? "<stdin>" : path;
+	if (model_read(source, text.buf, text.len, ns, &objs, &n, errs) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			GROW(out->v, out->cap, out->n + 1);
+			out->v[out->n++] = objs[i];
+		}
+		free(objs);
+	}
+	sb_free(&text);
+}
+
+/* A file, "-" for stdin, or a directory's *.yaml, *.yml and *.json in name order. */
+static void read_path(const char *path, const char *ns, struct objlist *out,
+		      struct model_errors *errs)
+{
+	struct stat st;
+	if (!streq(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		if (!d) {
+			model_errors_add(errs, "%s: %s", path, strerror(errno));
+			return;
+		}
+		char **names = NULL;
+		size_t n = 0, cap = 0;
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.' && manifest_name(de->d_name)) {
+				GROW(names, cap, n + 1);
+				names[n++] = xstrdup(de->d_name);
+			}
+		closedir(d);
+		qsort(names, n, sizeof(char *), name_cmp);
+		for (size_t i = 0; i < n; i++) {
+			struct strbuf p = STRBUF_INIT;
+			sb_init(&p);
+			sb_addf(&p, "%s/%s", path, names[i]);
+			read_one(p.buf, ns, out, errs);
+			sb_free(&p);
+			free(names[i]);
+		}
+		free(names);
+		return;
+	}
+	read_one(path, ns, out, errs);
+}
+
+struct file_opts {
+	const char **files;
+	size_t n_files;
+	const char *ns;
+	enum ctl_output out;
+	bool all_namespaces;
+	bool ignore_not_found;
+	const char **positional;
+	size_t n_positional;
+};
+
+static int parse_opts(const char *cmd, int argc, char **argv, struct file_opts *o, bool allow_pos,
+		      bool allow_output)
+{
+	struct ctl_args a = { argc, argv, 1 };
+	o->files = xcalloc((size_t)argc, sizeof(char *));
+	o->positional = xcalloc((size_t)argc, sizeof(char *));
+	o->out = OUT_TABLE;
+	for (; a.i < argc; a.i++) {
+		const char *v;
+		bool bad = false;
+		if (ctl_flag_value(&a, "--filename", "-f", &v, &bad)) {
+			if (!bad)
+				o->files[o->n_files++] = v;
+		} else if (ctl_flag_value(&a, "--namespace", "-n", &v, &bad)) {
+			o->ns = v;
+		} else if (allow_output && ctl_flag_value(&a, "--output", "-o", &v, &bad)) {
+			if (!bad && ctl_parse_output(v, &o->out) < 0) {
+				ctl_error("unknown output format \"%s\" (yaml, json, wide or name)",
+					  v);
+				return -1;
+			}
+		} else if (ctl_flag_bool(&a, "--all-namespaces", "-A")) {
+			o->all_namespaces = true;
+		} else if (ctl_flag_bool(&a, "--ignore-not-found", NULL)) {
+			o->ignore_not_found = true;
+		} else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
+			ctl_error("%s: unknown flag %s", cmd, argv[a.i]);
+			return -1;
+		} else if (allow_pos) {
+			o->positional[o->n_positional++] = argv[a.i];
+		} else {
+			ctl_error("%s: unexpected argument \"%s\" (resources come from -f FILE)",
+				  cmd, argv[a.i]);
+			return -1;
+		}
+		if (bad)
+			return -1;
+	}
+	return 0;
+}
+
+static void free_opts(struct file_opts *o)
+{
+	free(o->files);
+	free(o->positional);
+}
+
+/* Read every -f input; on any error print them all and return -1. */
+static int read_inputs(const struct file_opts *o, struct objlist *objs)
+{
+	struct model_errors errs = { 0 };
+	for (size_t i = 0; i < o->n_files; i++)
+		read_path(o->files[i], o->ns, objs, &errs);
+	if (errs.n) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.v[i]);
+		ctl_error("%zu problem%s in the input; nothing was written", errs.n,
+			  errs.n == 1 ? "" : "s");
+		model_errors_clear(&errs);
+		objlist_free(objs);
+		return -1;
+	}
+	for (size_t i = 0; i < objs->n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (objs->v[i]->kind == objs->v[j]->kind &&
+			    streq(objs->v[i]->meta.name, objs->v[j]->meta.name) &&
+			    streq(objs->v[i]->meta.namespace, objs->v[j]->meta.namespace)) {
+				char ref[256];
+				ctl_error("%s appears more than once in the input; nothing was "
+					  "written",
+					  ctl_resource_ref(objs->v[i], ref, sizeof(ref)));
+				objlist_free(objs);
+				return -1;
+			}
+	return 0;
+}
+
+static const char *scope_of(const struct br_object *o)
+{
+	return o->kind->namespaced ? o->meta.namespace : NULL;
+}
+
+enum write_mode {
+	W_APPLY,
+	W_CREATE,
+	W_REPLACE
+};
+
+static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
+{
+	static const char *const names[] = { "apply", "create", "replace" };
+	struct file_opts o = { 0 };
+	struct objlist objs = { 0 };
+	int ret = CTL_USAGE;
+	if (parse_opts(names[mode], argc, argv, &o, false, false) < 0)
+		goto out;
+	if (!o.n_files) {
+		ctl_error("%s needs -f FILE (or -f - for standard input)", names[mode]);
+		goto out;
+	}
+	ret = CTL_FAIL;
+	if (read_inputs(&o, &objs) < 0)
+		goto out;
+	struct ds *d = ctl_ds(c);
+	if (!d)
+		goto out;
+	ret = CTL_OK;
+	for (size_t i = 0; i < objs.n; i++) {
+		struct br_object *obj = objs.v[i];
+		char ref[256];
+		ctl_resource_ref(obj, ref, sizeof(ref));
+		int r;
+		const char *what = NULL;
+		if (mode == W_APPLY) {
+			bool created, changed;
+			r = ds_apply(d, obj, &created, &changed);
+			what = created ? "created" : changed ? "configured" : "unchanged";
+		} else if (mode == W_CREATE) {
+			r = ds_create(d, obj);
+			what = "created";
+		} else {
+			struct br_object *cur;
+			r = ds_get(d, obj->kind, scope_of(obj), obj->meta.name, &cur);
+			if (r == 0) {
+				/* A resourceVersion in the file makes the replace conditional. */
+				int64_t want =
+					obj->meta.resource_version
+						? strtoll(obj->meta.resource_version, NULL, 10)
+						: cur->revision;
+				obj->revision = want;
+				obj->meta.uid = arena_strdup(obj->arena, cur->meta.uid);
+				obj->meta.creation_timestamp =
+					arena_strdup(obj->arena, cur->meta.creation_timestamp);
+				model_free(cur);
+				r = ds_update(d, obj);
+			}
+			what = "replaced";
+		}
+		if (r < 0) {
+			ctl_error("%s: %s", ref, ds_last_error(d));
+			ret = CTL_FAIL;
+			continue;
+		}
+		printf("%s %s\n", ref, what);
+	}
+out:
+	objlist_free(&objs);
+	free_opts(&o);
+	return ret;
+}
+
+int cmd_apply(struct ctl *c, int argc, char **argv)
+{
+	return write_cmd(c, argc, argv, W_APPLY);
+}
+
+int cmd_create(struct ctl *c, int argc, char **argv)
+{
+	return write_cmd(c, argc, argv, W_CREATE);
+}
+
+int cmd_replace(struct ctl *c, int argc, char **argv)
+{
+	return write_cmd(c, argc, argv, W_REPLACE);
+}
+
+static const struct br_kind *kind_arg(const char *name)
+{
+	const struct br_kind *k = model_kind_by_name(name);
+	if (!k)
+		ctl_error("unknown resource kind \"%s\"", name);
+	return k;
+}
+
+int cmd_get(struct ctl *c, int argc, char **argv)
+{
+	struct file_opts o = { 0 };
+	struct objlist in = { 0 }, found = { 0 };
+	int ret = CTL_USAGE;
+	bool single = false;
+	if (parse_opts("get", argc, argv, &o, true, true) < 0)
+		goto out;
+	if (o.n_files && o.n_positional) {
+		ctl_error("get takes either -f FILE or KIND [NAME...], not both");
+		goto out;
+	}
+	if (!o.n_files && !o.n_positional) {
+		ctl_error("get needs a kind (get KIND [NAME...]) or -f FILE");
+		goto out;
+	}
+	ret = CTL_FAIL;
+	if (o.n_files && read_inputs(&o, &in) < 0)
+		goto out;
+	struct ds *d = ctl_ds(c);
+	if (!d)
+		goto out;
+	ret = CTL_OK;
+	if (o.n_files) {
+		for (size_t i = 0; i < in.n; i++) {
+			struct br_object *cur;
+			if (ds_get(d, in.v[i]->kind, scope_of(in.v[i]), in.v[i]->meta.name, &cur) <
+			    0) {
+				ctl_error("%s", ds_last_error(d));
+				ret = CTL_FAIL;
+				continue;
+			}
+			GROW(found.v, found.cap, found.n + 1);
+			found.v[found.n++] = cur;
+		}
+		single = in.n == 1;
+	} else {
+		const struct br_kind *k = kind_arg(o.positional[0]);
+		if (!k) {
+			ret = CTL_USAGE;
+			goto out;
+		}
+		const char *scope = NULL;
+		if (k->namespaced)
+			scope = o.all_namespaces ? NULL : (o.ns ? o.ns : "default");
+		if (o.n_positional == 1) {
+			struct br_object **objs;
+			size_t n;
+			if (ds_list(d, k, scope, &objs, &n) < 0) {
+				ctl_error("%s", ds_last_error(d));
+				ret = CTL_FAIL;
+				goto out;
+			}
+			found.v = objs;
+			found.n = found.cap = n;
+			if (n == 0 && o.out != OUT_YAML && o.out != OUT_JSON) {
+				if (scope)
+					fprintf(stderr, "No resources found in %s namespace.\n",
+						scope);
+				else
+					fprintf(stderr, "No resources found.\n");
+			}
+		} else {
+			for (size_t i = 1; i < o.n_positional; i++) {
+				struct br_object *cur;
+				if (ds_get(d, k, scope, o.positional[i], &cur) < 0) {
+					ctl_error("%s", ds_last_error(d));
+					ret = CTL_FAIL;
+					continue;
+				}
+				GROW(found.v, found.cap, found.n + 1);
+				found.v[found.n++] = cur;
+			}
+			single = o.n_positional == 2;
+		}
+	}
+	/* One named resource prints as itself; anything else as a List. */
+	if (found.n || !single)
+		ctl_print(stdout, found.v, found.n, o.out, o.all_namespaces, !single);
+out:
+	objlist_free(&in);
+	objlist_free(&found);
+	free_opts(&o);
+	return ret;
+}
+
+int cmd_delete(struct ctl *c, int argc, char **argv)
+{
+	struct file_opts o = { 0 };
+	struct objlist in = { 0 };
+	int ret = CTL_USAGE;
+	if (parse_opts("delete", argc, argv, &o, true, false) < 0)
+		goto out;
+	if (o.n_files && o.n_positional) {
+		ctl_error("delete takes either -f FILE or KIND NAME..., not both");
+		goto out;
+	}
+	if (!o.n_files && o.n_positional < 2) {
+		ctl_error("delete needs KIND NAME... or -f FILE");
+		goto out;
+	}
+	ret = CTL_FAIL;
+	if (o.n_files && read_inputs(&o, &in) < 0)
+		goto out;
+	const struct br_kind *k = NULL;
+	if (!o.n_files) {
+		k = kind_arg(o.positional[0]);
+		if (!k) {
+			ret = CTL_USAGE;
+			goto out;
+		}
+		if (k->internal) {
+			ctl_error("%s is IPAM bookkeeping; use brindlectl ipam", k->kind);
+			goto out;
+		}
+	}
+	struct ds *d = ctl_ds(c);
+	if (!d)
+		goto out;
+	ret = CTL_OK;
+	size_t n = o.n_files ? in.n : o.n_positional - 1;
+	for (size_t i = 0; i < n; i++) {
+		const struct br_kind *kk = o.n_files ? in.v[i]->kind : k;
+		const char *name = o.n_files ? in.v[i]->meta.name : o.positional[i + 1];
+		const char *scope = o.n_files ? scope_of(in.v[i])
+					      : (kk->namespaced ? (o.ns ? o.ns : "default") : NULL);
+		char kref[128];
+		ctl_kind_ref(kk, kref, sizeof(kref));
+		int r = ds_delete(d, kk, scope, name, 0);
+		if (r == -ENOENT && o.ignore_not_found)
+			continue;
+		if (r < 0) {
+			ctl_error("%s \"%s\": %s", kref, name, ds_last_error(d));
+			ret = CTL_FAIL;
+			continue;
+		}
+		printf("%s \"%s\" deleted\n", kref, name);
+	}
+out:
+	objlist_free(&in);
+	free_opts(&o);
+	return ret;
+}
