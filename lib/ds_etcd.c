@@ -453,8 +453,10 @@ static void deliver_delete(struct esync_kind *sk, const char *key)
 	char buf[512];
 	if (!hmap_has(&sk->cache, key))
 		return;
+	/* Parse first: @key may be the cache's own copy, freed by hmap_del. */
+	int r = parse_key(sk->k, key, buf, sizeof(buf), &u.scope, &u.name);
 	hmap_del(&sk->cache, key);
-	if (parse_key(sk->k, key, buf, sizeof(buf), &u.scope, &u.name) < 0)
+	if (r < 0)
 		return;
 	sk->s->ops->update(sk->s->ctx, &u);
 }
