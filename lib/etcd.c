@@ -304,8 +304,13 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 			e->good = i;
 			return read_answer(e, i, resp);
 		}
-		set_error(e, "%s: %s", ep_name(e, i),
-			  e->curl_err[0] ? e->curl_err : curl_easy_strerror(rc));
+		/* libcurl's own text names the dummy host ("localhost port 80") for a
+		 * unix socket; the generic text and the socket path say more. */
+		if (e->conn.eps[i].unix_path)
+			set_error(e, "unix:%s: %s", ep_name(e, i), curl_easy_strerror(rc));
+		else
+			set_error(e, "%s: %s", ep_name(e, i),
+				  e->curl_err[0] ? e->curl_err : curl_easy_strerror(rc));
 		if (rc != CURLE_OPERATION_TIMEDOUT)
 			all_timed_out = false;
 		long sent = 0;
