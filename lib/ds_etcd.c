@@ -295,8 +295,13 @@ static int cas_failure(struct ds *d, const struct etcd_txn_result *res, const ch
 		       name);
 }
 
-static int e_create(struct ds *d, struct br_object *o)
+/*
+ * Write @o if its key's @target revision is @revision: create revision 0 for a
+ * create, the mod revision that was read for an update.
+ */
+static int put_if(struct ds *d, struct br_object *o, enum etcd_cmp_target target, int64_t revision)
 {
+	bool create = target == ETCD_CMP_CREATE;
 	char *key = etcd_key_of(o);
 	if (!key)
 		return ds_fail(d, -EINVAL, "%s: invalid name or scope", o->kind->kind);
@@ -304,39 +309,8 @@ static int e_create(struct ds *d, struct br_object *o)
 	sb_init(&val);
 	encode_value(o, &val);
 	struct etcd_cmp cmp = {
-		.key = key, .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL, .revision = 0
+		.key = key, .target = target, .result = ETCD_CMP_EQUAL, .revision = revision
 	};
-	struct etcd_op put = {
-		.type = ETCD_OP_PUT, .key = key, .value = val.buf, .value_len = val.len
-	};
-	struct etcd_txn_result res = { 0 };
-	int r = etcd_txn(E(d), &cmp, 1, &put, 1, NULL, 0, &res);
-	if (r < 0)
-		r = etcd_err(d, r, "create");
-	else if (!res.succeeded)
-		r = ds_fail(d, -EEXIST, "%s \"%s\" already exists", o->kind->kind, o->meta.name);
-	else {
-		o->revision = res.revision;
-		o->meta.resource_version = arena_printf(o->arena, "%" PRId64, res.revision);
-	}
-	etcd_txn_result_clear(&res);
-	sb_free(&val);
-	free(key);
-	return r;
-}
-
-static int e_update(struct ds *d, struct br_object *o)
-{
-	char *key = etcd_key_of(o);
-	if (!key)
-		return ds_fail(d, -EINVAL, "%s: invalid name or scope", o->kind->kind);
-	struct strbuf val = STRBUF_INIT;
-	sb_init(&val);
-	encode_value(o, &val);
-	struct etcd_cmp cmp = { .key = key,
-				.target = ETCD_CMP_MOD,
-				.result = ETCD_CMP_EQUAL,
-				.revision = o->revision };
 	struct etcd_op put = {
 		.type = ETCD_OP_PUT, .key = key, .value = val.buf, .value_len = val.len
 	};
@@ -344,7 +318,9 @@ static int e_update(struct ds *d, struct br_object *o)
 	struct etcd_txn_result res = { 0 };
 	int r = etcd_txn(E(d), &cmp, 1, &put, 1, &get, 1, &res);
 	if (r < 0)
-		r = etcd_err(d, r, "update");
+		r = etcd_err(d, r, create ? "create" : "update");
+	else if (!res.succeeded && create)
+		r = ds_fail(d, -EEXIST, "%s \"%s\" already exists", o->kind->kind, o->meta.name);
 	else if (!res.succeeded)
 		r = cas_failure(d, &res, o->kind->kind, o->meta.name);
 	else {
@@ -355,6 +331,16 @@ static int e_update(struct ds *d, struct br_object *o)
 	sb_free(&val);
 	free(key);
 	return r;
+}
+
+static int e_create(struct ds *d, struct br_object *o)
+{
+	return put_if(d, o, ETCD_CMP_CREATE, 0);
+}
+
+static int e_update(struct ds *d, struct br_object *o)
+{
+	return put_if(d, o, ETCD_CMP_MOD, o->revision);
 }
 
 static int e_del(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
