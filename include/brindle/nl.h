@@ -1,0 +1,207 @@
+/*
+ * rtnetlink for links, addresses, routes, neighbours and FDB entries.
+ *
+ * Objects are plain structs. Requests are encoded, and dump replies parsed,
+ * by pure functions over buffers (lib/nl_msg.c, on libmnl's attribute
+ * helpers). Talking to a kernel goes through one table of backend functions
+ * with two implementations: the kernel (lib/nl_kernel.c: one sendmsg per
+ * batch, a sequence number per message, per-message errors, strict
+ * kernel-side filtered dumps) and a recording backend (lib/nl_record.c): a
+ * simulated kernel that applies the encoded messages and answers dumps, for
+ * unit tests of everything above it.
+ */
+#ifndef BRINDLE_NL_H
+#define BRINDLE_NL_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <brindle/net.h>
+#include <brindle/strbuf.h>
+
+/* <net/if.h> lacks it, and <linux/if.h> conflicts with <net/if.h>. */
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000
+#endif
+
+/* Route protocol number that marks Brindle's routes and neighbour entries. */
+#define NL_PROTO_BRINDLE 80
+
+struct nl_link {
+	int ifindex;
+	char name[IFNAMSIZ];
+	unsigned flags; /* IFF_UP, IFF_LOWER_UP, ... */
+	unsigned mtu;
+	uint8_t mac[6];
+	bool has_mac;
+	char kind[16]; /* "veth", "vxlan", "ipip", ... ("" when unknown) */
+	int parent;    /* IFLA_LINK */
+	/* vxlan */
+	uint32_t vxlan_id;
+	uint16_t vxlan_port;
+	struct br_ip vxlan_local;
+	int vxlan_link;
+	bool vxlan_learning;
+	/* encode only: veth peer, target namespace */
+	char peer_name[IFNAMSIZ];
+	int peer_netns_fd; /* -1: same namespace */
+	int netns_fd;	   /* -1: none (IFLA_NET_NS_FD, to move a link) */
+};
+
+struct nl_addr {
+	int ifindex;
+	struct br_cidr addr;
+	uint8_t scope; /* RT_SCOPE_UNIVERSE, RT_SCOPE_LINK, ... */
+};
+
+struct nl_route {
+	uint8_t family;
+	uint8_t protocol;
+	uint8_t scope;
+	uint8_t type; /* RTN_UNICAST, RTN_BLACKHOLE, ... */
+	uint32_t table;
+	struct br_cidr dst;
+	struct br_ip gw; /* family 0 when none */
+	int oif;	 /* 0 when none */
+	bool onlink;
+	uint32_t priority;
+	uint32_t mtu; /* RTAX_MTU, 0 when none */
+};
+
+struct nl_neigh {
+	uint8_t family; /* AF_INET / AF_INET6 neighbours, AF_BRIDGE for FDB entries */
+	int ifindex;
+	struct br_ip dst; /* neighbour: its address; FDB: the remote VTEP */
+	uint8_t lladdr[6];
+	bool has_lladdr;
+	uint16_t state; /* NUD_PERMANENT, ... */
+	uint8_t flags;	/* NTF_SELF, ... */
+	uint8_t protocol;
+};
+
+struct nl_link_list {
+	struct nl_link *v;
+	size_t n, cap;
+};
+struct nl_addr_list {
+	struct nl_addr *v;
+	size_t n, cap;
+};
+struct nl_route_list {
+	struct nl_route *v;
+	size_t n, cap;
+};
+struct nl_neigh_list {
+	struct nl_neigh *v;
+	size_t n, cap;
+};
+
+void nl_link_init(struct nl_link *l);
+const struct nl_link *nl_link_by_name(const struct nl_link_list *l, const char *name);
+const struct nl_link *nl_link_by_index(const struct nl_link_list *l, int ifindex);
+
+/* --- requests: a batch of messages -------------------------------------------------- */
+
+enum nl_op {
+	NL_ADD,	    /* create, failing if it exists */
+	NL_REPLACE, /* create or replace (links: create or modify) */
+	NL_DEL,
+	NL_SET, /* links: change an existing link (RTM_NEWLINK without NLM_F_CREATE) */
+};
+
+struct nl_batch;
+
+struct nl_batch *nl_batch_new(void);
+void nl_batch_free(struct nl_batch *b);
+void nl_batch_reset(struct nl_batch *b);
+size_t nl_batch_count(const struct nl_batch *b);
+/* Human-readable form of message @i ("route replace 10.0.0.1/32 dev #4 proto 80 ..."). */
+const char *nl_batch_describe(const struct nl_batch *b, size_t i);
+
+void nl_batch_link(struct nl_batch *b, enum nl_op op, const struct nl_link *l);
+void nl_batch_addr(struct nl_batch *b, enum nl_op op, const struct nl_addr *a);
+void nl_batch_route(struct nl_batch *b, enum nl_op op, const struct nl_route *r);
+void nl_batch_neigh(struct nl_batch *b, enum nl_op op, const struct nl_neigh *n);
+
+/* The encoded messages, back to back (for backends). */
+const void *nl_batch_data(const struct nl_batch *b, size_t *len);
+/* Message @i's sequence number is nl_batch_seq(b) + i. */
+uint32_t nl_batch_seq(const struct nl_batch *b);
+void nl_batch_set_seq(struct nl_batch *b, uint32_t seq);
+
+/* --- pure parsing of one message (as a dump or the recording backend sees it) ----- */
+
+struct nlmsghdr;
+int nl_parse_link(const struct nlmsghdr *h, struct nl_link *out) must_check;
+int nl_parse_addr(const struct nlmsghdr *h, struct nl_addr *out) must_check;
+int nl_parse_route(const struct nlmsghdr *h, struct nl_route *out) must_check;
+int nl_parse_neigh(const struct nlmsghdr *h, struct nl_neigh *out) must_check;
+
+/* --- backends ------------------------------------------------------------------------- */
+
+struct nl;
+
+/* Dump filters: what the kernel filters on with strict checking. Zero = any. */
+struct nl_route_filter {
+	uint8_t family;
+	uint32_t table;
+	uint8_t protocol;
+	int oif;
+};
+
+struct nl_ops {
+	/* Send @req (a dump request) and call @cb for every reply message. */
+	int (*dump)(struct nl *nl, const void *req, size_t len,
+		    int (*cb)(const struct nlmsghdr *h, void *ctx), void *ctx);
+	/* Apply every message; errs[i] is 0 or a negative errno for message i. */
+	int (*apply)(struct nl *nl, struct nl_batch *b, int *errs);
+	void (*close)(struct nl *nl);
+};
+
+struct nl {
+	const struct nl_ops *ops;
+	void *priv;
+};
+
+/* The kernel backend in the current network namespace, or in the one at @netns_path. */
+int nl_open_kernel(struct nl **out) must_check;
+int nl_open_kernel_netns(const char *netns_path, struct nl **out) must_check;
+/* The recording backend: a simulated kernel with a loopback device (ifindex 1). */
+struct nl *nl_open_recording(void);
+void nl_close(struct nl *nl);
+
+int nl_dump_links(struct nl *nl, struct nl_link_list *out) must_check;
+int nl_dump_addrs(struct nl *nl, uint8_t family, struct nl_addr_list *out) must_check;
+int nl_dump_routes(struct nl *nl, const struct nl_route_filter *f,
+		   struct nl_route_list *out) must_check;
+/* AF_INET/AF_INET6 neighbours, or AF_BRIDGE for FDB entries; @ifindex 0 = all. */
+int nl_dump_neighs(struct nl *nl, uint8_t family, int ifindex,
+		   struct nl_neigh_list *out) must_check;
+/*
+ * Apply a batch. Returns 0 when every message succeeded, the number of failed
+ * messages when some did (their errors in @errs, which may be NULL), or a
+ * negative errno when the batch could not be sent.
+ */
+int nl_apply(struct nl *nl, struct nl_batch *b, int *errs) must_check;
+
+void nl_link_list_free(struct nl_link_list *l);
+void nl_addr_list_free(struct nl_addr_list *l);
+void nl_route_list_free(struct nl_route_list *l);
+void nl_neigh_list_free(struct nl_neigh_list *l);
+
+/* "10.0.0.1/32 dev #4 proto 80 scope link" style text, for logs and tests. */
+void nl_route_str(const struct nl_route *r, struct strbuf *out);
+void nl_neigh_str(const struct nl_neigh *n, struct strbuf *out);
+bool nl_route_equal(const struct nl_route *a, const struct nl_route *b);
+/* Same destination, table and metric: what identifies a route to the kernel. */
+bool nl_route_same_key(const struct nl_route *a, const struct nl_route *b);
+
+/* Recording backend extras for tests: the log of applied messages. */
+size_t nl_record_count(const struct nl *nl);
+const char *nl_record_entry(const struct nl *nl, size_t i);
+void nl_record_clear_log(struct nl *nl);
+/* Make the next apply of a message matching @what (substring of its description) fail. */
+void nl_record_fail_next(struct nl *nl, const char *what, int err);
+
+#endif
