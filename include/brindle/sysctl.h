@@ -1,0 +1,48 @@
+/*
+ * Interface sysctls (/proc/sys/net/...) behind one table of backend
+ * functions: the kernel one reads and writes the files of the caller's
+ * network namespace; the recording one keeps values in memory and logs
+ * writes, for unit tests.
+ */
+#ifndef BRINDLE_SYSCTL_H
+#define BRINDLE_SYSCTL_H
+
+#include <stddef.h>
+#include <brindle/util.h>
+
+struct sysctl;
+
+struct sysctl_ops {
+	/* @path relative to /proc/sys, like "net/ipv4/conf/cali1/proxy_arp". */
+	int (*read)(struct sysctl *s, const char *path, char *buf, size_t size);
+	int (*write)(struct sysctl *s, const char *path, const char *value);
+	void (*close)(struct sysctl *s);
+};
+
+struct sysctl {
+	const struct sysctl_ops *ops;
+};
+
+struct sysctl *sysctl_open_kernel(void);
+struct sysctl *sysctl_open_recording(void);
+void sysctl_close(struct sysctl *s);
+
+int sysctl_read(struct sysctl *s, const char *path, char *buf, size_t size) must_check;
+/* Writes only when the value differs; *changed (optional) says whether it did. */
+int sysctl_ensure(struct sysctl *s, const char *path, const char *value, bool *changed) must_check;
+
+/*
+ * The per-interface settings of the dataplane contract for a workload
+ * interface: proxy_arp=1, forwarding=1, route_localnet=1, neigh proxy_delay=0,
+ * accept_ra=0 (IPv6 off on the host does not make this fail). Returns the
+ * first error, after trying them all; *changed counts the values written.
+ */
+int sysctl_workload_iface(struct sysctl *s, const char *ifname, int *changed) must_check;
+
+/* Recording backend: the log of writes ("net/ipv4/conf/cali1/proxy_arp=1"). */
+size_t sysctl_record_count(const struct sysctl *s);
+const char *sysctl_record_entry(const struct sysctl *s, size_t i);
+/* Preset a value (as if the kernel had it). */
+void sysctl_record_set(struct sysctl *s, const char *path, const char *value);
+
+#endif
