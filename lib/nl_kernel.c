@@ -192,3 +192,63 @@ int nl_open_kernel_netns(const char *netns_path, struct nl **out)
 	close(self);
 	return r;
 }
+
+struct nl_monitor {
+	struct mnl_socket *sock;
+};
+
+int nl_monitor_open(unsigned groups, struct nl_monitor **out)
+{
+	struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (!s)
+		return -errno;
+	if (mnl_socket_bind(s, groups, MNL_SOCKET_AUTOPID) < 0) {
+		int e = errno;
+		mnl_socket_close(s);
+		return -e;
+	}
+	int rcv = 4 << 20;
+	setsockopt(mnl_socket_get_fd(s), SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	struct nl_monitor *m = xcalloc(1, sizeof(*m));
+	m->sock = s;
+	*out = m;
+	return 0;
+}
+
+int nl_monitor_fd(const struct nl_monitor *m)
+{
+	return mnl_socket_get_fd(m->sock);
+}
+
+int nl_monitor_read(struct nl_monitor *m, void (*cb)(const struct nlmsghdr *h, void *ctx),
+		    void *ctx)
+{
+	static __thread uint8_t buf[65536];
+	int dropped = 0;
+	for (;;) {
+		ssize_t n = mnl_socket_recvfrom(m->sock, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return dropped;
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS) {
+				dropped = -ENOBUFS;
+				continue;
+			}
+			return -errno;
+		}
+		int left = (int)n;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, left);
+		     h = mnl_nlmsg_next(h, &left))
+			cb(h, ctx);
+	}
+}
+
+void nl_monitor_close(struct nl_monitor *m)
+{
+	if (!m)
+		return;
+	mnl_socket_close(m->sock);
+	free(m);
+}

@@ -197,6 +197,18 @@ bool nl_route_equal(const struct nl_route *a, const struct nl_route *b);
 /* Same destination, table and metric: what identifies a route to the kernel. */
 bool nl_route_same_key(const struct nl_route *a, const struct nl_route *b);
 
+/*
+ * Multicast notifications (kernel only): RTMGRP_LINK etc. in @groups. The fd
+ * is non-blocking, for an event loop; nl_monitor_read hands every pending
+ * message to @cb and returns -ENOBUFS when the kernel dropped some (resync).
+ */
+struct nl_monitor;
+int nl_monitor_open(unsigned groups, struct nl_monitor **out) must_check;
+int nl_monitor_fd(const struct nl_monitor *m);
+int nl_monitor_read(struct nl_monitor *m, void (*cb)(const struct nlmsghdr *h, void *ctx),
+		    void *ctx);
+void nl_monitor_close(struct nl_monitor *m);
+
 /* Recording backend extras for tests: the log of applied messages. */
 size_t nl_record_count(const struct nl *nl);
 const char *nl_record_entry(const struct nl *nl, size_t i);

@@ -1,0 +1,459 @@
+#include "calc.h"
+
+#include <brindle/hash.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VXLAN_DEV "vxlan.calico"
+#define IPIP_DEV  "tunl0"
+
+struct calc {
+	char *nodename;
+	struct felix_config cfg;
+	struct hmap nodes;	 /* name → struct br_node * */
+	struct hmap pools;	 /* name → struct br_ippool * */
+	struct hmap affinities;	 /* "node/name" → struct br_blockaffinity * */
+	struct hmap aff_by_node; /* node → struct hmap * of affinity keys */
+	struct hmap weps;	 /* "ns/name" → struct br_workloadendpoint * */
+	struct br_felixconfig *fc_global, *fc_node;
+	unsigned fc_generation;
+	size_t local_weps;
+	struct dp_desired desired;
+};
+
+struct calc *calc_new(const char *nodename)
+{
+	struct calc *c = xcalloc(1, sizeof(*c));
+	c->nodename = xstrdup(nodename);
+	felix_config_defaults(&c->cfg);
+	dp_init(&c->desired);
+	return c;
+}
+
+static void free_felixconfig(struct br_felixconfig *fc)
+{
+	if (fc)
+		model_free(&fc->o);
+}
+
+static void free_objects(struct hmap *m)
+{
+	for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);)
+		model_free(it.value);
+	hmap_clear(m);
+}
+
+void calc_free(struct calc *c)
+{
+	if (!c)
+		return;
+	free_objects(&c->nodes);
+	free_objects(&c->pools);
+	free_objects(&c->affinities);
+	free_objects(&c->weps);
+	for (struct hmap_iter it = hmap_iter(&c->aff_by_node); hmap_next(&it);) {
+		hmap_clear(it.value);
+		free(it.value);
+	}
+	hmap_clear(&c->aff_by_node);
+	free_felixconfig(c->fc_global);
+	free_felixconfig(c->fc_node);
+	dp_free(&c->desired);
+	free(c->nodename);
+	free(c);
+}
+
+struct dp_desired *calc_desired(struct calc *c)
+{
+	return &c->desired;
+}
+
+const struct felix_config *calc_config(const struct calc *c)
+{
+	return &c->cfg;
+}
+
+const char *calc_nodename(const struct calc *c)
+{
+	return c->nodename;
+}
+
+const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node)
+{
+	return node ? c->fc_node : c->fc_global;
+}
+
+unsigned calc_felixconfig_generation(const struct calc *c)
+{
+	return c->fc_generation;
+}
+
+size_t calc_local_endpoints(const struct calc *c)
+{
+	return c->local_weps;
+}
+
+void calc_vtep_mac(const char *nodename, uint8_t mac[6])
+{
+	uint8_t d[32];
+	hash_digest(HASH_SHA1, nodename, strlen(nodename), d);
+	memcpy(mac, d, 6);
+	mac[0] = (uint8_t)((mac[0] & 0xfe) | 0x02); /* unicast, locally administered */
+}
+
+static bool parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	if (!s || sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return false;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return true;
+}
+
+/* --- facts about nodes ------------------------------------------------------------------ */
+
+static const struct br_node *node_get(const struct calc *c, const char *name)
+{
+	return name ? hmap_get(&c->nodes, name) : NULL;
+}
+
+/* A node's IPv4 address and prefix from spec.bgp.ipv4Address. */
+static bool node_ipv4(const struct br_node *n, struct br_cidr *out)
+{
+	return n && n->spec.bgp && n->spec.bgp->ipv4_address &&
+	       cidr_parse(n->spec.bgp->ipv4_address, true, out) == 0 && out->ip.family == AF_INET;
+}
+
+static bool node_vtep(const struct br_node *n, struct br_ip *tunnel, uint8_t mac[6])
+{
+	if (!n || !n->spec.ipv4_vxlan_tunnel_addr ||
+	    ip_parse(n->spec.ipv4_vxlan_tunnel_addr, tunnel) < 0)
+		return false;
+	if (!parse_mac(n->spec.vxlan_tunnel_mac_addr, mac))
+		calc_vtep_mac(n->o.meta.name, mac);
+	return true;
+}
+
+/* Is @other's address in this node's subnet? */
+static bool same_subnet(const struct calc *c, const struct br_node *other)
+{
+	struct br_cidr mine, theirs;
+	if (!node_ipv4(node_get(c, c->nodename), &mine) || !node_ipv4(other, &theirs))
+		return false;
+	cidr_mask(&mine);
+	return cidr_contains_ip(&mine, &theirs.ip);
+}
+
+/* The most specific pool containing @block. */
+static const struct br_ippool *pool_of(const struct calc *c, const struct br_cidr *block)
+{
+	const struct br_ippool *best = NULL;
+	unsigned best_len = 0;
+	for (struct hmap_iter it = hmap_iter(&c->pools); hmap_next(&it);) {
+		const struct br_ippool *p = it.value;
+		struct br_cidr pc;
+		if (cidr_parse(p->spec.cidr, false, &pc) < 0 || !cidr_contains(&pc, block))
+			continue;
+		if (!best || pc.len > best_len ||
+		    (pc.len == best_len && strcmp(p->o.meta.name, best->o.meta.name) < 0)) {
+			best = p;
+			best_len = pc.len;
+		}
+	}
+	return best;
+}
+
+static bool mode_on(const char *mode, bool cross_subnet_applies)
+{
+	if (!mode || strcmp(mode, "Never") == 0)
+		return false;
+	if (strcmp(mode, "CrossSubnet") == 0)
+		return cross_subnet_applies;
+	return true;
+}
+
+/* --- contributions ---------------------------------------------------------------------- */
+
+static void owner_name(char *buf, size_t size, const char *what, const char *a, const char *b)
+{
+	snprintf(buf, size, "%s %s%s%s", what, a, b ? "/" : "", b ? b : "");
+}
+
+static void recompute_wep(struct calc *c, const char *key, const struct br_workloadendpoint *w)
+{
+	char owner[300];
+	owner_name(owner, sizeof(owner), "wep", key, NULL);
+	struct dp_item items[17];
+	size_t n = 0;
+	if (w && w->spec.node && strcmp(w->spec.node, c->nodename) == 0 && w->spec.interface_name) {
+		const char *ifname = w->spec.interface_name;
+		uint8_t mac[6];
+		bool has_mac = parse_mac(w->spec.mac, mac);
+		for (size_t i = 0; i < w->spec.n_ip_networks && n + 2 < ARRAY_SIZE(items); i++) {
+			struct br_cidr net;
+			if (cidr_parse(w->spec.ip_networks[i], true, &net) < 0 ||
+			    net.ip.family != AF_INET)
+				continue;
+			struct dp_item r = { .kind = DP_ROUTE };
+			r.route.dst = net;
+			cidr_mask(&r.route.dst);
+			snprintf(r.route.ifname, sizeof(r.route.ifname), "%s", ifname);
+			r.route.link_scope = true;
+			items[n++] = r;
+			if (has_mac && net.len == 32) {
+				struct dp_item nb = { .kind = DP_NEIGH };
+				snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), "%s", ifname);
+				nb.neigh.ip = net.ip;
+				memcpy(nb.neigh.mac, mac, 6);
+				items[n++] = nb;
+			}
+		}
+		struct dp_item ifc = { .kind = DP_IFACE };
+		snprintf(ifc.iface, sizeof(ifc.iface), "%s", ifname);
+		items[n++] = ifc;
+	}
+	dp_set_owner(&c->desired, owner, DP_CLASS_WORKLOAD, items, n);
+}
+
+static void recompute_affinity(struct calc *c, const char *key, const struct br_blockaffinity *a)
+{
+	char owner[300];
+	owner_name(owner, sizeof(owner), "block", key, NULL);
+	struct dp_item it = { .kind = DP_ROUTE };
+	enum dp_class cls = DP_CLASS_BLACKHOLE;
+	size_t n = 0;
+	struct br_cidr block;
+	if (!a || a->spec.deleted || strcmp(a->spec.state, "confirmed") != 0 ||
+	    cidr_parse(a->spec.cidr, false, &block) < 0 || block.ip.family != AF_INET)
+		goto out;
+	const struct br_ippool *pool = pool_of(c, &block);
+	if (!pool)
+		goto out;
+	it.route.dst = block;
+	if (strcmp(a->spec.node, c->nodename) == 0) {
+		/* Unallocated addresses of our own blocks go nowhere. */
+		if (block.len < 32) {
+			it.route.blackhole = true;
+			n = 1;
+		}
+		goto out;
+	}
+	const struct br_node *remote = node_get(c, a->spec.node);
+	struct br_cidr rip;
+	if (!node_ipv4(remote, &rip))
+		goto out;
+	bool cross = !same_subnet(c, remote);
+	struct br_ip vtep;
+	uint8_t mac[6];
+	if (mode_on(pool->spec.vxlan_mode, cross) && node_vtep(remote, &vtep, mac)) {
+		snprintf(it.route.ifname, sizeof(it.route.ifname), VXLAN_DEV);
+		it.route.gw = vtep;
+		it.route.onlink = true;
+		cls = DP_CLASS_VXLAN;
+		n = 1;
+	} else if (mode_on(pool->spec.ipip_mode, cross)) {
+		snprintf(it.route.ifname, sizeof(it.route.ifname), IPIP_DEV);
+		it.route.gw = rip.ip;
+		it.route.onlink = true;
+		cls = DP_CLASS_IPIP;
+		n = 1;
+	}
+out:
+	dp_set_owner(&c->desired, owner, cls, &it, n);
+}
+
+static bool vxlan_wanted(const struct calc *c)
+{
+	for (struct hmap_iter it = hmap_iter(&c->pools); hmap_next(&it);) {
+		const struct br_ippool *p = it.value;
+		if (p->spec.vxlan_mode && strcmp(p->spec.vxlan_mode, "Never") != 0)
+			return true;
+	}
+	return false;
+}
+
+static void recompute_vtep(struct calc *c, const char *name, const struct br_node *n)
+{
+	char owner[300];
+	owner_name(owner, sizeof(owner), "vtep", name, NULL);
+	struct dp_item items[2];
+	size_t count = 0;
+	struct br_ip vtep;
+	struct br_cidr rip;
+	uint8_t mac[6];
+	if (n && strcmp(name, c->nodename) != 0 && vxlan_wanted(c) && node_vtep(n, &vtep, mac) &&
+	    node_ipv4(n, &rip)) {
+		struct dp_item nb = { .kind = DP_NEIGH };
+		snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), VXLAN_DEV);
+		nb.neigh.ip = vtep;
+		memcpy(nb.neigh.mac, mac, 6);
+		struct dp_item fdb = { .kind = DP_FDB };
+		snprintf(fdb.fdb.ifname, sizeof(fdb.fdb.ifname), VXLAN_DEV);
+		memcpy(fdb.fdb.mac, mac, 6);
+		fdb.fdb.dst = rip.ip;
+		items[count++] = nb;
+		items[count++] = fdb;
+	}
+	dp_set_owner(&c->desired, owner, DP_CLASS_VTEP, items, count);
+}
+
+static void recompute_tunnels(struct calc *c)
+{
+	struct dp_vxlan vx = { 0 };
+	struct dp_ipip ip = { 0 };
+	const struct br_node *me = node_get(c, c->nodename);
+	struct br_cidr mine;
+	if (vxlan_wanted(c) && node_ipv4(me, &mine)) {
+		vx.wanted = true;
+		vx.vni = c->cfg.vxlan_vni;
+		vx.port = c->cfg.vxlan_port;
+		vx.mtu = c->cfg.vxlan_mtu;
+		vx.local = mine.ip;
+		struct br_ip t;
+		if (node_vtep(me, &t, vx.mac)) {
+			vx.addr.ip = t;
+			vx.addr.len = 32;
+		} else {
+			calc_vtep_mac(c->nodename, vx.mac);
+		}
+	}
+	for (struct hmap_iter it = hmap_iter(&c->pools); hmap_next(&it);) {
+		const struct br_ippool *p = it.value;
+		if (p->spec.ipip_mode && strcmp(p->spec.ipip_mode, "Never") != 0 &&
+		    (!ip.wanted || strcmp(p->o.meta.name, ip.wanted_by) < 0)) {
+			ip.wanted = true;
+			snprintf(ip.wanted_by, sizeof(ip.wanted_by), "%s", p->o.meta.name);
+		}
+	}
+	if (ip.wanted) {
+		ip.mtu = c->cfg.ipip_mtu;
+		if (node_ipv4(me, &mine))
+			ip.local = mine.ip;
+		if (me && me->spec.bgp && me->spec.bgp->ipv4_ipip_tunnel_addr &&
+		    ip_parse(me->spec.bgp->ipv4_ipip_tunnel_addr, &ip.addr.ip) == 0)
+			ip.addr.len = 32;
+	}
+	if (memcmp(&vx, &c->desired.vxlan, sizeof(vx)) != 0 ||
+	    memcmp(&ip, &c->desired.ipip, sizeof(ip)) != 0) {
+		c->desired.vxlan = vx;
+		c->desired.ipip = ip;
+		c->desired.tunnels_dirty = true;
+	}
+}
+
+static void recompute_node_blocks(struct calc *c, const char *node)
+{
+	struct hmap *keys = hmap_get(&c->aff_by_node, node);
+	if (!keys)
+		return;
+	for (struct hmap_iter it = hmap_iter(keys); hmap_next(&it);)
+		recompute_affinity(c, it.key, hmap_get(&c->affinities, it.key));
+}
+
+static void recompute_all(struct calc *c)
+{
+	for (struct hmap_iter it = hmap_iter(&c->affinities); hmap_next(&it);)
+		recompute_affinity(c, it.key, it.value);
+	for (struct hmap_iter it = hmap_iter(&c->nodes); hmap_next(&it);)
+		recompute_vtep(c, it.key, it.value);
+	recompute_tunnels(c);
+}
+
+/* --- updates ---------------------------------------------------------------------------- */
+
+/* Store @obj under @key in @m, freeing what was there. */
+static void store(struct hmap *m, const char *key, struct br_object *obj)
+{
+	struct br_object *old = obj ? hmap_put(m, key, obj) : hmap_del(m, key);
+	model_free(old);
+}
+
+static void index_affinity(struct calc *c, const char *node, const char *key, bool add)
+{
+	struct hmap *keys = hmap_get(&c->aff_by_node, node);
+	if (add) {
+		if (!keys) {
+			keys = xcalloc(1, sizeof(*keys));
+			hmap_put(&c->aff_by_node, node, keys);
+		}
+		hmap_put(keys, key, (void *)1);
+	} else if (keys) {
+		hmap_del(keys, key);
+		if (!keys->n) {
+			hmap_clear(keys);
+			free(hmap_del(&c->aff_by_node, node));
+		}
+	}
+}
+
+void calc_update(struct calc *c, const struct ds_update *u)
+{
+	char key[512];
+	if (u->scope)
+		snprintf(key, sizeof(key), "%s/%s", u->scope, u->name);
+	else
+		snprintf(key, sizeof(key), "%s", u->name);
+	switch (u->kind->id) {
+	case KIND_WORKLOADENDPOINT: {
+		const struct br_workloadendpoint *old = hmap_get(&c->weps, key);
+		bool was_local = old && old->spec.node && strcmp(old->spec.node, c->nodename) == 0;
+		store(&c->weps, key, u->obj);
+		const struct br_workloadendpoint *w = (const void *)u->obj;
+		bool is_local = w && w->spec.node && strcmp(w->spec.node, c->nodename) == 0;
+		c->local_weps += (size_t)is_local - (size_t)was_local;
+		recompute_wep(c, key, w);
+		return;
+	}
+	case KIND_BLOCKAFFINITY: {
+		const struct br_blockaffinity *old = hmap_get(&c->affinities, key);
+		if (old)
+			index_affinity(c, old->spec.node, key, false);
+		store(&c->affinities, key, u->obj);
+		const struct br_blockaffinity *a = (const void *)u->obj;
+		if (a)
+			index_affinity(c, a->spec.node, key, true);
+		recompute_affinity(c, key, a);
+		return;
+	}
+	case KIND_NODE:
+		store(&c->nodes, key, u->obj);
+		if (strcmp(key, c->nodename) == 0) {
+			recompute_all(c); /* our subnet and tunnel addresses */
+		} else {
+			recompute_vtep(c, key, node_get(c, key));
+			recompute_node_blocks(c, key);
+		}
+		return;
+	case KIND_IPPOOL:
+		store(&c->pools, key, u->obj);
+		recompute_all(c);
+		return;
+	case KIND_FELIXCONFIGURATION: {
+		char mine[300];
+		snprintf(mine, sizeof(mine), "node.%s", c->nodename);
+		struct br_felixconfig **slot = strcmp(key, "default") == 0 ? &c->fc_global
+					       : strcmp(key, mine) == 0	   ? &c->fc_node
+									   : NULL;
+		if (slot) {
+			free_felixconfig(*slot);
+			*slot = (struct br_felixconfig *)u->obj;
+			c->fc_generation++;
+		} else {
+			model_free(u->obj);
+		}
+		return;
+	}
+	default:
+		model_free(u->obj);
+		return;
+	}
+}
+
+void calc_set_config(struct calc *c, const struct felix_config *cfg)
+{
+	c->cfg = *cfg;
+	recompute_all(c);
+}

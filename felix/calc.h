@@ -1,0 +1,49 @@
+/*
+ * felix's calculation core for routing: from the datastore's resources to
+ * this node's desired dataplane (struct dp_desired). Pure: updates in,
+ * desired-state changes out, no system calls. Each update recomputes only
+ * what depends on it:
+ *   WorkloadEndpoint of this node   → its /32 routes, neighbours, interface
+ *   BlockAffinity of this node      → a blackhole for the block (not for /32 blocks)
+ *   BlockAffinity of another node   → a VXLAN or IPIP route per the block's pool
+ *   Node (another)                  → its VTEP (neighbour + FDB) and its blocks' routes
+ *   Node (this), IPPool, config     → everything that depends on them
+ * Plain (unencapsulated) routes to other nodes' blocks are BIRD's, not ours.
+ */
+#ifndef FELIX_CALC_H
+#define FELIX_CALC_H
+
+#include "config.h"
+#include "desired.h"
+
+#include <brindle/ds.h>
+
+struct calc;
+
+struct calc *calc_new(const char *nodename);
+void calc_free(struct calc *c);
+
+/* Take one datastore update (the object's ownership passes to the calc). */
+void calc_update(struct calc *c, const struct ds_update *u);
+/* New configuration (from FelixConfiguration and the environment). */
+void calc_set_config(struct calc *c, const struct felix_config *cfg);
+
+struct dp_desired *calc_desired(struct calc *c);
+const struct felix_config *calc_config(const struct calc *c);
+const char *calc_nodename(const struct calc *c);
+
+/* The FelixConfiguration resources ("default", "node.<this node>"), for config layering. */
+const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node);
+/* Bumped whenever a FelixConfiguration that applies to this node changes. */
+unsigned calc_felixconfig_generation(const struct calc *c);
+
+/* Counts, for metrics and tests. */
+size_t calc_local_endpoints(const struct calc *c);
+
+/*
+ * The MAC Brindle gives a node's VXLAN device when its Node resource names
+ * none: derived from the node name, so every node computes the same one.
+ */
+void calc_vtep_mac(const char *nodename, uint8_t mac[6]);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * felix's configuration: environment variables (FELIX_<PARAM>, as Felix users
+ * know them) override the FelixConfiguration resources ("node.<name>" over
+ * "default"), which override built-in defaults. Computing it is pure: the
+ * environment comes in as an array.
+ */
+#ifndef FELIX_CONFIG_H
+#define FELIX_CONFIG_H
+
+#include <brindle/model.h>
+#include <brindle/log.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FELIX_MAX_PREFIXES 8
+
+struct felix_failsafe {
+	const char *protocol; /* "TCP", "UDP", "SCTP" */
+	uint16_t port;
+	char net[50]; /* CIDR, or "" for any */
+};
+
+struct felix_config {
+	enum log_level log_severity;
+	char prefixes[FELIX_MAX_PREFIXES][16]; /* workload interface name prefixes */
+	size_t n_prefixes;
+	bool health_enabled;
+	char health_host[64];
+	uint16_t health_port;
+	bool metrics_enabled;
+	char metrics_host[64];
+	uint16_t metrics_port;
+	uint64_t route_refresh_ms;
+	uint64_t iptables_refresh_ms;
+	uint64_t ipsets_refresh_ms;
+	uint32_t vxlan_mtu; /* 0: host MTU - 50 */
+	uint32_t ipip_mtu;  /* 0: host MTU - 20 */
+	uint16_t vxlan_port;
+	uint32_t vxlan_vni;
+	uint32_t mark_mask;
+	char endpoint_to_host_action[8]; /* Drop, Accept, Return */
+	char chain_insert_mode[8];	 /* Insert, Append */
+	struct felix_failsafe failsafe_in[32];
+	size_t n_failsafe_in;
+	struct felix_failsafe failsafe_out[32];
+	size_t n_failsafe_out;
+	uint64_t route_grace_ms; /* CNI routes of endpoints not known yet */
+};
+
+/* Built-in defaults. */
+void felix_config_defaults(struct felix_config *c);
+
+/*
+ * Layer the sources: defaults, then @global (may be NULL), then @node (may be
+ * NULL), then the FELIX_* variables in @env (NULL-terminated, like environ).
+ * Bad environment values are reported in @errs ("FELIX_HEALTHPORT: ...") and
+ * ignored, so the next source's value stands.
+ */
+void felix_config_compute(struct felix_config *c, const struct br_felixconfig *global,
+			  const struct br_felixconfig *node, char *const *env,
+			  struct model_errors *errs);
+
+/* Is @ifname a workload interface (starts with a configured prefix)? */
+bool felix_is_workload_iface(const struct felix_config *c, const char *ifname);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * One apply: read back when needed, set up tunnel devices, then plan every
+ * dirty key of interfaces, neighbours, FDB entries and routes into one
+ * netlink batch, send it, and fold each message's result into the mirrors.
+ * Failed writes are retried at the next apply; a route or neighbour whose
+ * interface is missing waits for the interface's notification.
+ */
+#include "dataplane_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define LOG_CHANGES_PER_APPLY 20
+#define RETRY_MS	      1000
+
+struct dataplane *dataplane_new(struct nl *nl, struct sysctl *sys)
+{
+	struct dataplane *dp = xcalloc(1, sizeof(*dp));
+	dp->nl = nl;
+	dp->sys = sys;
+	dp->batch = nl_batch_new();
+	dp->resync_needed = true;
+	dp->error_rl = (struct ratelimit)RATELIMIT_INIT(1000, 20);
+	return dp;
+}
+
+static void clear_pending(struct dataplane *dp)
+{
+	for (struct hmap_iter it = hmap_iter(&dp->pending); hmap_next(&it);) {
+		hmap_clear(it.value);
+		free(it.value);
+	}
+	hmap_clear(&dp->pending);
+}
+
+void dataplane_free(struct dataplane *dp)
+{
+	if (!dp)
+		return;
+	links_clear(dp);
+	routes_clear(dp);
+	neighs_clear(dp);
+	clear_pending(dp);
+	for (int k = 0; k < DP_KINDS; k++)
+		hmap_clear(&dp->retry[k]);
+	hmap_clear(&dp->graceful);
+	nl_batch_free(dp->batch);
+	free(dp->ops);
+	free(dp);
+}
+
+void dataplane_request_resync(struct dataplane *dp)
+{
+	dp->resync_needed = true;
+}
+
+const struct dp_status *dataplane_status(const struct dataplane *dp)
+{
+	return &dp->status;
+}
+
+uint64_t dataplane_next_deadline(const struct dataplane *dp)
+{
+	return dp->next_deadline;
+}
+
+void dp_error(struct dataplane *dp, enum dp_error_kind kind, const char *fmt, ...)
+{
+	dp->status.errors[kind]++;
+	/* A kernel without IPIP is a standing condition (status.problem), not a failed write. */
+	if (kind != DP_ERR_IPIP)
+		dp->status.last_apply_ok = false;
+	if (!ratelimit_ok(&dp->error_rl))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(LOG_ERROR, fmt, ap);
+	va_end(ap);
+}
+
+static size_t changes_this_apply;
+
+void dp_changed(struct dataplane *dp, const char *fmt, ...)
+{
+	/* What changed and why, once; a flood of changes is summarised. */
+	enum log_level level = ++changes_this_apply <= LOG_CHANGES_PER_APPLY ? LOG_INFO : LOG_DEBUG;
+	if (!log_enabled(level))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+}
+
+struct dp_op *dp_add_op(struct dataplane *dp, enum dp_kind kind, enum nl_op op, const char *key,
+			const char *why)
+{
+	GROW(dp->ops, dp->ops_cap, dp->n_ops + 1);
+	struct dp_op *o = &dp->ops[dp->n_ops++];
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->op = op;
+	snprintf(o->key, sizeof(o->key), "%s", key);
+	snprintf(o->why, sizeof(o->why), "%s", why ? why : "");
+	return o;
+}
+
+void dp_wait_for_link(struct dataplane *dp, const char *ifname, enum dp_kind kind, const char *key)
+{
+	struct hmap *keys = hmap_get(&dp->pending, ifname);
+	if (!keys) {
+		keys = xcalloc(1, sizeof(*keys));
+		hmap_put(&dp->pending, ifname, keys);
+	}
+	char tagged[160];
+	snprintf(tagged, sizeof(tagged), "%d:%s", (int)kind, key);
+	hmap_put(keys, tagged, (void *)1);
+}
+
+/* Whatever waited for @ifname is planned again at the next apply. */
+static void wake(struct dataplane *dp, const char *ifname)
+{
+	struct hmap *keys = hmap_del(&dp->pending, ifname);
+	if (!keys)
+		return;
+	for (struct hmap_iter it = hmap_iter(keys); hmap_next(&it);) {
+		int kind = it.key[0] - '0';
+		hmap_put(&dp->retry[kind], it.key + 2, (void *)1);
+	}
+	hmap_clear(keys);
+	free(keys);
+}
+
+void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool deleted)
+{
+	if (deleted) {
+		/* The kernel dropped its routes and neighbours with it. */
+		for (struct hmap_iter it = hmap_iter(&dp->routes); hmap_next(&it);) {
+			struct mirror_route *m = it.value;
+			if (m->r.oif == l->ifindex) {
+				hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+				free(hmap_del(&dp->routes, it.key));
+			}
+		}
+		struct hmap *mirrors[] = { &dp->neighs, &dp->fdbs };
+		for (int k = 0; k < 2; k++)
+			for (struct hmap_iter it = hmap_iter(mirrors[k]); hmap_next(&it);) {
+				struct nl_neigh *n = it.value;
+				if (n->ifindex == l->ifindex) {
+					hmap_put(&dp->retry[k ? DP_FDB : DP_NEIGH], it.key,
+						 (void *)1);
+					free(hmap_del(mirrors[k], it.key));
+				}
+			}
+		links_del(dp, l->ifindex);
+		return;
+	}
+	const struct nl_link *old = link_indexed(dp, l->ifindex);
+	bool was_up = old && (old->flags & IFF_UP);
+	links_put(dp, l);
+	if (l->flags & IFF_UP) {
+		wake(dp, l->name);
+		if (!was_up)
+			hmap_put(&dp->retry[DP_IFACE], l->name, (void *)1);
+	}
+}
+
+static void plan_iface(struct dataplane *dp, struct dp_desired *d, const char *name)
+{
+	if (!dp_get(d, DP_IFACE, name))
+		return;
+	const struct nl_link *l = link_named(dp, name);
+	if (!l || !(l->flags & IFF_UP)) {
+		dp_wait_for_link(dp, name, DP_IFACE, name);
+		return;
+	}
+	int changed = 0;
+	int r = sysctl_workload_iface(dp->sys, name, &changed);
+	if (r < 0) {
+		dp_error(dp, DP_ERR_SYSCTL, "settings of %s: %s", name, strerror(-r));
+		hmap_put(&dp->retry[DP_IFACE], name, (void *)1);
+	} else if (changed) {
+		dp_changed(dp,
+			   "interface %s: %d setting%s changed (proxy_arp, forwarding, "
+			   "route_localnet, proxy_delay, accept_ra)",
+			   name, changed, changed == 1 ? "" : "s");
+	}
+}
+
+/* Everything that might differ: every desired key and every key the kernel has. */
+static int resync(struct dataplane *dp, struct dp_desired *d, uint64_t now)
+{
+	int r;
+	dp->status.resyncs++;
+	if ((r = links_dump(dp)) < 0 || (r = routes_dump(dp, d, now)) < 0 ||
+	    (r = neighs_dump(dp)) < 0) {
+		dp_error(dp, DP_ERR_DUMP, "reading the kernel's state: %s", strerror(-r));
+		return r;
+	}
+	clear_pending(dp);
+	hmap_clear(&dp->graceful);
+	d->tunnels_dirty = true;
+	for (int k = 0; k < DP_KINDS; k++)
+		dp_mark_all_dirty(d, (enum dp_kind)k);
+	for (struct hmap_iter it = hmap_iter(&dp->routes); hmap_next(&it);)
+		dp_mark_dirty(d, DP_ROUTE, it.key);
+	for (struct hmap_iter it = hmap_iter(&dp->neighs); hmap_next(&it);)
+		dp_mark_dirty(d, DP_NEIGH, it.key);
+	for (struct hmap_iter it = hmap_iter(&dp->fdbs); hmap_next(&it);)
+		dp_mark_dirty(d, DP_FDB, it.key);
+	dp->resync_needed = false;
+	return 0;
+}
+
+/* The union of the dirty and retry sets of @kind, then both cleared. */
+static char **take_keys(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, size_t *n)
+{
+	struct hmap *sets[] = { &d->dirty[kind], &dp->retry[kind] };
+	size_t cap = d->dirty[kind].n + dp->retry[kind].n;
+	char **keys = xmalloc(sizeof(char *) * (cap ? cap : 1));
+	*n = 0;
+	for (int s = 0; s < 2; s++)
+		for (struct hmap_iter it = hmap_iter(sets[s]); hmap_next(&it);)
+			if (s == 0 || !hmap_has(&d->dirty[kind], it.key))
+				keys[(*n)++] = xstrdup(it.key);
+	dp_clear_dirty(d, kind);
+	hmap_clear(&dp->retry[kind]);
+	return keys;
+}
+
+static void free_keys(char **keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct felix_config *cfg,
+		    uint64_t now)
+{
+	changes_this_apply = 0;
+	dp->status.last_apply_ok = true;
+	dp->next_deadline = 0;
+	if (dp->resync_needed && resync(dp, d, now) < 0) {
+		dp->next_deadline = now + RETRY_MS;
+		return -EIO;
+	}
+	if (d->tunnels_dirty) {
+		d->tunnels_dirty = false;
+		tunnels_reconcile(dp, d, cfg);
+	}
+	/* Route keys whose grace period may have ended. */
+	for (struct hmap_iter it = hmap_iter(&dp->graceful); hmap_next(&it);)
+		hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+	hmap_clear(&dp->graceful);
+
+	size_t n;
+	char **keys = take_keys(dp, d, DP_IFACE, &n);
+	for (size_t i = 0; i < n; i++)
+		plan_iface(dp, d, keys[i]);
+	free_keys(keys, n);
+
+	nl_batch_reset(dp->batch);
+	dp->n_ops = 0;
+	/* Neighbours and FDB entries before the routes that use them. */
+	keys = take_keys(dp, d, DP_FDB, &n);
+	for (size_t i = 0; i < n; i++)
+		neighs_plan(dp, d, DP_FDB, keys[i]);
+	free_keys(keys, n);
+	keys = take_keys(dp, d, DP_NEIGH, &n);
+	for (size_t i = 0; i < n; i++)
+		neighs_plan(dp, d, DP_NEIGH, keys[i]);
+	free_keys(keys, n);
+	keys = take_keys(dp, d, DP_ROUTE, &n);
+	for (size_t i = 0; i < n; i++)
+		routes_plan(dp, d, keys[i], now, cfg);
+	free_keys(keys, n);
+
+	if (dp->n_ops) {
+		int *errs = xcalloc(dp->n_ops, sizeof(int));
+		int r = nl_apply(dp->nl, dp->batch, errs);
+		if (r < 0) {
+			/* Nothing is known about what got through: read everything back. */
+			dp_error(dp, DP_ERR_NETLINK, "sending %zu changes: %s", dp->n_ops,
+				 strerror(-r));
+			dp->resync_needed = true;
+		} else {
+			for (size_t i = 0; i < dp->n_ops; i++) {
+				if (!errs[i])
+					dp->status.writes++;
+				if (dp->ops[i].kind == DP_ROUTE)
+					routes_done(dp, &dp->ops[i], errs[i]);
+				else
+					neighs_done(dp, &dp->ops[i], errs[i]);
+			}
+		}
+		free(errs);
+	}
+	if (changes_this_apply > LOG_CHANGES_PER_APPLY)
+		log_info("%zu dataplane changes in this apply (the first %d logged above; the rest "
+			 "at debug level)",
+			 changes_this_apply, LOG_CHANGES_PER_APPLY);
+	bool retrying = false;
+	for (int k = 0; k < DP_KINDS; k++)
+		retrying |= dp->retry[k].n > 0;
+	if (retrying || dp->resync_needed)
+		if (!dp->next_deadline || now + RETRY_MS < dp->next_deadline)
+			dp->next_deadline = now + RETRY_MS;
+	dp->status.routes = dp->routes.n;
+	dp->status.neighs = dp->neighs.n;
+	dp->status.fdbs = dp->fdbs.n;
+	return dp->status.last_apply_ok ? 0 : -EIO;
+}

@@ -1,0 +1,83 @@
+/* Shared by felix/dataplane.c and its per-object files. */
+#ifndef FELIX_DATAPLANE_INTERNAL_H
+#define FELIX_DATAPLANE_INTERNAL_H
+
+#include "dataplane.h"
+
+#include <brindle/hmap.h>
+#include <brindle/log.h>
+
+#define VXLAN_DEV "vxlan.calico"
+#define IPIP_DEV  "tunl0"
+
+/* A write in the batch, so its result can update the mirrors. */
+struct dp_op {
+	enum dp_kind kind;
+	enum nl_op op;
+	char key[128];
+	char why[160];
+	union {
+		struct nl_route route;
+		struct nl_neigh neigh;
+	};
+};
+
+struct mirror_route {
+	struct nl_route r;
+	bool known;	     /* desired at some point: no grace when it goes */
+	uint64_t first_seen; /* unknown routes: when first seen */
+};
+
+struct dataplane {
+	struct nl *nl;
+	struct sysctl *sys;
+	struct hmap links_by_name;  /* name → struct nl_link * */
+	struct hmap links_by_index; /* "%d" → struct nl_link * (same objects) */
+	struct hmap routes;	    /* dst → struct mirror_route * */
+	struct hmap neighs;	    /* "ifname|ip" → struct nl_neigh * */
+	struct hmap fdbs;	    /* "ifname|mac|dst" → struct nl_neigh * */
+	struct hmap pending;	    /* ifname → struct hmap * of "<kind>:<key>" waiting for it */
+	struct hmap retry[DP_KINDS];
+	struct hmap graceful; /* route keys in their grace period */
+	bool resync_needed;
+	bool tunnels_failed;
+	bool ipip_reported;
+	uint64_t next_deadline;
+	struct nl_batch *batch;
+	struct dp_op *ops;
+	size_t n_ops, ops_cap;
+	struct dp_status status;
+	struct ratelimit error_rl;
+};
+
+/* dp_links.c */
+void links_clear(struct dataplane *dp);
+int links_dump(struct dataplane *dp);
+const struct nl_link *link_named(const struct dataplane *dp, const char *name);
+const struct nl_link *link_indexed(const struct dataplane *dp, int ifindex);
+void links_put(struct dataplane *dp, const struct nl_link *l);
+void links_del(struct dataplane *dp, int ifindex);
+int tunnels_reconcile(struct dataplane *dp, struct dp_desired *d, const struct felix_config *cfg);
+
+/* dp_routes.c */
+void routes_clear(struct dataplane *dp);
+int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now);
+void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, uint64_t now,
+		 const struct felix_config *cfg);
+void routes_done(struct dataplane *dp, const struct dp_op *op, int err);
+
+/* dp_neighs.c */
+void neighs_clear(struct dataplane *dp);
+int neighs_dump(struct dataplane *dp);
+void neighs_plan(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, const char *key);
+void neighs_done(struct dataplane *dp, const struct dp_op *op, int err);
+
+/* dataplane.c */
+struct dp_op *dp_add_op(struct dataplane *dp, enum dp_kind kind, enum nl_op op, const char *key,
+			const char *why);
+void dp_wait_for_link(struct dataplane *dp, const char *ifname, enum dp_kind kind, const char *key);
+void dp_error(struct dataplane *dp, enum dp_error_kind kind, const char *fmt, ...)
+	printf_like(3, 4);
+void dp_changed(struct dataplane *dp, const char *fmt, ...) printf_like(2, 3);
+
+#endif

@@ -1,0 +1,254 @@
+#include "desired.h"
+
+#include <brindle/util.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dp_cand {
+	char *owner;
+	enum dp_class cls;
+	struct dp_item item;
+};
+
+struct dp_entry {
+	struct dp_cand *c; /* sorted: c[0] is the winner */
+	size_t n;
+};
+
+struct dp_owner {
+	char *name;
+	char **keys; /* "<kind>:<key>" */
+	size_t n;
+};
+
+void dp_init(struct dp_desired *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+static void free_entry(struct dp_entry *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->c[i].owner);
+	free(e->c);
+	free(e);
+}
+
+void dp_free(struct dp_desired *d)
+{
+	for (int k = 0; k < DP_KINDS; k++) {
+		for (struct hmap_iter it = hmap_iter(&d->entries[k]); hmap_next(&it);)
+			free_entry(it.value);
+		hmap_clear(&d->entries[k]);
+		hmap_clear(&d->dirty[k]);
+	}
+	for (struct hmap_iter it = hmap_iter(&d->owners); hmap_next(&it);) {
+		struct dp_owner *o = it.value;
+		for (size_t i = 0; i < o->n; i++)
+			free(o->keys[i]);
+		free(o->keys);
+		free(o->name);
+		free(o);
+	}
+	hmap_clear(&d->owners);
+}
+
+static void mac_str(const uint8_t *m, char *buf)
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+void dp_item_key(const struct dp_item *it, char *buf, size_t size)
+{
+	char a[CIDR_STRLEN], m[18];
+	switch (it->kind) {
+	case DP_ROUTE:
+		snprintf(buf, size, "%s", cidr_str(&it->route.dst, a));
+		return;
+	case DP_NEIGH:
+		snprintf(buf, size, "%s|%s", it->neigh.ifname, ip_str(&it->neigh.ip, a));
+		return;
+	case DP_FDB:
+		mac_str(it->fdb.mac, m);
+		snprintf(buf, size, "%s|%s|%s", it->fdb.ifname, m, ip_str(&it->fdb.dst, a));
+		return;
+	case DP_IFACE:
+	default:
+		snprintf(buf, size, "%s", it->iface);
+		return;
+	}
+}
+
+bool dp_item_equal(const struct dp_item *a, const struct dp_item *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case DP_ROUTE:
+		return cidr_cmp(&a->route.dst, &b->route.dst) == 0 &&
+		       strcmp(a->route.ifname, b->route.ifname) == 0 &&
+		       ip_cmp(&a->route.gw, &b->route.gw) == 0 &&
+		       a->route.onlink == b->route.onlink &&
+		       a->route.blackhole == b->route.blackhole &&
+		       a->route.link_scope == b->route.link_scope;
+	case DP_NEIGH:
+		return strcmp(a->neigh.ifname, b->neigh.ifname) == 0 &&
+		       ip_equal(&a->neigh.ip, &b->neigh.ip) &&
+		       memcmp(a->neigh.mac, b->neigh.mac, 6) == 0;
+	case DP_FDB:
+		return strcmp(a->fdb.ifname, b->fdb.ifname) == 0 &&
+		       memcmp(a->fdb.mac, b->fdb.mac, 6) == 0 && ip_equal(&a->fdb.dst, &b->fdb.dst);
+	default:
+		return strcmp(a->iface, b->iface) == 0;
+	}
+}
+
+static int cand_cmp(const struct dp_cand *a, const struct dp_cand *b)
+{
+	if (a->cls != b->cls)
+		return a->cls < b->cls ? -1 : 1;
+	return strcmp(a->owner, b->owner);
+}
+
+static void mark(struct dp_desired *d, enum dp_kind kind, const char *key)
+{
+	if (!hmap_has(&d->dirty[kind], key))
+		hmap_put(&d->dirty[kind], key, (void *)1);
+}
+
+/* Remove @owner's candidate from the entry at @key; mark dirty if the winner changed. */
+static void retract(struct dp_desired *d, enum dp_kind kind, const char *key, const char *owner)
+{
+	struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->n; i++) {
+		if (strcmp(e->c[i].owner, owner) != 0)
+			continue;
+		bool was_winner = i == 0;
+		bool same_as_next =
+			was_winner && e->n > 1 && dp_item_equal(&e->c[0].item, &e->c[1].item);
+		free(e->c[i].owner);
+		memmove(&e->c[i], &e->c[i + 1], sizeof(e->c[0]) * (e->n - i - 1));
+		e->n--;
+		if (e->n == 0) {
+			free_entry(hmap_del(&d->entries[kind], key));
+			mark(d, kind, key);
+		} else if (was_winner && !same_as_next) {
+			mark(d, kind, key);
+		}
+		return;
+	}
+}
+
+static void contribute(struct dp_desired *d, const char *key, const char *owner, enum dp_class cls,
+		       const struct dp_item *item)
+{
+	enum dp_kind kind = item->kind;
+	struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		hmap_put(&d->entries[kind], key, e);
+	}
+	struct dp_cand c = { .owner = xstrdup(owner), .cls = cls, .item = *item };
+	size_t pos = 0;
+	while (pos < e->n && cand_cmp(&e->c[pos], &c) < 0)
+		pos++;
+	e->c = xrealloc(e->c, sizeof(e->c[0]) * (e->n + 1));
+	memmove(&e->c[pos + 1], &e->c[pos], sizeof(e->c[0]) * (e->n - pos));
+	e->c[pos] = c;
+	e->n++;
+	if (pos == 0 && (e->n == 1 || !dp_item_equal(&e->c[0].item, &e->c[1].item)))
+		mark(d, kind, key);
+}
+
+void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
+		  const struct dp_item *items, size_t n)
+{
+	struct dp_owner *o = hmap_get(&d->owners, owner);
+	char key[128];
+	/* Unchanged contributions are the common case on resync: leave them be. */
+	if (o && o->n == n) {
+		bool same = true;
+		for (size_t i = 0; same && i < n; i++) {
+			dp_item_key(&items[i], key, sizeof(key));
+			const struct dp_entry *e = hmap_get(&d->entries[items[i].kind], key);
+			same = false;
+			for (size_t j = 0; e && j < e->n; j++)
+				if (strcmp(e->c[j].owner, owner) == 0)
+					same = e->c[j].cls == cls &&
+					       dp_item_equal(&e->c[j].item, &items[i]);
+		}
+		if (same)
+			return;
+	}
+	if (o) {
+		for (size_t i = 0; i < o->n; i++) {
+			enum dp_kind kind = (enum dp_kind)(o->keys[i][0] - '0');
+			retract(d, kind, o->keys[i] + 2, owner);
+			free(o->keys[i]);
+		}
+		o->n = 0;
+	}
+	if (n == 0) {
+		if (o) {
+			hmap_del(&d->owners, owner);
+			free(o->keys);
+			free(o->name);
+			free(o);
+		}
+		return;
+	}
+	if (!o) {
+		o = xcalloc(1, sizeof(*o));
+		o->name = xstrdup(owner);
+		hmap_put(&d->owners, owner, o);
+	}
+	o->keys = xrealloc(o->keys, sizeof(char *) * n);
+	for (size_t i = 0; i < n; i++) {
+		dp_item_key(&items[i], key, sizeof(key));
+		char *tagged = xmalloc(strlen(key) + 3);
+		tagged[0] = (char)('0' + items[i].kind);
+		tagged[1] = ':';
+		strcpy(tagged + 2, key);
+		o->keys[o->n++] = tagged;
+		struct dp_item it = items[i];
+		it.why = o->name;
+		contribute(d, key, owner, cls, &it);
+	}
+}
+
+const struct dp_item *dp_entry_winner(const void *entry)
+{
+	const struct dp_entry *e = entry;
+	return e->n ? &e->c[0].item : NULL;
+}
+
+const struct dp_item *dp_get(const struct dp_desired *d, enum dp_kind kind, const char *key)
+{
+	const struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	return e ? dp_entry_winner(e) : NULL;
+}
+
+size_t dp_count(const struct dp_desired *d, enum dp_kind kind)
+{
+	return d->entries[kind].n;
+}
+
+void dp_mark_all_dirty(struct dp_desired *d, enum dp_kind kind)
+{
+	for (struct hmap_iter it = hmap_iter(&d->entries[kind]); hmap_next(&it);)
+		mark(d, kind, it.key);
+}
+
+void dp_mark_dirty(struct dp_desired *d, enum dp_kind kind, const char *key)
+{
+	mark(d, kind, key);
+}
+
+void dp_clear_dirty(struct dp_desired *d, enum dp_kind kind)
+{
+	hmap_clear(&d->dirty[kind]);
+}

@@ -1,0 +1,155 @@
+/*
+ * Routes: felix's IPv4 routes in the main table, recognised by protocol 80.
+ * The mirror holds what the kernel has of ours; a route of ours that nobody
+ * wants is deleted, except that a route on a workload interface felix never
+ * wanted (the CNI plugin's, for an endpoint felix has not heard of yet)
+ * survives a grace period first. Routes of other protocols are never touched.
+ */
+#include "dataplane_internal.h"
+
+#include <errno.h>
+#include <linux/rtnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void routes_clear(struct dataplane *dp)
+{
+	for (struct hmap_iter it = hmap_iter(&dp->routes); hmap_next(&it);)
+		free(it.value);
+	hmap_clear(&dp->routes);
+}
+
+int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now)
+{
+	struct nl_route_list list = { 0 };
+	struct nl_route_filter f = { .family = AF_INET,
+				     .table = RT_TABLE_MAIN,
+				     .protocol = NL_PROTO_BRINDLE };
+	int r = nl_dump_routes(dp->nl, &f, &list);
+	if (r < 0) {
+		nl_route_list_free(&list);
+		return r;
+	}
+	struct hmap fresh = HMAP_INIT;
+	for (size_t i = 0; i < list.n; i++) {
+		char key[CIDR_STRLEN];
+		cidr_str(&list.v[i].dst, key);
+		struct mirror_route *old = hmap_get(&dp->routes, key);
+		struct mirror_route *m = xcalloc(1, sizeof(*m));
+		m->r = list.v[i];
+		m->known = (old && old->known) || dp_get(d, DP_ROUTE, key) != NULL;
+		m->first_seen = old ? old->first_seen : now;
+		free(hmap_put(&fresh, key, m));
+	}
+	nl_route_list_free(&list);
+	routes_clear(dp);
+	dp->routes = fresh;
+	return 0;
+}
+
+static bool on_workload_iface(const struct dataplane *dp, const struct nl_route *r,
+			      const struct felix_config *cfg)
+{
+	const struct nl_link *l = r->oif ? link_indexed(dp, r->oif) : NULL;
+	return l && felix_is_workload_iface(cfg, l->name);
+}
+
+void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, uint64_t now,
+		 const struct felix_config *cfg)
+{
+	const struct dp_item *w = dp_get(d, DP_ROUTE, key);
+	struct mirror_route *m = hmap_get(&dp->routes, key);
+	if (w) {
+		const struct dp_route *dr = &w->route;
+		struct nl_route want = {
+			.family = AF_INET,
+			.protocol = NL_PROTO_BRINDLE,
+			.table = RT_TABLE_MAIN,
+			.type = dr->blackhole ? RTN_BLACKHOLE : RTN_UNICAST,
+			.scope = dr->link_scope ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
+			.dst = dr->dst,
+			.gw = dr->gw,
+			.onlink = dr->onlink,
+		};
+		if (dr->ifname[0]) {
+			const struct nl_link *l = link_named(dp, dr->ifname);
+			if (!l || !(l->flags & IFF_UP)) {
+				/* Programmed when the interface comes up. */
+				dp_wait_for_link(dp, dr->ifname, DP_ROUTE, key);
+				return;
+			}
+			want.oif = l->ifindex;
+		}
+		if (m) {
+			m->known = true;
+			if (nl_route_equal(&m->r, &want))
+				return;
+		}
+		struct dp_op *op = dp_add_op(dp, DP_ROUTE, NL_REPLACE, key, w->why);
+		op->route = want;
+		nl_batch_route(dp->batch, NL_REPLACE, &want);
+		return;
+	}
+	if (!m)
+		return;
+	if (!m->known && on_workload_iface(dp, &m->r, cfg)) {
+		uint64_t until = m->first_seen + cfg->route_grace_ms;
+		if (now < until) {
+			/* Probably the CNI plugin's, ahead of its endpoint: wait. */
+			hmap_put(&dp->graceful, key, (void *)1);
+			if (!dp->next_deadline || until < dp->next_deadline)
+				dp->next_deadline = until;
+			return;
+		}
+	}
+	struct dp_op *op = dp_add_op(dp, DP_ROUTE, NL_DEL, key,
+				     m->known ? "no longer wanted" : "not wanted by any endpoint");
+	op->route = m->r;
+	nl_batch_route(dp->batch, NL_DEL, &m->r);
+}
+
+static void describe(const struct dataplane *dp, const struct nl_route *r, struct strbuf *sb)
+{
+	char c[CIDR_STRLEN], ip[IP_STRLEN];
+	if (r->type == RTN_BLACKHOLE)
+		sb_adds(sb, "blackhole ");
+	sb_adds(sb, cidr_str(&r->dst, c));
+	if (r->gw.family)
+		sb_addf(sb, " via %s", ip_str(&r->gw, ip));
+	const struct nl_link *l = r->oif ? link_indexed(dp, r->oif) : NULL;
+	if (l)
+		sb_addf(sb, " dev %s", l->name);
+	if (r->onlink)
+		sb_adds(sb, " onlink");
+}
+
+void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	describe(dp, &op->route, &sb);
+	hmap_del(&dp->graceful, op->key);
+	if (err == 0 || (op->op == NL_DEL && err == -ESRCH)) {
+		if (op->op == NL_DEL) {
+			free(hmap_del(&dp->routes, op->key));
+			dp_changed(dp, "route %s removed (%s)", sb.buf, op->why);
+		} else {
+			struct mirror_route *m = xcalloc(1, sizeof(*m));
+			m->r = op->route;
+			m->known = true;
+			free(hmap_put(&dp->routes, op->key, m));
+			dp_changed(dp, "route %s programmed (%s)", sb.buf, op->why);
+		}
+	} else if (err == -ENODEV || err == -ENETDOWN) {
+		/* The interface went away between read-back and write. */
+		const struct nl_link *l = link_indexed(dp, op->route.oif);
+		if (l)
+			dp_wait_for_link(dp, l->name, DP_ROUTE, op->key);
+		hmap_put(&dp->retry[DP_ROUTE], op->key, (void *)1);
+	} else {
+		dp_error(dp, DP_ERR_NETLINK, "route %s %s (%s): %s",
+			 op->op == NL_DEL ? "delete" : "replace", sb.buf, op->why, strerror(-err));
+		hmap_put(&dp->retry[DP_ROUTE], op->key, (void *)1);
+	}
+	sb_free(&sb);
+}

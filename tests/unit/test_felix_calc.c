@@ -1,0 +1,287 @@
+/* felix's routing calculation over plain data: resources in, desired dataplane out. */
+#include "harness.h"
+
+#include "calc.h"
+
+#include <brindle/json.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct br_object *obj(const char *yaml)
+{
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	if (model_read("t", yaml, strlen(yaml), NULL, &objs, &n, &errs) < 0)
+		fail_msg("bad input: %s", errs.v[0]);
+	struct br_object *o = objs[0];
+	free(objs);
+	return o;
+}
+
+/* Internal kinds cannot come from files; decode them as the datastore does. */
+static struct br_object *affinity(const char *node, const char *cidr, const char *state)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"BlockAffinity\","
+		 "\"metadata\":{\"name\":\"x\"},\"spec\":{\"node\":\"%s\",\"cidr\":\"%s\","
+		 "\"state\":\"%s\"}}",
+		 node, cidr, state);
+	struct arena *a = arena_new();
+	struct jv *doc;
+	assert_int_equal(json_parse(a, buf, strlen(buf), &doc, NULL), 0);
+	struct model_errors errs = { 0 };
+	struct br_object *o = model_decode_kind(model_kind(KIND_BLOCKAFFINITY), doc, &errs);
+	arena_free(a);
+	assert_non_null(o);
+	return o;
+}
+
+static void put(struct calc *c, struct br_object *o, const char *scope, const char *name)
+{
+	struct ds_update u = { .kind = o->kind, .scope = scope, .name = name, .obj = o };
+	calc_update(c, &u);
+}
+
+static void del(struct calc *c, enum br_kind_id k, const char *scope, const char *name)
+{
+	struct ds_update u = { .kind = model_kind(k), .scope = scope, .name = name };
+	calc_update(c, &u);
+}
+
+static struct br_object *node(const char *name, const char *ip, const char *vtep)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s}\n"
+		 "spec: {bgp: {ipv4Address: %s}%s%s%s}\n",
+		 name, ip, vtep ? ", ipv4VXLANTunnelAddr: " : "", vtep ? vtep : "", "");
+	return obj(buf);
+}
+
+static struct br_object *pool(const char *cidr, const char *vxlan, const char *ipip)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n"
+		 "spec: {cidr: %s, vxlanMode: %s, ipipMode: %s}\n",
+		 cidr, vxlan, ipip);
+	return obj(buf);
+}
+
+static struct br_object *wep(const char *name, const char *node, const char *iface, const char *ip,
+			     const char *mac)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		 "metadata: {name: %s, namespace: default}\n"
+		 "spec: {node: %s, interfaceName: %s, ipNetworks: [%s]%s%s%s}\n",
+		 name, node, iface, ip, mac ? ", mac: '" : "", mac ? mac : "", mac ? "'" : "");
+	return obj(buf);
+}
+
+static char *route_str(const struct calc *c, const char *key)
+{
+	const struct dp_item *it = dp_get(calc_desired((struct calc *)c), DP_ROUTE, key);
+	if (!it)
+		return NULL;
+	static char buf[256];
+	char gw[IP_STRLEN];
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s%s", it->route.blackhole ? "blackhole" : "",
+		 it->route.ifname[0] ? "dev " : "", it->route.ifname,
+		 it->route.gw.family ? " via " : "",
+		 it->route.gw.family ? ip_str(&it->route.gw, gw) : "",
+		 it->route.onlink ? " onlink" : (it->route.link_scope ? " scope link" : ""));
+	return buf;
+}
+
+static bool dirty(struct calc *c, enum dp_kind k, const char *key)
+{
+	return hmap_has(&calc_desired(c)->dirty[k], key);
+}
+
+static void test_local_endpoints(void **state)
+{
+	struct calc *c = calc_new("node1");
+	put(c, wep("a", "node1", "calia", "10.244.1.7/32", "0a:58:0a:f4:01:07"), "default",
+	    "node1-k8s-a-eth0");
+	put(c, wep("b", "node2", "calib", "10.244.2.7/32", NULL), "default", "node2-k8s-b-eth0");
+	assert_string_equal(route_str(c, "10.244.1.7/32"), "dev calia scope link");
+	assert_null(route_str(c, "10.244.2.7/32")); /* another node's endpoint */
+	const struct dp_item *n = dp_get(calc_desired(c), DP_NEIGH, "calia|10.244.1.7");
+	assert_non_null(n);
+	assert_int_equal(n->neigh.mac[5], 0x07);
+	assert_non_null(dp_get(calc_desired(c), DP_IFACE, "calia"));
+	assert_int_equal(calc_local_endpoints(c), 1);
+	assert_true(dirty(c, DP_ROUTE, "10.244.1.7/32"));
+
+	/* Deleting the endpoint retracts exactly its items. */
+	dp_clear_dirty(calc_desired(c), DP_ROUTE);
+	del(c, KIND_WORKLOADENDPOINT, "default", "node1-k8s-a-eth0");
+	assert_null(route_str(c, "10.244.1.7/32"));
+	assert_true(dirty(c, DP_ROUTE, "10.244.1.7/32"));
+	assert_null(dp_get(calc_desired(c), DP_NEIGH, "calia|10.244.1.7"));
+	assert_int_equal(calc_local_endpoints(c), 0);
+	assert_int_equal(dp_count(calc_desired(c), DP_ROUTE), 0);
+
+	/* An endpoint that moves to this node gets its route. */
+	put(c, wep("b", "node1", "calib", "10.244.2.7/32", NULL), "default", "node2-k8s-b-eth0");
+	assert_string_equal(route_str(c, "10.244.2.7/32"), "dev calib scope link");
+	calc_free(c);
+}
+
+static void test_conflicting_endpoints(void **state)
+{
+	/* Two endpoints claim one address: the winner does not depend on arrival order. */
+	for (int order = 0; order < 2; order++) {
+		struct calc *c = calc_new("node1");
+		struct br_object *x = wep("x", "node1", "calix", "10.244.1.9/32", NULL);
+		struct br_object *y = wep("y", "node1", "caliy", "10.244.1.9/32", NULL);
+		if (order) {
+			put(c, y, "default", "y");
+			put(c, x, "default", "x");
+		} else {
+			put(c, x, "default", "x");
+			put(c, y, "default", "y");
+		}
+		assert_string_equal(route_str(c, "10.244.1.9/32"), "dev calix scope link");
+		del(c, KIND_WORKLOADENDPOINT, "default", "x");
+		assert_string_equal(route_str(c, "10.244.1.9/32"), "dev caliy scope link");
+		calc_free(c);
+	}
+}
+
+static void test_blocks_and_vxlan(void **state)
+{
+	struct calc *c = calc_new("node1");
+	/* Updates in an awkward order: affinities before the pool and the nodes. */
+	put(c, affinity("node1", "10.244.1.0/26", "confirmed"), "node1", "10.244.1.0-26");
+	put(c, affinity("node1", "10.244.1.64/26", "pending"), "node1", "10.244.1.64-26");
+	put(c, affinity("node2", "10.244.2.0/26", "confirmed"), "node2", "10.244.2.0-26");
+	put(c, affinity("node3", "10.244.3.0/26", "confirmed"), "node3", "10.244.3.0-26");
+	assert_int_equal(dp_count(calc_desired(c), DP_ROUTE), 0); /* no pool yet */
+	put(c, pool("10.244.0.0/16", "Always", "Never"), NULL, "p");
+	assert_string_equal(route_str(c, "10.244.1.0/26"), "blackhole");
+	assert_null(route_str(c, "10.244.1.64/26")); /* pending is not ours yet */
+	assert_null(route_str(c, "10.244.2.0/26"));  /* node2 unknown */
+	put(c, node("node1", "192.168.100.11/24", "10.244.1.1"), NULL, "node1");
+	put(c, node("node2", "192.168.100.12/24", "10.244.2.1"), NULL, "node2");
+	put(c, node("node3", "192.168.200.13/24", NULL), NULL, "node3");
+	assert_string_equal(route_str(c, "10.244.2.0/26"),
+			    "dev vxlan.calico via 10.244.2.1 onlink");
+	assert_null(route_str(c, "10.244.3.0/26")); /* node3 has no VTEP address */
+	const struct dp_desired *d = calc_desired(c);
+	assert_true(d->vxlan.wanted);
+	assert_int_equal(d->vxlan.vni, 4096);
+	assert_int_equal(d->vxlan.port, 4789);
+	char ip[IP_STRLEN];
+	assert_string_equal(ip_str(&d->vxlan.local, ip), "192.168.100.11");
+	assert_string_equal(ip_str(&d->vxlan.addr.ip, ip), "10.244.1.1");
+	uint8_t mac[6];
+	calc_vtep_mac("node1", mac);
+	assert_memory_equal(d->vxlan.mac, mac, 6);
+	assert_true(mac[0] & 0x02);
+	const struct dp_item *n = dp_get(d, DP_NEIGH, "vxlan.calico|10.244.2.1");
+	assert_non_null(n);
+	calc_vtep_mac("node2", mac);
+	assert_memory_equal(n->neigh.mac, mac, 6);
+	char fdbkey[80];
+	snprintf(fdbkey, sizeof(fdbkey),
+		 "vxlan.calico|%02x:%02x:%02x:%02x:%02x:%02x|192.168.100.12", mac[0], mac[1],
+		 mac[2], mac[3], mac[4], mac[5]);
+	assert_non_null(dp_get(d, DP_FDB, fdbkey));
+
+	/* node3 gets a VTEP: its block follows. */
+	put(c, node("node3", "192.168.200.13/24", "10.244.3.1"), NULL, "node3");
+	assert_string_equal(route_str(c, "10.244.3.0/26"),
+			    "dev vxlan.calico via 10.244.3.1 onlink");
+
+	/* CrossSubnet: only node3, in another subnet, is reached through the tunnel. */
+	put(c, pool("10.244.0.0/16", "CrossSubnet", "Never"), NULL, "p");
+	assert_null(route_str(c, "10.244.2.0/26")); /* same subnet: BIRD's plain route */
+	assert_string_equal(route_str(c, "10.244.3.0/26"),
+			    "dev vxlan.calico via 10.244.3.1 onlink");
+
+	/* No encapsulation: no remote routes, no VXLAN device, blackholes stay. */
+	put(c, pool("10.244.0.0/16", "Never", "Never"), NULL, "p");
+	assert_null(route_str(c, "10.244.3.0/26"));
+	assert_false(calc_desired(c)->vxlan.wanted);
+	assert_string_equal(route_str(c, "10.244.1.0/26"), "blackhole");
+	assert_null(dp_get(calc_desired(c), DP_NEIGH, "vxlan.calico|10.244.2.1"));
+
+	/* /32 blocks get no blackhole. */
+	put(c, affinity("node1", "10.244.9.9/32", "confirmed"), "node1", "10.244.9.9-32");
+	assert_null(route_str(c, "10.244.9.9/32"));
+	/* The affinity goes: its blackhole goes. */
+	del(c, KIND_BLOCKAFFINITY, "node1", "10.244.1.0-26");
+	assert_null(route_str(c, "10.244.1.0/26"));
+	calc_free(c);
+}
+
+static void test_ipip(void **state)
+{
+	struct calc *c = calc_new("node1");
+	put(c, pool("10.244.0.0/16", "Never", "CrossSubnet"), NULL, "p");
+	put(c, node("node1", "192.168.100.11/24", NULL), NULL, "node1");
+	put(c, node("node2", "192.168.100.12/24", NULL), NULL, "node2");
+	put(c, node("node3", "192.168.200.13/24", NULL), NULL, "node3");
+	put(c, affinity("node2", "10.244.2.0/26", "confirmed"), "node2", "10.244.2.0-26");
+	put(c, affinity("node3", "10.244.3.0/26", "confirmed"), "node3", "10.244.3.0-26");
+	assert_null(route_str(c, "10.244.2.0/26"));
+	assert_string_equal(route_str(c, "10.244.3.0/26"), "dev tunl0 via 192.168.200.13 onlink");
+	assert_true(calc_desired(c)->ipip.wanted);
+	assert_string_equal(calc_desired(c)->ipip.wanted_by, "p");
+	/* node3 moves into our subnet: no tunnel any more. */
+	put(c, node("node3", "192.168.100.13/24", NULL), NULL, "node3");
+	assert_null(route_str(c, "10.244.3.0/26"));
+	/* We move to node3's old subnet instead: node2 now needs the tunnel. */
+	put(c, node("node1", "192.168.200.11/24", NULL), NULL, "node1");
+	assert_string_equal(route_str(c, "10.244.2.0/26"), "dev tunl0 via 192.168.100.12 onlink");
+	calc_free(c);
+}
+
+static void test_config_changes_tunnels(void **state)
+{
+	struct calc *c = calc_new("node1");
+	put(c, pool("10.244.0.0/16", "Always", "Never"), NULL, "p");
+	put(c, node("node1", "192.168.100.11/24", "10.244.1.1"), NULL, "node1");
+	calc_desired(c)->tunnels_dirty = false;
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	cfg.vxlan_vni = 5000;
+	cfg.vxlan_mtu = 1400;
+	calc_set_config(c, &cfg);
+	assert_true(calc_desired(c)->tunnels_dirty);
+	assert_int_equal(calc_desired(c)->vxlan.vni, 5000);
+	assert_int_equal(calc_desired(c)->vxlan.mtu, 1400);
+	calc_free(c);
+}
+
+static void test_unchanged_update_is_not_dirty(void **state)
+{
+	struct calc *c = calc_new("node1");
+	put(c, wep("a", "node1", "calia", "10.244.1.7/32", NULL), "default", "a");
+	dp_clear_dirty(calc_desired(c), DP_ROUTE);
+	dp_clear_dirty(calc_desired(c), DP_IFACE);
+	/* A resync delivering the same endpoint again changes nothing. */
+	put(c, wep("a", "node1", "calia", "10.244.1.7/32", NULL), "default", "a");
+	assert_int_equal(calc_desired(c)->dirty[DP_ROUTE].n, 0);
+	assert_int_equal(calc_desired(c)->dirty[DP_IFACE].n, 0);
+	calc_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_local_endpoints),
+		cmocka_unit_test(test_conflicting_endpoints),
+		cmocka_unit_test(test_blocks_and_vxlan),
+		cmocka_unit_test(test_ipip),
+		cmocka_unit_test(test_config_changes_tunnels),
+		cmocka_unit_test(test_unchanged_update_is_not_dirty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

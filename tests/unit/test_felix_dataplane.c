@@ -1,0 +1,401 @@
+/*
+ * felix's reconcilers against the recording kernel: what they write, that a
+ * second apply and a restarted felix write nothing, that foreign objects
+ * stay, the CNI grace period, late interfaces, partial failures, and IPIP
+ * on a kernel without it.
+ */
+#include "harness.h"
+
+#include "calc.h"
+#include "dataplane.h"
+
+#include <brindle/json.h>
+
+#include <errno.h>
+#include <linux/rtnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct br_object *obj(const char *yaml)
+{
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	if (model_read("t", yaml, strlen(yaml), NULL, &objs, &n, &errs) < 0)
+		fail_msg("bad input: %s", errs.v[0]);
+	struct br_object *o = objs[0];
+	free(objs);
+	return o;
+}
+
+static struct br_object *affinity(const char *node, const char *cidr)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"BlockAffinity\","
+		 "\"metadata\":{\"name\":\"x\"},\"spec\":{\"node\":\"%s\",\"cidr\":\"%s\","
+		 "\"state\":\"confirmed\"}}",
+		 node, cidr);
+	struct arena *a = arena_new();
+	struct jv *doc;
+	assert_int_equal(json_parse(a, buf, strlen(buf), &doc, NULL), 0);
+	struct model_errors errs = { 0 };
+	struct br_object *o = model_decode_kind(model_kind(KIND_BLOCKAFFINITY), doc, &errs);
+	arena_free(a);
+	return o;
+}
+
+static void put(struct calc *c, struct br_object *o, const char *scope, const char *name)
+{
+	struct ds_update u = { .kind = o->kind, .scope = scope, .name = name, .obj = o };
+	calc_update(c, &u);
+}
+
+struct fixture {
+	struct nl *nl;
+	struct sysctl *sys;
+	struct calc *calc;
+	struct felix_config cfg;
+};
+
+static void add_link(struct fixture *f, const char *name, bool up)
+{
+	struct nl_batch *b = nl_batch_new();
+	struct nl_link l;
+	nl_link_init(&l);
+	snprintf(l.name, sizeof(l.name), "%s", name);
+	snprintf(l.kind, sizeof(l.kind), "veth");
+	l.flags = up ? IFF_UP : 0;
+	nl_batch_link(b, NL_ADD, &l);
+	assert_int_equal(nl_apply(f->nl, b, NULL), 0);
+	nl_batch_free(b);
+	const char *dirs[] = { "net/ipv4/conf", "net/ipv4/conf", "net/ipv4/conf", "net/ipv4/neigh",
+			       "net/ipv6/conf" };
+	const char *names[] = { "proxy_arp", "forwarding", "route_localnet", "proxy_delay",
+				"accept_ra" };
+	const char *initial[] = { "0", "0", "0", "80", "1" };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/%s/%s", dirs[i], name, names[i]);
+		sysctl_record_set(f->sys, path, initial[i]);
+	}
+}
+
+static int ifindex(struct fixture *f, const char *name)
+{
+	struct nl_link_list links = { 0 };
+	assert_int_equal(nl_dump_links(f->nl, &links), 0);
+	const struct nl_link *l = nl_link_by_name(&links, name);
+	int idx = l ? l->ifindex : 0;
+	nl_link_list_free(&links);
+	return idx;
+}
+
+static void raw(struct fixture *f, enum nl_op op, const struct nl_route *r)
+{
+	struct nl_batch *b = nl_batch_new();
+	nl_batch_route(b, op, r);
+	assert_int_equal(nl_apply(f->nl, b, NULL), 0);
+	nl_batch_free(b);
+}
+
+static struct fixture *fixture(void)
+{
+	struct fixture *f = xcalloc(1, sizeof(*f));
+	f->nl = nl_open_recording();
+	f->sys = sysctl_open_recording();
+	felix_config_defaults(&f->cfg);
+	f->calc = calc_new("node1");
+	calc_set_config(f->calc, &f->cfg);
+	/* The host's uplink holds the node address. */
+	add_link(f, "eth0", true);
+	struct nl_batch *b = nl_batch_new();
+	struct nl_addr a = { .ifindex = ifindex(f, "eth0") };
+	assert_int_equal(cidr_parse("192.168.100.11/24", false, &a.addr), 0);
+	nl_batch_addr(b, NL_ADD, &a);
+	assert_int_equal(nl_apply(f->nl, b, NULL), 0);
+	nl_batch_free(b);
+	nl_record_clear_log(f->nl);
+	return f;
+}
+
+static void fixture_free(struct fixture *f)
+{
+	calc_free(f->calc);
+	sysctl_close(f->sys);
+	nl_close(f->nl);
+	free(f);
+}
+
+static void cluster(struct fixture *f)
+{
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n"
+		"spec: {cidr: 10.244.0.0/16, vxlanMode: Always}\n"),
+	    NULL, "p");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node1}\n"
+		"spec: {bgp: {ipv4Address: 192.168.100.11/24}, ipv4VXLANTunnelAddr: 10.244.1.1}\n"),
+	    NULL, "node1");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node2}\n"
+		"spec: {bgp: {ipv4Address: 192.168.100.12/24}, ipv4VXLANTunnelAddr: 10.244.2.1,"
+		" vxlanTunnelMACAddr: '66:00:00:00:00:02'}\n"),
+	    NULL, "node2");
+	put(f->calc, affinity("node1", "10.244.1.0/26"), "node1", "10.244.1.0-26");
+	put(f->calc, affinity("node2", "10.244.2.0/26"), "node2", "10.244.2.0-26");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: a, namespace: default}\n"
+		"spec: {node: node1, interfaceName: calia, ipNetworks: [10.244.1.7/32],"
+		" mac: '0a:00:00:00:00:07'}\n"),
+	    "default", "a");
+}
+
+static size_t log_count(struct fixture *f)
+{
+	return nl_record_count(f->nl);
+}
+
+static bool logged(struct fixture *f, const char *entry)
+{
+	for (size_t i = 0; i < nl_record_count(f->nl); i++)
+		if (strcmp(nl_record_entry(f->nl, i), entry) == 0)
+			return true;
+	return false;
+}
+
+static void dump_log(struct fixture *f)
+{
+	for (size_t i = 0; i < nl_record_count(f->nl); i++)
+		print_message("  %s\n", nl_record_entry(f->nl, i));
+}
+
+static void test_cold_start_and_idempotence(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	nl_record_clear_log(f->nl);
+	cluster(f);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	if (!logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"))
+		dump_log(f);
+	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
+	assert_true(logged(f, "route replace 10.244.2.0/26 via 10.244.2.1 dev vxlan.calico proto "
+			      "80 onlink"));
+	assert_true(logged(f, "neigh replace 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
+			      "proto 80"));
+	assert_true(logged(f, "neigh replace 66:00:00:00:00:02 ip 10.244.2.1 dev vxlan.calico "
+			      "permanent proto 80"));
+	assert_true(logged(f, "neigh replace fdb 66:00:00:00:00:02 dst 192.168.100.12 dev "
+			      "vxlan.calico permanent"));
+	assert_true(logged(f, "addr add 10.244.1.1/32 dev vxlan.calico"));
+	/* Interface settings of the contract, written once. */
+	assert_int_equal(sysctl_record_count(f->sys), 5);
+	const struct dp_status *st = dataplane_status(dp);
+	assert_true(st->last_apply_ok);
+	assert_int_equal(st->routes, 3);
+	assert_int_equal(st->neighs, 2);
+	assert_int_equal(st->fdbs, 1);
+
+	/* Nothing changed: a second apply, and a full resync, write nothing. */
+	size_t before = log_count(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	dataplane_request_resync(dp);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_int_equal(log_count(f), before);
+	assert_int_equal(sysctl_record_count(f->sys), 5);
+
+	/* A restarted felix (fresh state, same kernel) writes nothing either. */
+	dataplane_free(dp);
+	calc_free(f->calc);
+	f->calc = calc_new("node1");
+	calc_set_config(f->calc, &f->cfg);
+	cluster(f);
+	dp = dataplane_new(f->nl, f->sys);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 4000), 0);
+	if (log_count(f) != before) {
+		for (size_t i = before; i < log_count(f); i++)
+			print_message("unexpected: %s\n", nl_record_entry(f->nl, i));
+		fail();
+	}
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static void test_foreign_and_grace(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	add_link(f, "calib", true);
+	int b = ifindex(f, "calib");
+	/* A foreign route on a workload interface, and a CNI route felix does not know. */
+	struct nl_route foreign = { .protocol = RTPROT_BOOT,
+				    .scope = RT_SCOPE_LINK,
+				    .oif = b,
+				    .table = RT_TABLE_MAIN,
+				    .type = RTN_UNICAST };
+	assert_int_equal(cidr_parse("10.99.0.1/32", false, &foreign.dst), 0);
+	struct nl_route cni = foreign;
+	cni.protocol = 80;
+	assert_int_equal(cidr_parse("10.244.1.8/32", false, &cni.dst), 0);
+	/* And a stale route of ours on a non-workload device: removed at once. */
+	struct nl_route stale = { .protocol = 80, .type = RTN_BLACKHOLE, .table = RT_TABLE_MAIN };
+	assert_int_equal(cidr_parse("10.250.0.0/26", false, &stale.dst), 0);
+	raw(f, NL_ADD, &foreign);
+	raw(f, NL_ADD, &cni);
+	raw(f, NL_ADD, &stale);
+	nl_record_clear_log(f->nl);
+	cluster(f);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	assert_true(logged(f, "route del blackhole 10.250.0.0/26 proto 80"));
+	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
+	assert_int_equal(dataplane_next_deadline(dp), 1000 + f->cfg.route_grace_ms);
+	/* Inside the grace period it stays; the endpoint shows up: it is kept for good. */
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 5000), 0);
+	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
+	/* After the grace period, still unknown: removed. The foreign one never. */
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 11001), 0);
+	assert_true(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
+	for (size_t i = 0; i < log_count(f); i++)
+		assert_null(strstr(nl_record_entry(f->nl, i), "10.99.0.1"));
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static void test_grace_ends_when_endpoint_arrives(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	struct nl_route cni = { .protocol = 80,
+				.scope = RT_SCOPE_LINK,
+				.type = RTN_UNICAST,
+				.table = RT_TABLE_MAIN,
+				.oif = ifindex(f, "calia") };
+	assert_int_equal(cidr_parse("10.244.1.7/32", false, &cni.dst), 0);
+	raw(f, NL_ADD, &cni);
+	nl_record_clear_log(f->nl);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	/* In sync, but the endpoint is not in the datastore yet. */
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	assert_int_equal(log_count(f), 0);
+	cluster(f); /* the endpoint arrives, wanting exactly the CNI's route */
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_false(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 60000), 0);
+	assert_false(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static void test_interface_appears_later(void **state)
+{
+	struct fixture *f = fixture();
+	cluster(f);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	/* The endpoint is known before its veth exists: nothing to write yet, no error. */
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	assert_false(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(dataplane_status(dp)->last_apply_ok);
+	add_link(f, "calia", true);
+	struct nl_link_list links = { 0 };
+	assert_int_equal(nl_dump_links(f->nl, &links), 0);
+	dataplane_on_link(dp, nl_link_by_name(&links, "calia"), false);
+	nl_link_list_free(&links);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1100), 0);
+	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "neigh replace 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
+			      "proto 80"));
+	assert_int_equal(sysctl_record_count(f->sys), 5);
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static void test_partial_failure_retried(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	cluster(f);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	nl_record_fail_next(f->nl, "route replace blackhole 10.244.1.0/26", -EPERM);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), -EIO);
+	assert_false(dataplane_status(dp)->last_apply_ok);
+	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_NETLINK], 1);
+	/* The rest went through; the failed one comes back at the next apply. */
+	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_false(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
+	assert_int_equal(dataplane_next_deadline(dp), 2000);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_true(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
+	assert_true(dataplane_status(dp)->last_apply_ok);
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static void test_endpoint_deleted(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	cluster(f);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	nl_record_clear_log(f->nl);
+	struct ds_update u = { .kind = model_kind(KIND_WORKLOADENDPOINT),
+			       .scope = "default",
+			       .name = "a" };
+	calc_update(f->calc, &u);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1100), 0);
+	/* Exactly its route and neighbour; nothing else, and no grace for a known route. */
+	assert_int_equal(log_count(f), 2);
+	assert_true(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "neigh del 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
+			      "proto 80"));
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static void test_ipip_without_kernel_support(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	cluster(f);
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: legacy}\n"
+		"spec: {cidr: 10.10.0.0/16, ipipMode: Always}\n"),
+	    NULL, "legacy");
+	put(f->calc, affinity("node2", "10.10.2.0/26"), "node2", "10.10.2.0-26");
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	/* The recording kernel, like this machine's, cannot make tunl0. */
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	const struct dp_status *st = dataplane_status(dp);
+	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
+	assert_non_null(strstr(st->problem, "IPIP unavailable: IP pool legacy"));
+	/* Everything else is programmed. */
+	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "route replace 10.244.2.0/26 via 10.244.2.1 dev vxlan.calico proto "
+			      "80 onlink"));
+	/* Reported once, not at every resync. */
+	dataplane_request_resync(dp);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
+	assert_non_null(strstr(st->problem, "IPIP unavailable"));
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cold_start_and_idempotence),
+		cmocka_unit_test(test_foreign_and_grace),
+		cmocka_unit_test(test_grace_ends_when_endpoint_arrives),
+		cmocka_unit_test(test_interface_appears_later),
+		cmocka_unit_test(test_partial_failure_retried),
+		cmocka_unit_test(test_endpoint_deleted),
+		cmocka_unit_test(test_ipip_without_kernel_support),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
