@@ -113,3 +113,74 @@ bt_expect_contains() {
 }
 
 bt_pass() { bt_log "PASS"; }
+
+# bt_netns NAME: create network namespace "$BT_PREFIX-NAME" (loopback up), removed at exit.
+bt_netns() {
+	local ns="$BT_PREFIX-$1"
+	ip netns add "$ns"
+	bt_netns+=("$ns")
+	ip -n "$ns" link set lo up
+}
+
+# bt_cali NAMESPACE POD: the host-side veth name of the dataplane contract.
+bt_cali() {
+	printf 'cali%s' "$(printf '%s.%s' "$1" "$2" | sha1sum | cut -c1-11)"
+}
+
+# bt_etcd_put KEY VALUE: write a raw key (IPAM bookkeeping that brindlectl will not take).
+bt_etcd_put() {
+	local k v
+	k=$(printf '%s' "$1" | base64 -w0)
+	v=$(printf '%s' "$2" | base64 -w0)
+	curl -sf --unix-socket "$BT_ETCD_SOCK" -X POST http://localhost/v3/kv/put \
+		-d "{\"key\":\"$k\",\"value\":\"$v\"}" >/dev/null
+}
+
+bt_etcd_del() {
+	local k
+	k=$(printf '%s' "$1" | base64 -w0)
+	curl -sf --unix-socket "$BT_ETCD_SOCK" -X POST http://localhost/v3/kv/deleterange \
+		-d "{\"key\":\"$k\"}" >/dev/null
+}
+
+# bt_affinity NODE CIDR: a confirmed block affinity, as IPAM writes it.
+bt_affinity() {
+	local name=${2/\//-}
+	bt_etcd_put "/calico/ipam/v2/host/$1/ipv4/block/$name" \
+		"{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"BlockAffinity\",\"metadata\":{\"name\":\"$name\"},\"spec\":{\"node\":\"$1\",\"cidr\":\"$2\",\"state\":\"confirmed\"}}"
+}
+
+# bt_pod NODE_NS NAMESPACE POD IP: a pod namespace wired as the CNI plugin does it:
+# host veth cali<hash> (MAC ee:ee:ee:ee:ee:ee) in NODE_NS, eth0 with IP/32 and a
+# default route via 169.254.1.1 in "$BT_PREFIX-NAMESPACE-POD". Prints the pod's MAC.
+bt_pod() {
+	local node=$1 ns=$2 pod=$3 ip=$4
+	local cali
+	cali=$(bt_cali "$ns" "$pod")
+	bt_netns "$ns-$pod"
+	local podns="$BT_PREFIX-$ns-$pod"
+	ip -n "$node" link add "$cali" type veth peer name eth0 netns "$podns"
+	ip -n "$node" link set "$cali" address ee:ee:ee:ee:ee:ee up
+	ip -n "$podns" addr add "$ip/32" dev eth0
+	ip -n "$podns" link set eth0 up
+	ip -n "$podns" route add 169.254.1.1 dev eth0 scope link
+	ip -n "$podns" route add default via 169.254.1.1 dev eth0 onlink
+	ip -n "$podns" link show eth0 | awk '/link\/ether/ {print $2}'
+}
+
+# bt_wep NODE NAMESPACE POD IP MAC: its WorkloadEndpoint, through brindlectl.
+bt_wep() {
+	local node=$1 ns=$2 pod=$3 ip=$4 mac=$5
+	"$BRINDLECTL" apply -f - >/dev/null <<YAML
+apiVersion: projectcalico.org/v3
+kind: WorkloadEndpoint
+metadata: {name: $node-k8s-$pod-eth0, namespace: $ns, labels: {app: $pod}}
+spec: {node: $node, orchestrator: k8s, pod: $pod, endpoint: eth0,
+  interfaceName: $(bt_cali "$ns" "$pod"), mac: '$mac', ipNetworks: [$ip/32], profiles: [kns.$ns]}
+YAML
+}
+
+# bt_http_ok NS URL: GET answers 200 (run inside a namespace).
+bt_http_ok() {
+	ip netns exec "$1" curl -sf -o /dev/null --max-time 2 "$2"
+}

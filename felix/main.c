@@ -1,0 +1,413 @@
+/*
+ * brindle-felix: the per-node agent. One event loop: the datastore syncer
+ * feeds the calculation core, a netlink monitor reports interfaces coming
+ * and going, timers drive the periodic read-back; handlers only record what
+ * changed, and one apply per loop turn (the before-sleep hook) brings the
+ * kernel in line. Nothing is written before the datastore is in sync, and
+ * stopping leaves the kernel as it is, so a restart disturbs no traffic.
+ */
+#include "calc.h"
+#include "config.h"
+#include "dataplane.h"
+
+#include <brindle/ds.h>
+#include <brindle/httpd.h>
+#include <brindle/log.h>
+#include <brindle/loop.h>
+#include <brindle/metrics.h>
+#include <brindle/version.h>
+
+#include <errno.h>
+#include <linux/rtnetlink.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct felix {
+	struct loop *loop;
+	struct ds *ds;
+	struct ds_syncer *syncer;
+	struct calc *calc;
+	struct dataplane *dp;
+	struct nl *nl;
+	struct sysctl *sys;
+	struct nl_monitor *mon;
+	struct httpd *health, *metrics_http;
+	struct loop_timer *refresh, *wake;
+	struct felix_config cfg;
+	unsigned fc_generation;
+	enum ds_sync_status sync;
+	bool ever_in_sync;
+	bool dirty;
+	bool last_apply_ok;
+	uint64_t applies;
+	uint64_t invalid_values;
+	struct metrics *m;
+	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
+		*m_errors, *m_in_sync, *m_writes;
+};
+
+static const char *const error_kind_names[DP_ERR_KINDS] = { "netlink", "dump", "sysctl", "tunnel",
+							    "ipip" };
+
+/* --- datastore ------------------------------------------------------------------------------ */
+
+static void on_update(void *ctx, const struct ds_update *u)
+{
+	struct felix *f = ctx;
+	metric_add(f->m_events, NULL, 1);
+	if (u->error) {
+		/* A stored value that does not decode is treated as absent, loudly. */
+		f->invalid_values++;
+		log_error("ignoring %s %s%s%s: %s", u->kind->kind, u->scope ? u->scope : "",
+			  u->scope ? "/" : "", u->name, u->error);
+	}
+	calc_update(f->calc, u);
+	f->dirty = true;
+}
+
+static void on_status(void *ctx, enum ds_sync_status st)
+{
+	struct felix *f = ctx;
+	static const char *const names[] = { "waiting for the datastore", "resyncing", "in sync" };
+	log_info("datastore: %s", names[st]);
+	f->sync = st;
+	metric_set(f->m_in_sync, NULL, st == DS_IN_SYNC);
+	if (st == DS_IN_SYNC)
+		f->ever_in_sync = true;
+	f->dirty = true;
+}
+
+static const struct ds_syncer_ops syncer_ops = { on_update, on_status };
+
+/* --- configuration ---------------------------------------------------------------------------- */
+
+static void compute_config(struct felix *f, struct felix_config *out)
+{
+	struct model_errors errs = { 0 };
+	felix_config_compute(out, calc_felixconfig(f->calc, false), calc_felixconfig(f->calc, true),
+			     environ, &errs);
+	for (size_t i = 0; i < errs.n; i++)
+		log_error("configuration: %s", errs.v[i]);
+	model_errors_clear(&errs);
+}
+
+static void maybe_reconfigure(struct felix *f)
+{
+	unsigned gen = calc_felixconfig_generation(f->calc);
+	if (gen == f->fc_generation)
+		return;
+	f->fc_generation = gen;
+	struct felix_config next;
+	compute_config(f, &next);
+	if (memcmp(&next, &f->cfg, sizeof(next)) == 0)
+		return;
+	if (next.health_port != f->cfg.health_port || next.metrics_port != f->cfg.metrics_port ||
+	    next.health_enabled != f->cfg.health_enabled ||
+	    next.metrics_enabled != f->cfg.metrics_enabled ||
+	    strcmp(next.health_host, f->cfg.health_host) ||
+	    strcmp(next.metrics_host, f->cfg.metrics_host))
+		log_warn(
+			"configuration: health and metrics endpoint changes take effect when felix "
+			"restarts");
+	if (next.log_severity != f->cfg.log_severity)
+		log_set_level(next.log_severity);
+	if (next.route_refresh_ms != f->cfg.route_refresh_ms && f->refresh)
+		loop_timer_arm(f->refresh, next.route_refresh_ms, next.route_refresh_ms);
+	log_info("configuration changed (FelixConfiguration); recomputing the dataplane");
+	f->cfg = next;
+	calc_set_config(f->calc, &f->cfg);
+	f->dirty = true;
+}
+
+/* --- the apply ----------------------------------------------------------------------------------
+ */
+
+static void update_metrics(struct felix *f)
+{
+	const struct dp_status *st = dataplane_status(f->dp);
+	metric_set(f->m_routes, NULL, (double)st->routes);
+	metric_set(f->m_neighs, NULL, (double)st->neighs);
+	metric_set(f->m_fdbs, NULL, (double)st->fdbs);
+	metric_set(f->m_local, NULL, (double)calc_local_endpoints(f->calc));
+	metric_set(f->m_resyncs, NULL, (double)st->resyncs);
+	metric_set(f->m_writes, NULL, (double)st->writes);
+	for (int k = 0; k < DP_ERR_KINDS; k++)
+		metric_set(f->m_errors, error_kind_names[k], (double)st->errors[k]);
+	metric_set(f->m_errors, "datastore", (double)f->invalid_values);
+}
+
+static void apply(struct loop *l, void *ctx)
+{
+	struct felix *f = ctx;
+	/* Nothing is written before the datastore is in sync. */
+	if (f->sync != DS_IN_SYNC)
+		return;
+	maybe_reconfigure(f);
+	uint64_t now = now_ms();
+	uint64_t deadline = dataplane_next_deadline(f->dp);
+	if (!f->dirty && !(deadline && now >= deadline))
+		return;
+	f->dirty = false;
+	uint64_t t0 = now_ns();
+	int r = dataplane_apply(f->dp, calc_desired(f->calc), &f->cfg, now);
+	double secs = (double)(now_ns() - t0) / 1e9;
+	metric_observe(f->m_apply, NULL, secs);
+	if (f->applies++ == 0)
+		log_info("first apply after sync took %.1f ms", secs * 1e3);
+	f->last_apply_ok = r == 0;
+	update_metrics(f);
+	deadline = dataplane_next_deadline(f->dp);
+	if (deadline)
+		loop_timer_arm(f->wake, deadline > now ? deadline - now : 1, 0);
+}
+
+static void on_wake(struct loop *l, struct loop_timer *t, void *ctx)
+{
+	/* The before-sleep hook runs right after; the deadline makes it apply. */
+}
+
+static void on_refresh(struct loop *l, struct loop_timer *t, void *ctx)
+{
+	struct felix *f = ctx;
+	dataplane_request_resync(f->dp);
+	f->dirty = true;
+}
+
+/* --- link notifications -------------------------------------------------------------------------
+ */
+
+static void on_link_msg(const struct nlmsghdr *h, void *ctx)
+{
+	struct felix *f = ctx;
+	struct nl_link l;
+	if ((h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK) ||
+	    nl_parse_link(h, &l) < 0)
+		return;
+	dataplane_on_link(f->dp, &l, h->nlmsg_type == RTM_DELLINK);
+	if (felix_is_workload_iface(&f->cfg, l.name) || strcmp(l.name, "vxlan.calico") == 0 ||
+	    strcmp(l.name, "tunl0") == 0)
+		f->dirty = true;
+}
+
+static void on_monitor(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct felix *f = ctx;
+	if (nl_monitor_read(f->mon, on_link_msg, f) == -ENOBUFS) {
+		log_warn("netlink notifications were dropped; reading the kernel's state again");
+		dataplane_request_resync(f->dp);
+		f->dirty = true;
+	}
+}
+
+/* --- health and metrics
+ * --------------------------------------------------------------------------- */
+
+static void on_health(void *ctx, const char *path, struct httpd_response *resp)
+{
+	struct felix *f = ctx;
+	if (strcmp(path, "/liveness") == 0) {
+		resp->status = 200;
+		sb_adds(&resp->body, "live\n");
+		return;
+	}
+	if (strcmp(path, "/readiness") != 0)
+		return;
+	const struct dp_status *st = dataplane_status(f->dp);
+	bool ready = true;
+	if (f->sync != DS_IN_SYNC) {
+		ready = false;
+		sb_addf(&resp->body, "datastore: %s\n",
+			f->sync == DS_WAIT_FOR_DATASTORE ? "waiting for the datastore"
+							 : "not in sync yet");
+	} else if (!f->applies) {
+		ready = false;
+		sb_adds(&resp->body, "dataplane: not programmed yet\n");
+	} else if (!f->last_apply_ok) {
+		ready = false;
+		sb_adds(&resp->body, "dataplane: the last apply failed (see the log); retrying\n");
+	}
+	if (st->problem[0]) {
+		ready = false;
+		sb_addf(&resp->body, "dataplane: %s\n", st->problem);
+	}
+	resp->status = ready ? 200 : 503;
+	if (ready)
+		sb_adds(&resp->body, "ready\n");
+}
+
+static void on_metrics(void *ctx, const char *path, struct httpd_response *resp)
+{
+	struct felix *f = ctx;
+	if (strcmp(path, "/metrics") != 0)
+		return;
+	update_metrics(f);
+	resp->status = 200;
+	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	metrics_render(f->m, &resp->body);
+}
+
+static void make_metrics(struct felix *f)
+{
+	static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+					  0.05,	  0.1,	 0.25,	 0.5,	1,    2.5 };
+	f->m = metrics_new();
+	f->m_apply = metrics_histogram(f->m, "felix_apply_seconds",
+				       "Time to bring the kernel in line with the desired state.",
+				       NULL, buckets, ARRAY_SIZE(buckets));
+	f->m_routes = metrics_gauge(f->m, "felix_routes", "Routes programmed by felix.", NULL);
+	f->m_neighs = metrics_gauge(f->m, "felix_neighbours",
+				    "Neighbour entries programmed by felix.", NULL);
+	f->m_fdbs = metrics_gauge(f->m, "felix_fdb_entries",
+				  "VXLAN FDB entries programmed by felix.", NULL);
+	f->m_local = metrics_gauge(f->m, "felix_local_endpoints",
+				   "Workload endpoints on this node.", NULL);
+	f->m_resyncs = metrics_counter(f->m, "felix_resyncs_total",
+				       "Full read-backs of the kernel's state.", NULL);
+	f->m_events = metrics_counter(f->m, "felix_datastore_events_total",
+				      "Datastore updates received.", NULL);
+	f->m_errors = metrics_counter(f->m, "felix_errors_total", "Errors, by kind.", "kind");
+	f->m_in_sync =
+		metrics_gauge(f->m, "felix_in_sync", "1 when the datastore is in sync.", NULL);
+	f->m_writes = metrics_counter(f->m, "felix_kernel_writes_total", "Netlink changes applied.",
+				      NULL);
+	for (int k = 0; k < DP_ERR_KINDS; k++)
+		metric_set(f->m_errors, error_kind_names[k], 0);
+	metric_set(f->m_errors, "datastore", 0);
+}
+
+/* --- main ------------------------------------------------------------------------------------- */
+
+static void on_signal(struct loop *l, int signo, void *ctx)
+{
+	log_info("received signal %d: stopping (the kernel's state stays as it is)", signo);
+	loop_stop(l, 0);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: brindle-felix [--version]\n\n"
+		     "The per-node agent. Configured by environment variables (FELIX_*, NODENAME,\n"
+		     "BRINDLE_ETCD_ENDPOINTS, ...) and FelixConfiguration resources; see "
+		     "docs/felix.md.\n");
+}
+
+static const char *nodename(char *buf, size_t size)
+{
+	const char *n = getenv("NODENAME");
+	if (n && *n)
+		return n;
+	if (gethostname(buf, size) < 0)
+		return NULL;
+	buf[size - 1] = '\0';
+	return buf;
+}
+
+static int start_http(struct felix *f)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = 0;
+	if (f->cfg.health_enabled &&
+	    (r = httpd_start(f->loop, f->cfg.health_host, f->cfg.health_port, on_health, f,
+			     &f->health, &err)) < 0)
+		log_error("health endpoint: %s", sb_str(&err));
+	sb_reset(&err);
+	if (r == 0 && f->cfg.metrics_enabled &&
+	    (r = httpd_start(f->loop, f->cfg.metrics_host, f->cfg.metrics_port, on_metrics, f,
+			     &f->metrics_http, &err)) < 0)
+		log_error("metrics endpoint: %s", sb_str(&err));
+	sb_free(&err);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("brindle-felix %s\n", BRINDLE_VERSION);
+			return 0;
+		}
+		usage(strcmp(argv[i], "--help") == 0 ? stdout : stderr);
+		return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+	}
+	struct felix f = { 0 };
+	const char *fmt = getenv("BRINDLE_LOG_FORMAT");
+	log_init("felix", LOG_INFO, fmt && strcmp(fmt, "json") == 0 ? LOG_JSON : LOG_TEXT, 2);
+	char host[256];
+	const char *node = nodename(host, sizeof(host));
+	if (!node) {
+		log_error("cannot tell this node's name: set NODENAME");
+		return 1;
+	}
+	f.calc = calc_new(node);
+	compute_config(&f, &f.cfg);
+	log_set_level(f.cfg.log_severity);
+	calc_set_config(f.calc, &f.cfg);
+	log_info("brindle-felix %s starting on node %s", BRINDLE_VERSION, node);
+
+	struct ds_config dcfg = { 0 };
+	struct ds_config_storage storage = { 0 };
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int ret = 1;
+	if (ds_config_from_env(&dcfg, &storage, &err) < 0 || ds_open(&dcfg, &f.ds, &err) < 0) {
+		log_error("datastore: %s", sb_str(&err));
+		goto out;
+	}
+	int r;
+	if ((r = nl_open_kernel(&f.nl)) < 0 || (r = nl_monitor_open(RTMGRP_LINK, &f.mon)) < 0) {
+		log_error("netlink: %s", strerror(-r));
+		goto out;
+	}
+	f.sys = sysctl_open_kernel();
+	f.dp = dataplane_new(f.nl, f.sys);
+	f.loop = loop_new();
+	make_metrics(&f);
+	if (loop_add_signal(f.loop, SIGTERM, on_signal, &f) < 0 ||
+	    loop_add_signal(f.loop, SIGINT, on_signal, &f) < 0 ||
+	    loop_add_fd(f.loop, nl_monitor_fd(f.mon), EPOLLIN, on_monitor, &f) < 0) {
+		log_error("event loop setup failed");
+		goto out;
+	}
+	if (start_http(&f) < 0)
+		goto out;
+	f.refresh = loop_timer_new(f.loop, on_refresh, &f);
+	f.wake = loop_timer_new(f.loop, on_wake, &f);
+	loop_timer_arm(f.refresh, f.cfg.route_refresh_ms, f.cfg.route_refresh_ms);
+	static const struct ds_watch_spec specs[] = {
+		{ KIND_FELIXCONFIGURATION, NULL },
+		{ KIND_NODE, NULL },
+		{ KIND_IPPOOL, NULL },
+		{ KIND_BLOCKAFFINITY, NULL },
+		{ KIND_WORKLOADENDPOINT, NULL },
+	};
+	f.sync = DS_RESYNC;
+	if (ds_syncer_start(f.ds, f.loop, specs, ARRAY_SIZE(specs), &syncer_ops, &f, &f.syncer) <
+	    0) {
+		log_error("datastore: %s", ds_last_error(f.ds));
+		goto out;
+	}
+	loop_set_before_sleep(f.loop, apply, &f);
+	ret = loop_run(f.loop);
+out:
+	ds_syncer_stop(f.syncer);
+	httpd_stop(f.health);
+	httpd_stop(f.metrics_http);
+	loop_timer_free(f.refresh);
+	loop_timer_free(f.wake);
+	dataplane_free(f.dp);
+	calc_free(f.calc);
+	nl_monitor_close(f.mon);
+	nl_close(f.nl);
+	sysctl_close(f.sys);
+	metrics_free(f.m);
+	loop_free(f.loop);
+	ds_close(f.ds);
+	ds_config_free_storage(&storage);
+	sb_free(&err);
+	return ret;
+}
