@@ -152,7 +152,8 @@ bt_affinity() {
 
 # bt_pod NODE_NS NAMESPACE POD IP: a pod namespace wired as the CNI plugin does it:
 # host veth cali<hash> (MAC ee:ee:ee:ee:ee:ee) in NODE_NS, eth0 with IP/32 and a
-# default route via 169.254.1.1 in "$BT_PREFIX-NAMESPACE-POD". Prints the pod's MAC.
+# default route via 169.254.1.1 in "$BT_PREFIX-NAMESPACE-POD". Sets BT_POD_MAC.
+# (Not in $(...): the namespace must be registered in this shell for cleanup.)
 bt_pod() {
 	local node=$1 ns=$2 pod=$3 ip=$4
 	local cali
@@ -165,7 +166,7 @@ bt_pod() {
 	ip -n "$podns" link set eth0 up
 	ip -n "$podns" route add 169.254.1.1 dev eth0 scope link
 	ip -n "$podns" route add default via 169.254.1.1 dev eth0 onlink
-	ip -n "$podns" link show eth0 | awk '/link\/ether/ {print $2}'
+	BT_POD_MAC=$(ip -n "$podns" link show eth0 | awk '/link\/ether/ {print $2}')
 }
 
 # bt_wep NODE NAMESPACE POD IP MAC: its WorkloadEndpoint, through brindlectl.

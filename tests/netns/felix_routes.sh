@@ -34,7 +34,8 @@ YAML
 bt_affinity node1 10.244.1.0/26
 declare -A MAC
 for i in 1 2 3; do
-	MAC[$i]=$(bt_pod "$NODE" default "pod$i" "10.244.1.1$i")
+	bt_pod "$NODE" default "pod$i" "10.244.1.1$i"
+	MAC[$i]=$BT_POD_MAC
 	bt_wep node1 default "pod$i" "10.244.1.1$i" "${MAC[$i]}"
 done
 CALI1=$(bt_cali default pod1) CALI2=$(bt_cali default pod2) CALI3=$(bt_cali default pod3)

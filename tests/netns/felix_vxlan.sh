@@ -39,8 +39,10 @@ spec: {bgp: {ipv4Address: 192.168.100.12/24}, ipv4VXLANTunnelAddr: 10.244.2.1}
 YAML
 bt_affinity node1 10.244.1.0/26
 bt_affinity node2 10.244.2.0/26
-mac_a=$(bt_pod "$N1" default a 10.244.1.10)
-mac_b=$(bt_pod "$N2" default b 10.244.2.10)
+bt_pod "$N1" default a 10.244.1.10
+mac_a=$BT_POD_MAC
+bt_pod "$N2" default b 10.244.2.10
+mac_b=$BT_POD_MAC
 bt_wep node1 default a 10.244.1.10 "$mac_a"
 bt_wep node2 default b 10.244.2.10 "$mac_b"
 
