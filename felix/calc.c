@@ -9,14 +9,34 @@
 #define VXLAN_DEV "vxlan.calico"
 #define IPIP_DEV  "tunl0"
 
+/* What routing needs of a BlockAffinity. */
+struct caff {
+	bool confirmed;
+	struct br_cidr cidr;
+	char name[]; /* "10.244.1.0-26" */
+};
+
+/*
+ * What routing knows of a node: a few addresses of its Node resource (not the
+ * whole resource) and its block affinities, in one record.
+ */
+struct cnode {
+	bool exists; /* the Node resource is known */
+	bool has_ip, has_vtep, has_ipip;
+	struct br_cidr ip; /* spec.bgp.ipv4Address */
+	struct br_ip vtep; /* spec.ipv4VXLANTunnelAddr */
+	uint8_t mac[6];	   /* spec.vxlanTunnelMACAddr, or derived from the name */
+	struct br_ip ipip; /* spec.bgp.ipv4IPIPTunnelAddr */
+	struct caff **affs;
+	uint32_t n_affs, cap_affs;
+};
+
 struct calc {
 	char *nodename;
 	struct felix_config cfg;
-	struct hmap nodes;	 /* name → struct br_node * */
-	struct hmap pools;	 /* name → struct br_ippool * */
-	struct hmap affinities;	 /* "node/name" → struct br_blockaffinity * */
-	struct hmap aff_by_node; /* node → struct hmap * of affinity keys */
-	struct hmap weps;	 /* "ns/name" → struct br_workloadendpoint * */
+	struct hmap nodes; /* name → struct cnode * */
+	struct hmap pools; /* name → struct br_ippool * */
+	struct hmap weps;  /* "ns/name" → struct br_workloadendpoint * */
 	struct br_felixconfig *fc_global, *fc_node;
 	unsigned fc_generation;
 	size_t local_weps;
@@ -49,15 +69,16 @@ void calc_free(struct calc *c)
 {
 	if (!c)
 		return;
-	free_objects(&c->nodes);
-	free_objects(&c->pools);
-	free_objects(&c->affinities);
-	free_objects(&c->weps);
-	for (struct hmap_iter it = hmap_iter(&c->aff_by_node); hmap_next(&it);) {
-		hmap_clear(it.value);
-		free(it.value);
+	for (struct hmap_iter it = hmap_iter(&c->nodes); hmap_next(&it);) {
+		struct cnode *n = it.value;
+		for (size_t i = 0; i < n->n_affs; i++)
+			free(n->affs[i]);
+		free(n->affs);
+		free(n);
 	}
-	hmap_clear(&c->aff_by_node);
+	hmap_clear(&c->nodes);
+	free_objects(&c->pools);
+	free_objects(&c->weps);
 	free_felixconfig(c->fc_global);
 	free_felixconfig(c->fc_node);
 	dp_free(&c->desired);
@@ -115,36 +136,58 @@ static bool parse_mac(const char *s, uint8_t mac[6])
 
 /* --- facts about nodes ------------------------------------------------------------------ */
 
-static const struct br_node *node_get(const struct calc *c, const char *name)
+static void cnode_fill(struct cnode *cn, const struct br_node *n)
 {
-	return name ? hmap_get(&c->nodes, name) : NULL;
+	const struct br_node_bgp *bgp = n->spec.bgp;
+	cn->exists = true;
+	cn->has_ip = bgp && bgp->ipv4_address &&
+		     cidr_parse(bgp->ipv4_address, true, &cn->ip) == 0 &&
+		     cn->ip.ip.family == AF_INET;
+	cn->has_vtep = n->spec.ipv4_vxlan_tunnel_addr &&
+		       ip_parse(n->spec.ipv4_vxlan_tunnel_addr, &cn->vtep) == 0;
+	if (!parse_mac(n->spec.vxlan_tunnel_mac_addr, cn->mac))
+		calc_vtep_mac(n->o.meta.name, cn->mac);
+	cn->has_ipip = bgp && bgp->ipv4_ipip_tunnel_addr &&
+		       ip_parse(bgp->ipv4_ipip_tunnel_addr, &cn->ipip) == 0;
 }
 
-/* A node's IPv4 address and prefix from spec.bgp.ipv4Address. */
-static bool node_ipv4(const struct br_node *n, struct br_cidr *out)
+/* The node's record if its Node resource is known. */
+static const struct cnode *node_get(const struct calc *c, const char *name)
 {
-	return n && n->spec.bgp && n->spec.bgp->ipv4_address &&
-	       cidr_parse(n->spec.bgp->ipv4_address, true, out) == 0 && out->ip.family == AF_INET;
+	const struct cnode *n = name ? hmap_get(&c->nodes, name) : NULL;
+	return n && n->exists ? n : NULL;
 }
 
-static bool node_vtep(const struct br_node *n, struct br_ip *tunnel, uint8_t mac[6])
+static struct cnode *node_record(struct calc *c, const char *name)
 {
-	if (!n || !n->spec.ipv4_vxlan_tunnel_addr ||
-	    ip_parse(n->spec.ipv4_vxlan_tunnel_addr, tunnel) < 0)
-		return false;
-	if (!parse_mac(n->spec.vxlan_tunnel_mac_addr, mac))
-		calc_vtep_mac(n->o.meta.name, mac);
-	return true;
+	struct cnode *n = hmap_get(&c->nodes, name);
+	if (!n) {
+		n = xcalloc(1, sizeof(*n));
+		hmap_put(&c->nodes, name, n);
+	}
+	return n;
+}
+
+/* Drop a record that holds nothing any more. */
+static void node_release(struct calc *c, const char *name)
+{
+	struct cnode *n = hmap_get(&c->nodes, name);
+	if (n && !n->exists && !n->n_affs) {
+		hmap_del(&c->nodes, name);
+		free(n->affs);
+		free(n);
+	}
 }
 
 /* Is @other's address in this node's subnet? */
-static bool same_subnet(const struct calc *c, const struct br_node *other)
+static bool same_subnet(const struct calc *c, const struct cnode *other)
 {
-	struct br_cidr mine, theirs;
-	if (!node_ipv4(node_get(c, c->nodename), &mine) || !node_ipv4(other, &theirs))
+	const struct cnode *me = node_get(c, c->nodename);
+	if (!me || !me->has_ip || !other || !other->has_ip)
 		return false;
+	struct br_cidr mine = me->ip;
 	cidr_mask(&mine);
-	return cidr_contains_ip(&mine, &theirs.ip);
+	return cidr_contains_ip(&mine, &other->ip.ip);
 }
 
 /* The most specific pool containing @block. */
@@ -184,7 +227,7 @@ static void owner_name(char *buf, size_t size, const char *what, const char *a, 
 
 static void recompute_wep(struct calc *c, const char *key, const struct br_workloadendpoint *w)
 {
-	char owner[300];
+	char owner[600];
 	owner_name(owner, sizeof(owner), "wep", key, NULL);
 	struct dp_item items[17];
 	size_t n = 0;
@@ -218,22 +261,22 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 	dp_set_owner(&c->desired, owner, DP_CLASS_WORKLOAD, items, n);
 }
 
-static void recompute_affinity(struct calc *c, const char *key, const struct br_blockaffinity *a)
+static void recompute_affinity(struct calc *c, const char *node, const char *name,
+			       const struct caff *a)
 {
-	char owner[300];
-	owner_name(owner, sizeof(owner), "block", key, NULL);
+	char owner[600];
+	owner_name(owner, sizeof(owner), "block", node, name);
 	struct dp_item it = { .kind = DP_ROUTE };
 	enum dp_class cls = DP_CLASS_BLACKHOLE;
 	size_t n = 0;
-	struct br_cidr block;
-	if (!a || a->spec.deleted || strcmp(a->spec.state, "confirmed") != 0 ||
-	    cidr_parse(a->spec.cidr, false, &block) < 0 || block.ip.family != AF_INET)
+	if (!a || !a->confirmed)
 		goto out;
+	struct br_cidr block = a->cidr;
 	const struct br_ippool *pool = pool_of(c, &block);
 	if (!pool)
 		goto out;
 	it.route.dst = block;
-	if (strcmp(a->spec.node, c->nodename) == 0) {
+	if (strcmp(node, c->nodename) == 0) {
 		/* Unallocated addresses of our own blocks go nowhere. */
 		if (block.len < 32) {
 			it.route.blackhole = true;
@@ -241,22 +284,19 @@ static void recompute_affinity(struct calc *c, const char *key, const struct br_
 		}
 		goto out;
 	}
-	const struct br_node *remote = node_get(c, a->spec.node);
-	struct br_cidr rip;
-	if (!node_ipv4(remote, &rip))
+	const struct cnode *remote = node_get(c, node);
+	if (!remote || !remote->has_ip)
 		goto out;
 	bool cross = !same_subnet(c, remote);
-	struct br_ip vtep;
-	uint8_t mac[6];
-	if (mode_on(pool->spec.vxlan_mode, cross) && node_vtep(remote, &vtep, mac)) {
+	if (mode_on(pool->spec.vxlan_mode, cross) && remote->has_vtep) {
 		snprintf(it.route.ifname, sizeof(it.route.ifname), VXLAN_DEV);
-		it.route.gw = vtep;
+		it.route.gw = remote->vtep;
 		it.route.onlink = true;
 		cls = DP_CLASS_VXLAN;
 		n = 1;
 	} else if (mode_on(pool->spec.ipip_mode, cross)) {
 		snprintf(it.route.ifname, sizeof(it.route.ifname), IPIP_DEV);
-		it.route.gw = rip.ip;
+		it.route.gw = remote->ip.ip;
 		it.route.onlink = true;
 		cls = DP_CLASS_IPIP;
 		n = 1;
@@ -275,25 +315,22 @@ static bool vxlan_wanted(const struct calc *c)
 	return false;
 }
 
-static void recompute_vtep(struct calc *c, const char *name, const struct br_node *n)
+static void recompute_vtep(struct calc *c, const char *name, const struct cnode *n)
 {
-	char owner[300];
+	char owner[600];
 	owner_name(owner, sizeof(owner), "vtep", name, NULL);
 	struct dp_item items[2];
 	size_t count = 0;
-	struct br_ip vtep;
-	struct br_cidr rip;
-	uint8_t mac[6];
-	if (n && strcmp(name, c->nodename) != 0 && vxlan_wanted(c) && node_vtep(n, &vtep, mac) &&
-	    node_ipv4(n, &rip)) {
+	if (n && n->exists && strcmp(name, c->nodename) != 0 && vxlan_wanted(c) && n->has_vtep &&
+	    n->has_ip) {
 		struct dp_item nb = { .kind = DP_NEIGH };
 		snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), VXLAN_DEV);
-		nb.neigh.ip = vtep;
-		memcpy(nb.neigh.mac, mac, 6);
+		nb.neigh.ip = n->vtep;
+		memcpy(nb.neigh.mac, n->mac, 6);
 		struct dp_item fdb = { .kind = DP_FDB };
 		snprintf(fdb.fdb.ifname, sizeof(fdb.fdb.ifname), VXLAN_DEV);
-		memcpy(fdb.fdb.mac, mac, 6);
-		fdb.fdb.dst = rip.ip;
+		memcpy(fdb.fdb.mac, n->mac, 6);
+		fdb.fdb.dst = n->ip.ip;
 		items[count++] = nb;
 		items[count++] = fdb;
 	}
@@ -304,20 +341,17 @@ static void recompute_tunnels(struct calc *c)
 {
 	struct dp_vxlan vx = { 0 };
 	struct dp_ipip ip = { 0 };
-	const struct br_node *me = node_get(c, c->nodename);
-	struct br_cidr mine;
-	if (vxlan_wanted(c) && node_ipv4(me, &mine)) {
+	const struct cnode *me = node_get(c, c->nodename);
+	if (vxlan_wanted(c) && me && me->has_ip) {
 		vx.wanted = true;
 		vx.vni = c->cfg.vxlan_vni;
 		vx.port = c->cfg.vxlan_port;
 		vx.mtu = c->cfg.vxlan_mtu;
-		vx.local = mine.ip;
-		struct br_ip t;
-		if (node_vtep(me, &t, vx.mac)) {
-			vx.addr.ip = t;
+		vx.local = me->ip.ip;
+		memcpy(vx.mac, me->mac, 6);
+		if (me->has_vtep) {
+			vx.addr.ip = me->vtep;
 			vx.addr.len = 32;
-		} else {
-			calc_vtep_mac(c->nodename, vx.mac);
 		}
 	}
 	for (struct hmap_iter it = hmap_iter(&c->pools); hmap_next(&it);) {
@@ -330,11 +364,12 @@ static void recompute_tunnels(struct calc *c)
 	}
 	if (ip.wanted) {
 		ip.mtu = c->cfg.ipip_mtu;
-		if (node_ipv4(me, &mine))
-			ip.local = mine.ip;
-		if (me && me->spec.bgp && me->spec.bgp->ipv4_ipip_tunnel_addr &&
-		    ip_parse(me->spec.bgp->ipv4_ipip_tunnel_addr, &ip.addr.ip) == 0)
+		if (me && me->has_ip)
+			ip.local = me->ip.ip;
+		if (me && me->has_ipip) {
+			ip.addr.ip = me->ipip;
 			ip.addr.len = 32;
+		}
 	}
 	if (memcmp(&vx, &c->desired.vxlan, sizeof(vx)) != 0 ||
 	    memcmp(&ip, &c->desired.ipip, sizeof(ip)) != 0) {
@@ -346,19 +381,17 @@ static void recompute_tunnels(struct calc *c)
 
 static void recompute_node_blocks(struct calc *c, const char *node)
 {
-	struct hmap *keys = hmap_get(&c->aff_by_node, node);
-	if (!keys)
-		return;
-	for (struct hmap_iter it = hmap_iter(keys); hmap_next(&it);)
-		recompute_affinity(c, it.key, hmap_get(&c->affinities, it.key));
+	const struct cnode *n = hmap_get(&c->nodes, node);
+	for (size_t i = 0; n && i < n->n_affs; i++)
+		recompute_affinity(c, node, n->affs[i]->name, n->affs[i]);
 }
 
 static void recompute_all(struct calc *c)
 {
-	for (struct hmap_iter it = hmap_iter(&c->affinities); hmap_next(&it);)
-		recompute_affinity(c, it.key, it.value);
-	for (struct hmap_iter it = hmap_iter(&c->nodes); hmap_next(&it);)
+	for (struct hmap_iter it = hmap_iter(&c->nodes); hmap_next(&it);) {
+		recompute_node_blocks(c, it.key);
 		recompute_vtep(c, it.key, it.value);
+	}
 	recompute_tunnels(c);
 }
 
@@ -369,24 +402,6 @@ static void store(struct hmap *m, const char *key, struct br_object *obj)
 {
 	struct br_object *old = obj ? hmap_put(m, key, obj) : hmap_del(m, key);
 	model_free(old);
-}
-
-static void index_affinity(struct calc *c, const char *node, const char *key, bool add)
-{
-	struct hmap *keys = hmap_get(&c->aff_by_node, node);
-	if (add) {
-		if (!keys) {
-			keys = xcalloc(1, sizeof(*keys));
-			hmap_put(&c->aff_by_node, node, keys);
-		}
-		hmap_put(keys, key, (void *)1);
-	} else if (keys) {
-		hmap_del(keys, key);
-		if (!keys->n) {
-			hmap_clear(keys);
-			free(hmap_del(&c->aff_by_node, node));
-		}
-	}
 }
 
 void calc_update(struct calc *c, const struct ds_update *u)
@@ -408,25 +423,58 @@ void calc_update(struct calc *c, const struct ds_update *u)
 		return;
 	}
 	case KIND_BLOCKAFFINITY: {
-		const struct br_blockaffinity *old = hmap_get(&c->affinities, key);
-		if (old)
-			index_affinity(c, old->spec.node, key, false);
-		store(&c->affinities, key, u->obj);
-		const struct br_blockaffinity *a = (const void *)u->obj;
-		if (a)
-			index_affinity(c, a->spec.node, key, true);
-		recompute_affinity(c, key, a);
+		/* Affinities are scoped by node: the key's scope is the node. */
+		const struct br_blockaffinity *ba = (const void *)u->obj;
+		const char *node = u->scope ? u->scope : (ba ? ba->spec.node : "");
+		struct cnode *n = node_record(c, node);
+		size_t at = n->n_affs;
+		for (size_t i = 0; i < n->n_affs; i++)
+			if (strcmp(n->affs[i]->name, u->name) == 0)
+				at = i;
+		if (at < n->n_affs) {
+			free(n->affs[at]);
+			n->affs[at] = n->affs[--n->n_affs];
+		}
+		struct caff *a = NULL;
+		if (ba) {
+			a = xcalloc(1, sizeof(*a) + strlen(u->name) + 1);
+			strcpy(a->name, u->name);
+			a->confirmed = !ba->spec.deleted &&
+				       strcmp(ba->spec.state, "confirmed") == 0 &&
+				       cidr_parse(ba->spec.cidr, false, &a->cidr) == 0 &&
+				       a->cidr.ip.family == AF_INET;
+			/* Most nodes have one block: grow from one, not eight. */
+			if (n->n_affs == n->cap_affs) {
+				n->cap_affs = n->cap_affs ? n->cap_affs * 2 : 1;
+				n->affs = xrealloc(n->affs, sizeof(*n->affs) * n->cap_affs);
+			}
+			n->affs[n->n_affs++] = a;
+		}
+		model_free(u->obj);
+		recompute_affinity(c, node, u->name, a);
+		node_release(c, node);
 		return;
 	}
-	case KIND_NODE:
-		store(&c->nodes, key, u->obj);
+	case KIND_NODE: {
+		struct cnode *n = node_record(c, key);
+		struct caff **affs = n->affs;
+		uint32_t n_affs = n->n_affs, cap = n->cap_affs;
+		memset(n, 0, sizeof(*n));
+		n->affs = affs;
+		n->n_affs = n_affs;
+		n->cap_affs = cap;
+		if (u->obj)
+			cnode_fill(n, (const struct br_node *)u->obj);
+		model_free(u->obj);
 		if (strcmp(key, c->nodename) == 0) {
 			recompute_all(c); /* our subnet and tunnel addresses */
 		} else {
 			recompute_vtep(c, key, node_get(c, key));
 			recompute_node_blocks(c, key);
 		}
+		node_release(c, key);
 		return;
+	}
 	case KIND_IPPOOL:
 		store(&c->pools, key, u->obj);
 		recompute_all(c);

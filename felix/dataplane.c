@@ -139,21 +139,21 @@ void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool delet
 		/* The kernel dropped its routes and neighbours with it. */
 		for (struct hmap_iter it = hmap_iter(&dp->routes); hmap_next(&it);) {
 			struct mirror_route *m = it.value;
-			if (m->r.oif == l->ifindex) {
+			if (m->oif == l->ifindex) {
 				hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
 				free(hmap_del(&dp->routes, it.key));
 			}
 		}
+		/* Neighbour and FDB keys start with the interface's name. */
 		struct hmap *mirrors[] = { &dp->neighs, &dp->fdbs };
+		size_t nl = strlen(l->name);
 		for (int k = 0; k < 2; k++)
-			for (struct hmap_iter it = hmap_iter(mirrors[k]); hmap_next(&it);) {
-				struct nl_neigh *n = it.value;
-				if (n->ifindex == l->ifindex) {
+			for (struct hmap_iter it = hmap_iter(mirrors[k]); hmap_next(&it);)
+				if (strncmp(it.key, l->name, nl) == 0 && it.key[nl] == '|') {
 					hmap_put(&dp->retry[k ? DP_FDB : DP_NEIGH], it.key,
 						 (void *)1);
-					free(hmap_del(mirrors[k], it.key));
+					hmap_del(mirrors[k], it.key);
 				}
-			}
 		links_del(dp, l->ifindex);
 		return;
 	}
@@ -298,6 +298,13 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 		}
 		free(errs);
 	}
+	/* A cold start plans thousands of writes; do not keep that much for good. */
+	if (dp->ops_cap > 1024) {
+		free(dp->ops);
+		dp->ops = NULL;
+		dp->ops_cap = 0;
+	}
+	nl_batch_reset(dp->batch);
 	if (changes_this_apply > LOG_CHANGES_PER_APPLY)
 		log_info("%zu dataplane changes in this apply (the first %d logged above; the rest "
 			 "at debug level)",

@@ -22,9 +22,20 @@ struct dp_op {
 	};
 };
 
+/*
+ * A route of ours as the kernel has it, keyed by its destination, plus
+ * "#<metric>" when the metric is not 0 (felix never writes one, so such a
+ * route is swept). Table and protocol are always main and 80 (dumps filter
+ * on them), so only the rest is kept: this is per route, and there are
+ * thousands.
+ */
 struct mirror_route {
-	struct nl_route r;
+	int oif;
+	struct br_ip gw;
+	uint8_t type, scope;
+	bool onlink;
 	bool known;	     /* desired at some point: no grace when it goes */
+	uint16_t mtu;	     /* set by someone else: rewritten */
 	uint64_t first_seen; /* unknown routes: when first seen */
 };
 
@@ -34,8 +45,8 @@ struct dataplane {
 	struct hmap links_by_name;  /* name → struct nl_link * */
 	struct hmap links_by_index; /* "%d" → struct nl_link * (same objects) */
 	struct hmap routes;	    /* dst → struct mirror_route * */
-	struct hmap neighs;	    /* "ifname|ip" → struct nl_neigh * */
-	struct hmap fdbs;	    /* "ifname|mac|dst" → struct nl_neigh * */
+	struct hmap neighs;	    /* "ifname|ip" → MAC packed in the pointer (dp_neighs.c) */
+	struct hmap fdbs;	    /* "ifname|mac|dst" → (void *)1: the key says it all */
 	struct hmap pending;	    /* ifname → struct hmap * of "<kind>:<key>" waiting for it */
 	struct hmap retry[DP_KINDS];
 	struct hmap graceful; /* route keys in their grace period */

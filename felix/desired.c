@@ -7,21 +7,50 @@
 #include <string.h>
 
 struct dp_cand {
-	char *owner;
+	const char *owner; /* the owner record's name: owners outlive their candidates */
 	enum dp_class cls;
 	struct dp_item item;
 };
 
+/* Candidates sorted, c[0] the winner. Nearly every key has one: it lives inline. */
 struct dp_entry {
-	struct dp_cand *c; /* sorted: c[0] is the winner */
-	size_t n;
+	struct dp_cand *c; /* &one, or a heap array once there are two */
+	uint32_t n, cap;
+	struct dp_cand one;
 };
 
+/*
+ * One allocation: n keys "<kind>:<key>", each NUL-terminated. The owner's name
+ * is the owners map's own key (hmap_key), which candidates point to.
+ */
 struct dp_owner {
-	char *name;
-	char **keys; /* "<kind>:<key>" */
-	size_t n;
+	uint32_t n;
+	char buf[];
 };
+
+static struct dp_owner *owner_new(char keys[][132], size_t n)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(keys[i]) + 1;
+	struct dp_owner *o = xmalloc(sizeof(*o) + len);
+	o->n = (uint32_t)n;
+	char *p = o->buf;
+	for (size_t i = 0; i < n; i++)
+		p = stpcpy(p, keys[i]) + 1;
+	return o;
+}
+
+/* Iterate an owner's keys: for (k = owner_keys(o); i < o->n; k = next_key(k), i++) */
+static const char *owner_keys(const struct dp_owner *o)
+{
+	return o->buf;
+}
+
+static const char *next_key(const char *k)
+{
+	return k + strlen(k) + 1;
+}
 
 void dp_init(struct dp_desired *d)
 {
@@ -30,9 +59,8 @@ void dp_init(struct dp_desired *d)
 
 static void free_entry(struct dp_entry *e)
 {
-	for (size_t i = 0; i < e->n; i++)
-		free(e->c[i].owner);
-	free(e->c);
+	if (e->c != &e->one)
+		free(e->c);
 	free(e);
 }
 
@@ -44,14 +72,8 @@ void dp_free(struct dp_desired *d)
 		hmap_clear(&d->entries[k]);
 		hmap_clear(&d->dirty[k]);
 	}
-	for (struct hmap_iter it = hmap_iter(&d->owners); hmap_next(&it);) {
-		struct dp_owner *o = it.value;
-		for (size_t i = 0; i < o->n; i++)
-			free(o->keys[i]);
-		free(o->keys);
-		free(o->name);
-		free(o);
-	}
+	for (struct hmap_iter it = hmap_iter(&d->owners); hmap_next(&it);)
+		free(it.value);
 	hmap_clear(&d->owners);
 }
 
@@ -125,12 +147,11 @@ static void retract(struct dp_desired *d, enum dp_kind kind, const char *key, co
 	if (!e)
 		return;
 	for (size_t i = 0; i < e->n; i++) {
-		if (strcmp(e->c[i].owner, owner) != 0)
+		if (e->c[i].owner != owner)
 			continue;
 		bool was_winner = i == 0;
 		bool same_as_next =
 			was_winner && e->n > 1 && dp_item_equal(&e->c[0].item, &e->c[1].item);
-		free(e->c[i].owner);
 		memmove(&e->c[i], &e->c[i + 1], sizeof(e->c[0]) * (e->n - i - 1));
 		e->n--;
 		if (e->n == 0) {
@@ -150,13 +171,22 @@ static void contribute(struct dp_desired *d, const char *key, const char *owner,
 	struct dp_entry *e = hmap_get(&d->entries[kind], key);
 	if (!e) {
 		e = xcalloc(1, sizeof(*e));
+		e->c = &e->one;
+		e->cap = 1;
 		hmap_put(&d->entries[kind], key, e);
 	}
-	struct dp_cand c = { .owner = xstrdup(owner), .cls = cls, .item = *item };
+	struct dp_cand c = { .owner = owner, .cls = cls, .item = *item };
 	size_t pos = 0;
 	while (pos < e->n && cand_cmp(&e->c[pos], &c) < 0)
 		pos++;
-	e->c = xrealloc(e->c, sizeof(e->c[0]) * (e->n + 1));
+	if (e->n == e->cap) {
+		struct dp_cand *more = xmalloc(sizeof(*more) * e->cap * 2);
+		memcpy(more, e->c, sizeof(*more) * e->n);
+		if (e->c != &e->one)
+			free(e->c);
+		e->c = more;
+		e->cap *= 2;
+	}
 	memmove(&e->c[pos + 1], &e->c[pos], sizeof(e->c[0]) * (e->n - pos));
 	e->c[pos] = c;
 	e->n++;
@@ -168,6 +198,7 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 		  const struct dp_item *items, size_t n)
 {
 	struct dp_owner *o = hmap_get(&d->owners, owner);
+	const char *name = o ? hmap_key(&d->owners, owner) : NULL;
 	char key[128];
 	/* Unchanged contributions are the common case on resync: leave them be. */
 	if (o && o->n == n) {
@@ -177,7 +208,7 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 			const struct dp_entry *e = hmap_get(&d->entries[items[i].kind], key);
 			same = false;
 			for (size_t j = 0; e && j < e->n; j++)
-				if (strcmp(e->c[j].owner, owner) == 0)
+				if (e->c[j].owner == name)
 					same = e->c[j].cls == cls &&
 					       dp_item_equal(&e->c[j].item, &items[i]);
 		}
@@ -185,39 +216,26 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 			return;
 	}
 	if (o) {
-		for (size_t i = 0; i < o->n; i++) {
-			enum dp_kind kind = (enum dp_kind)(o->keys[i][0] - '0');
-			retract(d, kind, o->keys[i] + 2, owner);
-			free(o->keys[i]);
-		}
-		o->n = 0;
+		const char *k = owner_keys(o);
+		for (uint32_t i = 0; i < o->n; i++, k = next_key(k))
+			retract(d, (enum dp_kind)(k[0] - '0'), k + 2, name);
+		hmap_del(&d->owners, owner);
+		free(o);
 	}
-	if (n == 0) {
-		if (o) {
-			hmap_del(&d->owners, owner);
-			free(o->keys);
-			free(o->name);
-			free(o);
-		}
+	if (n == 0)
 		return;
-	}
-	if (!o) {
-		o = xcalloc(1, sizeof(*o));
-		o->name = xstrdup(owner);
-		hmap_put(&d->owners, owner, o);
-	}
-	o->keys = xrealloc(o->keys, sizeof(char *) * n);
+	char(*tagged)[132] = xmalloc(sizeof(*tagged) * n);
 	for (size_t i = 0; i < n; i++) {
 		dp_item_key(&items[i], key, sizeof(key));
-		char *tagged = xmalloc(strlen(key) + 3);
-		tagged[0] = (char)('0' + items[i].kind);
-		tagged[1] = ':';
-		strcpy(tagged + 2, key);
-		o->keys[o->n++] = tagged;
-		struct dp_item it = items[i];
-		it.why = o->name;
-		contribute(d, key, owner, cls, &it);
+		snprintf(tagged[i], sizeof(tagged[i]), "%c:%s", '0' + items[i].kind, key);
 	}
+	o = owner_new(tagged, n);
+	hmap_put(&d->owners, owner, o);
+	name = hmap_key(&d->owners, owner);
+	for (size_t i = 0; i < n; i++) {
+		contribute(d, tagged[i] + 2, name, cls, &items[i]);
+	}
+	free(tagged);
 }
 
 const struct dp_item *dp_entry_winner(const void *entry)
@@ -230,6 +248,12 @@ const struct dp_item *dp_get(const struct dp_desired *d, enum dp_kind kind, cons
 {
 	const struct dp_entry *e = hmap_get(&d->entries[kind], key);
 	return e ? dp_entry_winner(e) : NULL;
+}
+
+const char *dp_why(const struct dp_desired *d, enum dp_kind kind, const char *key)
+{
+	const struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	return e && e->n ? e->c[0].owner : "";
 }
 
 size_t dp_count(const struct dp_desired *d, enum dp_kind kind)

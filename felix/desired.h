@@ -62,7 +62,6 @@ struct dp_item {
 		struct dp_fdb fdb;
 		char iface[IFNAMSIZ];
 	};
-	const char *why; /* points into the owner's name: "wep default/a", "block 10.0.0.0/26" */
 };
 
 struct dp_vxlan {
@@ -105,6 +104,8 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 
 /* The winning item for @key, or NULL. */
 const struct dp_item *dp_get(const struct dp_desired *d, enum dp_kind kind, const char *key);
+/* Who wants the winning item ("wep default/a", "block node1/10.0.0.0-26"), for logs. */
+const char *dp_why(const struct dp_desired *d, enum dp_kind kind, const char *key);
 size_t dp_count(const struct dp_desired *d, enum dp_kind kind);
 
 /* Iterate winners of a kind: for (it = hmap_iter(&d->entries[k]); hmap_next(&it);)

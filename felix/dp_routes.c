@@ -19,6 +19,41 @@ void routes_clear(struct dataplane *dp)
 	hmap_clear(&dp->routes);
 }
 
+static void mirror_set(struct mirror_route *m, const struct nl_route *r)
+{
+	m->oif = r->oif;
+	m->gw = r->gw;
+	m->type = r->type;
+	m->scope = r->scope;
+	m->onlink = r->onlink;
+	m->mtu = (uint16_t)MIN(r->mtu, 65535u);
+}
+
+/* The full route a mirror entry stands for. */
+static bool mirror_route_of(const char *key, const struct mirror_route *m, struct nl_route *r)
+{
+	memset(r, 0, sizeof(*r));
+	char dst[CIDR_STRLEN + 12];
+	snprintf(dst, sizeof(dst), "%s", key);
+	char *hash = strchr(dst, '#');
+	if (hash) {
+		*hash = '\0';
+		r->priority = (uint32_t)strtoul(hash + 1, NULL, 10);
+	}
+	if (cidr_parse(dst, false, &r->dst) < 0)
+		return false;
+	r->family = AF_INET;
+	r->protocol = NL_PROTO_BRINDLE;
+	r->table = RT_TABLE_MAIN;
+	r->oif = m->oif;
+	r->gw = m->gw;
+	r->type = m->type;
+	r->scope = m->scope;
+	r->onlink = m->onlink;
+	r->mtu = m->mtu;
+	return true;
+}
+
 int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now)
 {
 	struct nl_route_list list = { 0 };
@@ -32,11 +67,15 @@ int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now)
 	}
 	struct hmap fresh = HMAP_INIT;
 	for (size_t i = 0; i < list.n; i++) {
-		char key[CIDR_STRLEN];
-		cidr_str(&list.v[i].dst, key);
+		char key[CIDR_STRLEN + 12], c[CIDR_STRLEN];
+		if (list.v[i].priority)
+			snprintf(key, sizeof(key), "%s#%u", cidr_str(&list.v[i].dst, c),
+				 list.v[i].priority);
+		else
+			snprintf(key, sizeof(key), "%s", cidr_str(&list.v[i].dst, c));
 		struct mirror_route *old = hmap_get(&dp->routes, key);
 		struct mirror_route *m = xcalloc(1, sizeof(*m));
-		m->r = list.v[i];
+		mirror_set(m, &list.v[i]);
 		m->known = (old && old->known) || dp_get(d, DP_ROUTE, key) != NULL;
 		m->first_seen = old ? old->first_seen : now;
 		free(hmap_put(&fresh, key, m));
@@ -80,19 +119,22 @@ void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, ui
 			}
 			want.oif = l->ifindex;
 		}
+		struct nl_route have;
 		if (m) {
 			m->known = true;
-			if (nl_route_equal(&m->r, &want))
+			if (mirror_route_of(key, m, &have) && nl_route_equal(&have, &want))
 				return;
 		}
-		struct dp_op *op = dp_add_op(dp, DP_ROUTE, NL_REPLACE, key, w->why);
+		struct dp_op *op =
+			dp_add_op(dp, DP_ROUTE, NL_REPLACE, key, dp_why(d, DP_ROUTE, key));
 		op->route = want;
 		nl_batch_route(dp->batch, NL_REPLACE, &want);
 		return;
 	}
-	if (!m)
+	struct nl_route have;
+	if (!m || !mirror_route_of(key, m, &have))
 		return;
-	if (!m->known && on_workload_iface(dp, &m->r, cfg)) {
+	if (!m->known && on_workload_iface(dp, &have, cfg)) {
 		uint64_t until = m->first_seen + cfg->route_grace_ms;
 		if (now < until) {
 			/* Probably the CNI plugin's, ahead of its endpoint: wait. */
@@ -104,8 +146,8 @@ void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, ui
 	}
 	struct dp_op *op = dp_add_op(dp, DP_ROUTE, NL_DEL, key,
 				     m->known ? "no longer wanted" : "not wanted by any endpoint");
-	op->route = m->r;
-	nl_batch_route(dp->batch, NL_DEL, &m->r);
+	op->route = have;
+	nl_batch_route(dp->batch, NL_DEL, &have);
 }
 
 static void describe(const struct dataplane *dp, const struct nl_route *r, struct strbuf *sb)
@@ -135,7 +177,7 @@ void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
 			dp_changed(dp, "route %s removed (%s)", sb.buf, op->why);
 		} else {
 			struct mirror_route *m = xcalloc(1, sizeof(*m));
-			m->r = op->route;
+			mirror_set(m, &op->route);
 			m->known = true;
 			free(hmap_put(&dp->routes, op->key, m));
 			dp_changed(dp, "route %s programmed (%s)", sb.buf, op->why);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <malloc.h>
 
 extern char **environ;
 
@@ -44,6 +45,7 @@ struct felix {
 	bool dirty;
 	bool last_apply_ok;
 	uint64_t applies;
+	uint64_t trimmed_at_resync;
 	uint64_t invalid_values;
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
@@ -159,6 +161,12 @@ static void apply(struct loop *l, void *ctx)
 	if (f->applies++ == 0)
 		log_info("first apply after sync took %.1f ms", secs * 1e3);
 	f->last_apply_ok = r == 0;
+	/* The first list and a full apply free a lot at once: give it back to the system. */
+	const struct dp_status *st = dataplane_status(f->dp);
+	if (f->applies == 1 || st->resyncs != f->trimmed_at_resync) {
+		f->trimmed_at_resync = st->resyncs;
+		malloc_trim(0);
+	}
 	update_metrics(f);
 	deadline = dataplane_next_deadline(f->dp);
 	if (deadline)

@@ -390,7 +390,7 @@ struct esync_kind {
 	char *prefix;
 	bool listed;
 	struct etcd_watch *watch;
-	struct hmap cache; /* key → mod revision (as a pointer-sized integer) */
+	struct hmap cache; /* key without the prefix → mod revision (pointer-sized) */
 };
 
 struct esync {
@@ -414,13 +414,21 @@ static void set_status(struct esync *s, enum ds_sync_status st)
 	s->ops->status(s->ctx, st);
 }
 
+/* The cache keys by what follows the prefix: thousands of copies of it add up. */
+static const char *rel_key(const struct esync_kind *sk, const char *key)
+{
+	size_t n = strlen(sk->prefix);
+	return strncmp(key, sk->prefix, n) == 0 ? key + n : NULL;
+}
+
 static void deliver_kv(struct esync_kind *sk, const struct etcd_kv *kv)
 {
 	struct ds_update u = { .kind = sk->k };
 	char buf[512];
-	if (parse_key(sk->k, kv->key, buf, sizeof(buf), &u.scope, &u.name) < 0)
+	const char *rel = rel_key(sk, kv->key);
+	if (!rel || parse_key(sk->k, kv->key, buf, sizeof(buf), &u.scope, &u.name) < 0)
 		return; /* not one of ours */
-	intptr_t rev = (intptr_t)hmap_get(&sk->cache, kv->key);
+	intptr_t rev = (intptr_t)hmap_get(&sk->cache, rel);
 	if (rev == (intptr_t)kv->mod_revision)
 		return; /* already delivered */
 	struct strbuf why = STRBUF_INIT;
@@ -428,20 +436,22 @@ static void deliver_kv(struct esync_kind *sk, const struct etcd_kv *kv)
 	u.obj = decode_value(sk->s->d, sk->k, kv, &why);
 	if (!u.obj)
 		u.error = sb_str(&why);
-	hmap_put(&sk->cache, kv->key, (void *)(intptr_t)kv->mod_revision);
+	hmap_put(&sk->cache, rel, (void *)(intptr_t)kv->mod_revision);
 	sk->s->ops->update(sk->s->ctx, &u);
 	sb_free(&why);
 }
 
-static void deliver_delete(struct esync_kind *sk, const char *key)
+/* @rel: a cache key (the part after the prefix). */
+static void deliver_delete(struct esync_kind *sk, const char *rel)
 {
 	struct ds_update u = { .kind = sk->k };
-	char buf[512];
-	if (!hmap_has(&sk->cache, key))
+	char buf[512], full[512];
+	if (!hmap_has(&sk->cache, rel))
 		return;
-	/* Parse first: @key may be the cache's own copy, freed by hmap_del. */
-	int r = parse_key(sk->k, key, buf, sizeof(buf), &u.scope, &u.name);
-	hmap_del(&sk->cache, key);
+	/* Parse first: @rel may be the cache's own copy, freed by hmap_del. */
+	snprintf(full, sizeof(full), "%s%s", sk->prefix, rel);
+	int r = parse_key(sk->k, full, buf, sizeof(buf), &u.scope, &u.name);
+	hmap_del(&sk->cache, rel);
 	if (r < 0)
 		return;
 	sk->s->ops->update(sk->s->ctx, &u);
@@ -453,8 +463,8 @@ static void on_watch_events(void *ctx, const struct etcd_event *evs, size_t n, i
 	for (size_t i = 0; i < n; i++) {
 		if (evs[i].type == ETCD_EVENT_PUT)
 			deliver_kv(sk, &evs[i].kv);
-		else
-			deliver_delete(sk, evs[i].kv.key);
+		else if (rel_key(sk, evs[i].kv.key))
+			deliver_delete(sk, rel_key(sk, evs[i].kv.key));
 	}
 }
 
@@ -480,28 +490,44 @@ static const struct etcd_watch_ops watch_ops = {
 	.state = on_watch_state,
 };
 
-/* List one kind, deliver what changed (deletes included), then watch from there. */
+struct list_pass {
+	struct esync_kind *sk;
+	struct hmap seen; /* cache keys listed this time */
+};
+
+static int deliver_page(void *ctx, const struct etcd_kv *kvs, size_t n)
+{
+	struct list_pass *lp = ctx;
+	for (size_t i = 0; i < n; i++) {
+		const char *rel = rel_key(lp->sk, kvs[i].key);
+		if (rel)
+			hmap_put(&lp->seen, rel, (void *)1);
+		deliver_kv(lp->sk, &kvs[i]);
+	}
+	return 0;
+}
+
+/*
+ * List one kind, delivering page by page what changed, then the deletes of
+ * whatever the list no longer has, then watch from the list's revision.
+ */
 static int list_kind(struct esync_kind *sk)
 {
 	struct ds *d = sk->s->d;
-	struct etcd_range range = { 0 };
-	int r = etcd_list(E(d), sk->prefix, 0, 0, &range);
-	if (r < 0)
+	struct list_pass lp = { .sk = sk };
+	int64_t revision;
+	int r = etcd_list_each(E(d), sk->prefix, 0, 0, deliver_page, &lp, &revision);
+	if (r < 0) {
+		hmap_clear(&lp.seen);
 		return etcd_err(d, r, "list");
-	struct hmap seen = HMAP_INIT;
-	for (size_t i = 0; i < range.n; i++) {
-		hmap_put(&seen, range.kvs[i].key, (void *)1);
-		deliver_kv(sk, &range.kvs[i]);
 	}
 	for (struct hmap_iter it = hmap_iter(&sk->cache); hmap_next(&it);)
-		if (!hmap_has(&seen, it.key))
+		if (!hmap_has(&lp.seen, it.key))
 			deliver_delete(sk, it.key);
-	hmap_clear(&seen);
+	hmap_clear(&lp.seen);
 	etcd_watch_stop(sk->watch);
 	sk->watch = NULL;
-	r = etcd_watch_start(E(d), sk->s->l, sk->prefix, range.revision + 1, &watch_ops, sk,
-			     &sk->watch);
-	etcd_range_clear(&range);
+	r = etcd_watch_start(E(d), sk->s->l, sk->prefix, revision + 1, &watch_ops, sk, &sk->watch);
 	if (r < 0)
 		return etcd_err(d, r, "watch");
 	sk->listed = true;

@@ -297,6 +297,11 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, left);
 		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
 				 MIN(left, e->conn.connect_timeout_ms));
+		/* A big answer (the first list of a large cluster) leaves no big buffer behind. */
+		if (e->body.cap > 256 * 1024) {
+			sb_free(&e->body);
+			sb_init(&e->body);
+		}
 		sb_reset(&e->body);
 		e->curl_err[0] = '\0';
 		CURLcode rc = curl_easy_perform(e->curl);
@@ -400,8 +405,9 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out)
 	return 0;
 }
 
-int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
-	      struct etcd_range *out)
+int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
+		   int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
+		   int64_t *revision_out)
 {
 	struct arena *a = arena_new(); /* outlives each call's e->arena */
 	char *key, *end;
@@ -409,8 +415,6 @@ int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_
 	etcd_prefix_range(a, prefix, &key, &key_len, &end, &end_len);
 	if (!page_size)
 		page_size = DEFAULT_PAGE_SIZE;
-	struct etcd_range res = { 0 };
-	size_t cap = 0;
 	struct strbuf req = STRBUF_INIT;
 	sb_init(&req);
 	int r;
@@ -437,9 +441,8 @@ int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_
 		}
 		if (revision <= 0)
 			revision = p.revision;
-		GROW(res.kvs, cap, res.n + p.n);
-		for (size_t i = 0; i < p.n; i++)
-			kv_copy(&res.kvs[res.n++], &p.kvs[i]);
+		if (p.n && (r = cb(ctx, p.kvs, p.n)) < 0)
+			break;
 		if (!p.more || p.n == 0)
 			break;
 		/* Continue right after the last key: its bytes plus "\0". */
@@ -450,12 +453,37 @@ int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_
 	}
 	sb_free(&req);
 	arena_free(a);
+	if (r < 0)
+		return r;
+	if (revision_out)
+		*revision_out = revision;
+	return 0;
+}
+
+struct list_all {
+	struct etcd_range res;
+	size_t cap;
+};
+
+static int collect_page(void *ctx, const struct etcd_kv *kvs, size_t n)
+{
+	struct list_all *l = ctx;
+	GROW(l->res.kvs, l->cap, l->res.n + n);
+	for (size_t i = 0; i < n; i++)
+		kv_copy(&l->res.kvs[l->res.n++], &kvs[i]);
+	return 0;
+}
+
+int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
+	      struct etcd_range *out)
+{
+	struct list_all l = { 0 };
+	int r = etcd_list_each(e, prefix, revision, page_size, collect_page, &l, &l.res.revision);
 	if (r < 0) {
-		etcd_range_clear(&res);
+		etcd_range_clear(&l.res);
 		return r;
 	}
-	res.revision = revision;
-	*out = res;
+	*out = l.res;
 	return 0;
 }
 

@@ -23,7 +23,7 @@ static struct hmap_entry *find(const struct hmap *m, const char *key, uint64_t h
 	if (!m->nbuckets)
 		return NULL;
 	for (struct hmap_entry *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
-		if (e->hash == h && strcmp(e->key, key) == 0)
+		if (strcmp(e->key, key) == 0)
 			return e;
 	return NULL;
 }
@@ -32,6 +32,12 @@ void *hmap_get(const struct hmap *m, const char *key)
 {
 	struct hmap_entry *e = find(m, key, hmap_hash(key));
 	return e ? e->value : NULL;
+}
+
+const char *hmap_key(const struct hmap *m, const char *key)
+{
+	struct hmap_entry *e = find(m, key, hmap_hash(key));
+	return e ? e->key : NULL;
 }
 
 bool hmap_has(const struct hmap *m, const char *key)
@@ -46,8 +52,9 @@ static void rehash(struct hmap *m, size_t nb)
 		struct hmap_entry *e = m->buckets[i];
 		while (e) {
 			struct hmap_entry *next = e->next;
-			e->next = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
+			uint64_t h = hmap_hash(e->key); /* not stored: entries stay small */
+			e->next = b[h & (nb - 1)];
+			b[h & (nb - 1)] = e;
 			e = next;
 		}
 	}
@@ -65,12 +72,11 @@ void *hmap_put(struct hmap *m, const char *key, void *value)
 		e->value = value;
 		return old;
 	}
-	if (m->n + 1 > m->nbuckets * 3 / 4)
+	if (m->n + 1 > m->nbuckets)
 		rehash(m, m->nbuckets ? m->nbuckets * 2 : 16);
 	size_t kl = strlen(key);
 	e = xmalloc(sizeof(*e) + kl + 1);
 	memcpy(e->key, key, kl + 1);
-	e->hash = h;
 	e->value = value;
 	e->next = m->buckets[h & (m->nbuckets - 1)];
 	m->buckets[h & (m->nbuckets - 1)] = e;
@@ -86,7 +92,7 @@ void *hmap_del(struct hmap *m, const char *key)
 	struct hmap_entry **pp = &m->buckets[h & (m->nbuckets - 1)];
 	for (; *pp; pp = &(*pp)->next) {
 		struct hmap_entry *e = *pp;
-		if (e->hash == h && strcmp(e->key, key) == 0) {
+		if (strcmp(e->key, key) == 0) {
 			*pp = e->next;
 			void *v = e->value;
 			free(e);

@@ -20,9 +20,9 @@ struct nl_batch {
 	uint8_t *data;
 	size_t len, cap;
 	size_t *offsets; /* start of message i */
-	char **desc;
 	size_t n, ncap;
 	uint32_t seq;
+	struct strbuf desc; /* nl_batch_describe's last answer */
 };
 
 void nl_link_init(struct nl_link *l)
@@ -57,10 +57,16 @@ struct nl_batch *nl_batch_new(void)
 
 void nl_batch_reset(struct nl_batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		free(b->desc[i]);
 	b->len = 0;
 	b->n = 0;
+	/* A cold start's batch is large; do not keep its buffers for good. */
+	if (b->cap > 256 * 1024) {
+		free(b->data);
+		free(b->offsets);
+		b->data = NULL;
+		b->offsets = NULL;
+		b->cap = b->ncap = 0;
+	}
 }
 
 void nl_batch_free(struct nl_batch *b)
@@ -70,18 +76,13 @@ void nl_batch_free(struct nl_batch *b)
 	nl_batch_reset(b);
 	free(b->data);
 	free(b->offsets);
-	free(b->desc);
+	sb_free(&b->desc);
 	free(b);
 }
 
 size_t nl_batch_count(const struct nl_batch *b)
 {
 	return b->n;
-}
-
-const char *nl_batch_describe(const struct nl_batch *b, size_t i)
-{
-	return i < b->n ? b->desc[i] : "";
 }
 
 const void *nl_batch_data(const struct nl_batch *b, size_t *len)
@@ -104,7 +105,7 @@ void nl_batch_set_seq(struct nl_batch *b, uint32_t seq)
 	}
 }
 
-static void push(struct nl_batch *b, const struct nlmsghdr *h, struct strbuf *desc)
+static void push(struct nl_batch *b, const struct nlmsghdr *h)
 {
 	size_t len = h->nlmsg_len;
 	if (b->len + len > b->cap) {
@@ -114,20 +115,12 @@ static void push(struct nl_batch *b, const struct nlmsghdr *h, struct strbuf *de
 	if (b->n == b->ncap) {
 		b->ncap = b->ncap ? b->ncap * 2 : 16;
 		b->offsets = xrealloc(b->offsets, sizeof(size_t) * b->ncap);
-		b->desc = xrealloc(b->desc, sizeof(char *) * b->ncap);
 	}
 	memcpy(b->data + b->len, h, len);
 	((struct nlmsghdr *)(b->data + b->len))->nlmsg_seq = b->seq + (uint32_t)b->n;
 	b->offsets[b->n] = b->len;
-	b->desc[b->n] = sb_detach(desc);
 	b->len += len;
 	b->n++;
-}
-
-static const char *op_name(enum nl_op op)
-{
-	static const char *const names[] = { "add", "replace", "del", "set" };
-	return names[op];
 }
 
 static uint16_t op_flags(enum nl_op op)
@@ -205,22 +198,7 @@ void nl_batch_link(struct nl_batch *b, enum nl_op op, const struct nl_link *l)
 		}
 		mnl_attr_nest_end(h, info);
 	}
-	struct strbuf d = STRBUF_INIT;
-	sb_init(&d);
-	sb_addf(&d, "link %s %s", op_name(op), l->name[0] ? l->name : "");
-	if (l->ifindex)
-		sb_addf(&d, " #%d", l->ifindex);
-	if (op != NL_DEL) {
-		if (l->kind[0] && op != NL_SET)
-			sb_addf(&d, " type %s", l->kind);
-		if (l->mtu)
-			sb_addf(&d, " mtu %u", l->mtu);
-		if (l->has_mac)
-			sb_addf(&d, " address %02x:%02x:%02x:%02x:%02x:%02x", l->mac[0], l->mac[1],
-				l->mac[2], l->mac[3], l->mac[4], l->mac[5]);
-		sb_adds(&d, l->flags & IFF_UP ? " up" : " down");
-	}
-	push(b, h, &d);
+	push(b, h);
 }
 
 void nl_batch_addr(struct nl_batch *b, enum nl_op op, const struct nl_addr *a)
@@ -236,11 +214,7 @@ void nl_batch_addr(struct nl_batch *b, enum nl_op op, const struct nl_addr *a)
 	ifa->ifa_index = (uint32_t)a->ifindex;
 	put_ip(h, IFA_LOCAL, &a->addr.ip);
 	put_ip(h, IFA_ADDRESS, &a->addr.ip);
-	struct strbuf d = STRBUF_INIT;
-	char c[CIDR_STRLEN];
-	sb_init(&d);
-	sb_addf(&d, "addr %s %s dev #%d", op_name(op), cidr_str(&a->addr, c), a->ifindex);
-	push(b, h, &d);
+	push(b, h);
 }
 
 void nl_route_str(const struct nl_route *r, struct strbuf *out)
@@ -300,11 +274,7 @@ void nl_batch_route(struct nl_batch *b, enum nl_op op, const struct nl_route *r)
 		mnl_attr_put_u32(h, RTAX_MTU, r->mtu);
 		mnl_attr_nest_end(h, m);
 	}
-	struct strbuf d = STRBUF_INIT;
-	sb_init(&d);
-	sb_addf(&d, "route %s ", op_name(op));
-	nl_route_str(r, &d);
-	push(b, h, &d);
+	push(b, h);
 }
 
 void nl_neigh_str(const struct nl_neigh *n, struct strbuf *out)
@@ -342,11 +312,86 @@ void nl_batch_neigh(struct nl_batch *b, enum nl_op op, const struct nl_neigh *n)
 		mnl_attr_put(h, NDA_LLADDR, 6, n->lladdr);
 	if (n->protocol && op != NL_DEL)
 		mnl_attr_put_u8(h, NDA_PROTOCOL, n->protocol);
-	struct strbuf d = STRBUF_INIT;
-	sb_init(&d);
-	sb_addf(&d, "neigh %s ", op_name(op));
-	nl_neigh_str(n, &d);
-	push(b, h, &d);
+	push(b, h);
+}
+
+/* --- descriptions, rendered from the encoded message when asked for ---------------------- */
+
+static const char *msg_op(const struct nlmsghdr *h)
+{
+	if (h->nlmsg_type == RTM_DELLINK || h->nlmsg_type == RTM_DELADDR ||
+	    h->nlmsg_type == RTM_DELROUTE || h->nlmsg_type == RTM_DELNEIGH)
+		return "del";
+	if (!(h->nlmsg_flags & NLM_F_CREATE))
+		return "set";
+	if (h->nlmsg_flags & NLM_F_EXCL)
+		return "add";
+	return "replace";
+}
+
+static void describe_link(const struct nlmsghdr *h, struct strbuf *d)
+{
+	struct nl_link l;
+	const char *op = msg_op(h);
+	if (nl_parse_link(h, &l) < 0) {
+		sb_adds(d, "link (unreadable)");
+		return;
+	}
+	sb_addf(d, "link %s %s", op, l.name);
+	if (l.ifindex)
+		sb_addf(d, " #%d", l.ifindex);
+	if (strcmp(op, "del") == 0)
+		return;
+	if (l.kind[0])
+		sb_addf(d, " type %s", l.kind);
+	if (l.mtu)
+		sb_addf(d, " mtu %u", l.mtu);
+	if (l.has_mac)
+		sb_addf(d, " address %02x:%02x:%02x:%02x:%02x:%02x", l.mac[0], l.mac[1], l.mac[2],
+			l.mac[3], l.mac[4], l.mac[5]);
+	sb_adds(d, l.flags & IFF_UP ? " up" : " down");
+}
+
+const char *nl_batch_describe(const struct nl_batch *cb, size_t i)
+{
+	struct nl_batch *b = (struct nl_batch *)cb; /* the answer buffer is a cache */
+	if (!b->desc.buf)
+		sb_init(&b->desc);
+	sb_reset(&b->desc);
+	if (i >= b->n)
+		return "";
+	const struct nlmsghdr *h = (const struct nlmsghdr *)(b->data + b->offsets[i]);
+	struct nl_route r;
+	struct nl_neigh n;
+	struct nl_addr a;
+	char c[CIDR_STRLEN];
+	switch (h->nlmsg_type) {
+	case RTM_NEWLINK:
+	case RTM_DELLINK:
+		describe_link(h, &b->desc);
+		break;
+	case RTM_NEWADDR:
+	case RTM_DELADDR:
+		if (nl_parse_addr(h, &a) == 0)
+			sb_addf(&b->desc, "addr %s %s dev #%d", msg_op(h), cidr_str(&a.addr, c),
+				a.ifindex);
+		break;
+	case RTM_NEWROUTE:
+	case RTM_DELROUTE:
+		if (nl_parse_route(h, &r) == 0) {
+			sb_addf(&b->desc, "route %s ", msg_op(h));
+			nl_route_str(&r, &b->desc);
+		}
+		break;
+	case RTM_NEWNEIGH:
+	case RTM_DELNEIGH:
+		if (nl_parse_neigh(h, &n) == 0) {
+			sb_addf(&b->desc, "neigh %s ", msg_op(h));
+			nl_neigh_str(&n, &b->desc);
+		}
+		break;
+	}
+	return sb_str(&b->desc);
 }
 
 /* --- parsing ------------------------------------------------------------------------------- */

@@ -37,10 +37,10 @@ struct loop;
 struct etcd_config {
 	const char *const *endpoints; /* at least one */
 	size_t n_endpoints;
-	const char *ca_file;   /* TLS: CA bundle to verify the server */
-	const char *cert_file; /* TLS: client certificate */
-	const char *key_file;  /* TLS: client key */
-	long timeout_ms;       /* per call; 0 = 5000 */
+	const char *ca_file;	 /* TLS: CA bundle to verify the server */
+	const char *cert_file;	 /* TLS: client certificate */
+	const char *key_file;	 /* TLS: client key */
+	long timeout_ms;	 /* per call; 0 = 5000 */
 	long connect_timeout_ms; /* per endpoint attempt; 0 = 1000 */
 };
 
@@ -85,14 +85,33 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out) must_check;
  */
 int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
 	      struct etcd_range *out) must_check;
+/*
+ * The same list, page by page: @cb sees each page's keys (valid only during
+ * the call) so a large list never sits in memory whole. A negative return
+ * from @cb stops the list and is returned. *revision_out gets the revision
+ * the pages were read at.
+ */
+int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
+		   int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
+		   int64_t *revision_out) must_check;
 /* Unconditional put; *rev (optional) gets the new store revision. */
 int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease,
 	     int64_t *rev) must_check;
 /* Deletes one key; *deleted (optional) says whether it existed. */
 int etcd_delete(struct etcd *e, const char *key, bool *deleted, int64_t *rev) must_check;
 
-enum etcd_cmp_target { ETCD_CMP_VERSION, ETCD_CMP_CREATE, ETCD_CMP_MOD, ETCD_CMP_VALUE };
-enum etcd_cmp_result { ETCD_CMP_EQUAL, ETCD_CMP_NOT_EQUAL, ETCD_CMP_LESS, ETCD_CMP_GREATER };
+enum etcd_cmp_target {
+	ETCD_CMP_VERSION,
+	ETCD_CMP_CREATE,
+	ETCD_CMP_MOD,
+	ETCD_CMP_VALUE
+};
+enum etcd_cmp_result {
+	ETCD_CMP_EQUAL,
+	ETCD_CMP_NOT_EQUAL,
+	ETCD_CMP_LESS,
+	ETCD_CMP_GREATER
+};
 
 struct etcd_cmp {
 	const char *key;
@@ -103,7 +122,11 @@ struct etcd_cmp {
 	size_t value_len;
 };
 
-enum etcd_op_type { ETCD_OP_PUT, ETCD_OP_DELETE, ETCD_OP_GET };
+enum etcd_op_type {
+	ETCD_OP_PUT,
+	ETCD_OP_DELETE,
+	ETCD_OP_GET
+};
 
 struct etcd_op {
 	enum etcd_op_type type;
@@ -144,7 +167,10 @@ int etcd_compact(struct etcd *e, int64_t revision) must_check;
  * Watches run inside a struct loop: libcurl's multi interface is driven by the
  * loop's epoll, so a daemon stays single-threaded.
  */
-enum etcd_event_type { ETCD_EVENT_PUT, ETCD_EVENT_DELETE };
+enum etcd_event_type {
+	ETCD_EVENT_PUT,
+	ETCD_EVENT_DELETE
+};
 
 struct etcd_event {
 	enum etcd_event_type type;

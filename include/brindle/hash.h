@@ -5,7 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hash_alg { HASH_SHA1, HASH_SHA224, HASH_SHA256 };
+enum hash_alg {
+	HASH_SHA1,
+	HASH_SHA224,
+	HASH_SHA256
+};
 
 /* Writes the digest to @out (at least 32 bytes); returns its length. */
 size_t hash_digest(enum hash_alg alg, const void *data, size_t len, uint8_t *out);

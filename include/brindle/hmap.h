@@ -1,6 +1,7 @@
 /*
- * A string-keyed hash map (separate chaining, power-of-two buckets). Keys are
- * copied; values are opaque pointers the caller owns.
+ * A string-keyed hash map (separate chaining, power-of-two buckets, load up
+ * to 1). Keys are copied into the entries; values are opaque pointers the
+ * caller owns. Entries are small on purpose: felix keeps tens of thousands.
  */
 #ifndef BRINDLE_HMAP_H
 #define BRINDLE_HMAP_H
@@ -11,7 +12,6 @@
 
 struct hmap_entry {
 	struct hmap_entry *next;
-	uint64_t hash;
 	void *value;
 	char key[];
 };
@@ -30,6 +30,8 @@ struct hmap {
 uint64_t hmap_hash(const char *s);
 void *hmap_get(const struct hmap *m, const char *key);
 bool hmap_has(const struct hmap *m, const char *key);
+/* The map's own copy of @key (stable until that entry is deleted), or NULL. */
+const char *hmap_key(const struct hmap *m, const char *key);
 /* Insert or replace; returns the previous value (or NULL). */
 void *hmap_put(struct hmap *m, const char *key, void *value);
 /* Remove; returns the value (or NULL). */

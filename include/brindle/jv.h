@@ -27,8 +27,8 @@ struct jv_member;
 
 struct jv {
 	enum jv_type type;
-	bool plain;      /* an unquoted YAML scalar: usable as a string too */
-	unsigned line;   /* 1-based source line, 0 when unknown */
+	bool plain;	 /* an unquoted YAML scalar: usable as a string too */
+	unsigned line;	 /* 1-based source line, 0 when unknown */
 	const char *src; /* plain scalars: the text as written */
 	union {
 		struct { /* NULL, BOOL, NUMBER, STRING: the source text */

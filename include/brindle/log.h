@@ -15,8 +15,18 @@
 #include <stdint.h>
 #include <brindle/util.h>
 
-enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR, LOG_FATAL, LOG_NONE };
-enum log_format { LOG_TEXT, LOG_JSON };
+enum log_level {
+	LOG_DEBUG,
+	LOG_INFO,
+	LOG_WARNING,
+	LOG_ERROR,
+	LOG_FATAL,
+	LOG_NONE
+};
+enum log_format {
+	LOG_TEXT,
+	LOG_JSON
+};
 
 /* @component names the program ("felix"); @fd is where lines go (stderr usually). */
 void log_init(const char *component, enum log_level level, enum log_format format, int fd);
@@ -32,13 +42,13 @@ uint64_t log_error_count(void);
 void log_msg(enum log_level level, const char *fmt, ...) printf_like(2, 3);
 void log_vmsg(enum log_level level, const char *fmt, va_list ap) printf_like(2, 0);
 
-#define log_debug(...)                                 \
-	do {                                           \
-		if (log_enabled(LOG_DEBUG))            \
+#define log_debug(...)                                   \
+	do {                                             \
+		if (log_enabled(LOG_DEBUG))              \
 			log_msg(LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
-#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_WARNING, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 
 /* A token bucket for messages that can repeat: @burst at once, then one per @interval_ms. */
@@ -49,7 +59,10 @@ struct ratelimit {
 	uint64_t last_ms;
 	uint64_t suppressed;
 };
-#define RATELIMIT_INIT(interval, b) { .interval_ms = (interval), .burst = (b), .tokens = (b) }
+#define RATELIMIT_INIT(interval, b)                                    \
+	{                                                              \
+		.interval_ms = (interval), .burst = (b), .tokens = (b) \
+	}
 bool ratelimit_ok(struct ratelimit *rl);
 
 #endif

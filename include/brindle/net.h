@@ -9,7 +9,7 @@
 
 struct br_ip {
 	uint8_t family; /* AF_INET or AF_INET6; 0 = unset */
-	uint8_t a[16];  /* network byte order; IPv4 in the first 4 bytes */
+	uint8_t a[16];	/* network byte order; IPv4 in the first 4 bytes */
 };
 
 struct br_cidr {
@@ -17,7 +17,7 @@ struct br_cidr {
 	uint8_t len;
 };
 
-#define IP_STRLEN 46   /* INET6_ADDRSTRLEN */
+#define IP_STRLEN   46 /* INET6_ADDRSTRLEN */
 #define CIDR_STRLEN 50 /* address + "/128" */
 
 int ip_parse(const char *s, struct br_ip *out) must_check;

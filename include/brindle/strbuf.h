@@ -11,7 +11,10 @@ struct strbuf {
 	size_t len, cap;
 };
 
-#define STRBUF_INIT { 0 }
+#define STRBUF_INIT \
+	{           \
+		0   \
+	}
 
 void sb_init(struct strbuf *sb);
 void sb_free(struct strbuf *sb);

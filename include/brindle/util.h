@@ -7,15 +7,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAY_SIZE(a)			(sizeof(a) / sizeof((a)[0]))
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-#define must_check __attribute__((warn_unused_result))
-#define printf_like(f, a) __attribute__((format(printf, f, a)))
-#define maybe_unused __attribute__((unused))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define must_check			__attribute__((warn_unused_result))
+#define printf_like(f, a)		__attribute__((format(printf, f, a)))
+#define maybe_unused			__attribute__((unused))
+#define likely(x)			__builtin_expect(!!(x), 1)
+#define unlikely(x)			__builtin_expect(!!(x), 0)
+#define MIN(a, b)			((a) < (b) ? (a) : (b))
+#define MAX(a, b)			((a) > (b) ? (a) : (b))
 
 static inline bool streq(const char *a, const char *b)
 {

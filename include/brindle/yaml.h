@@ -13,8 +13,8 @@
  * entries so document numbers match what the user sees. On a syntax error
  * returns -EINVAL and writes "document N: line L: <problem>" to @err.
  */
-int yaml_parse_all(struct arena *a, const char *text, size_t len, struct jv ***docs,
-		   size_t *ndocs, struct strbuf *err) must_check;
+int yaml_parse_all(struct arena *a, const char *text, size_t len, struct jv ***docs, size_t *ndocs,
+		   struct strbuf *err) must_check;
 
 /* Block-style YAML, strings quoted only where a reader would take them for
  * something else. One document; no "---" marker. */

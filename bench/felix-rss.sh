@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# felix's memory at scale: 250 local endpoints and 5,000 remote nodes over
+# VXLAN (5,000 routes, VTEP neighbours and FDB entries), against a private
+# etcd, felix in a node namespace of its own. Reports VmRSS and VmHWM once
+# felix is ready, next to an idle felix (empty datastore) of the same run.
+#   sudo bench/felix-rss.sh [NODES] [LOCAL]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/build" release >/dev/null
+export BRINDLE_BUILD_DIR=$top/build/release BRINDLECTL=$top/build/release/ctl/brindlectl
+. "$top/tests/lib/common.sh"
+NODES=${1:-5000} LOCAL=${2:-250}
+FELIX=$BT_BUILD_DIR/felix/brindle-felix
+
+bt_netns node1
+NODE=$BT_PREFIX-node1
+bt_netns peer
+ip -n "$NODE" link add eth0 type veth peer name eth0 netns "$BT_PREFIX-peer"
+ip -n "$NODE" addr add 172.16.0.1/12 dev eth0
+ip -n "$NODE" link set eth0 up
+for i in $(seq 0 $((LOCAL - 1))); do
+	printf 'link add cali%011d type veth peer name p%d\nlink set cali%011d up\n' "$i" "$i" "$i"
+done >"$BT_DIR/links"
+ip -n "$NODE" -batch "$BT_DIR/links"
+
+rss() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+run_felix() { # NAME: start, wait until ready, print RSS and high-water mark in kB
+	bt_run_bg "$1" ip netns exec "$NODE" env NODENAME=node1 \
+		BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" FELIX_LOGSEVERITYSCREEN=warning "$FELIX"
+	local pid=${bt_pids[-1]} fpid
+	bt_wait_for 120 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
+	sleep 1
+	fpid=$(pgrep -P "$pid" -f brindle-felix || pgrep -f "^$FELIX" | tail -1)
+	echo "$(rss "$fpid" VmRSS) $(rss "$fpid" VmHWM)"
+	kill "$fpid"
+	wait "$pid" 2>/dev/null || true
+}
+
+bt_start_etcd
+read -r idle_rss idle_hwm < <(run_felix felix-idle)
+start=$SECONDS
+"$BT_BUILD_DIR/bench/bench_felix_populate" "$NODES" "$LOCAL"
+echo "datastore populated in $((SECONDS - start)) s" >&2
+read -r rss hwm < <(run_felix felix-scale)
+routes=$(ip -n "$NODE" route show proto 80 | wc -l)
+fdbs=$(bridge -n "$NODE" fdb show dev vxlan.calico | grep -c permanent || true)
+printf 'felix memory (release build)\n'
+printf '  %-52s %7s kB RSS  %7s kB peak\n' "idle (empty datastore, baseline)" "$idle_rss" "$idle_hwm"
+printf '  %-52s %7s kB RSS  %7s kB peak\n' "$LOCAL local endpoints, $NODES remote VXLAN nodes" "$rss" "$hwm"
+printf '  (felix programmed %s routes and %s FDB entries)\n' "$routes" "$fdbs"
