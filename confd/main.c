@@ -383,6 +383,7 @@ static void on_http(void *ctx, const char *path, struct httpd_response *resp)
 {
 	struct confd *c = ctx;
 	const char *why;
+	resp->status = 200;
 	if (streq(path, "/liveness")) {
 		sb_adds(&resp->body, "ok\n");
 	} else if (streq(path, "/readiness")) {

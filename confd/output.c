@@ -259,7 +259,23 @@ int output_install(struct output *o, const struct render_output *r, struct strbu
 	if (ret == 0) {
 		char main_path[4096];
 		snprintf(main_path, sizeof(main_path), "%s/%s", stage, RENDER_MAIN_FILE);
-		ret = bird_check(o->bird_bin, main_path, o->check_timeout_ms, err);
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		ret = bird_check(o->bird_bin, main_path, o->check_timeout_ms, &why);
+		/* Name files as they would be installed: the same error reads the same each time.
+		 */
+		const char *p = sb_str(&why);
+		if (str_has_prefix(p, "bird: "))
+			p += strlen("bird: ");
+		size_t sl = strlen(stage);
+		while (*p) {
+			if (strncmp(p, stage, sl) == 0 && p[sl] == '/') {
+				p += sl + 1;
+				continue;
+			}
+			sb_addc(err, *p++);
+		}
+		sb_free(&why);
 	}
 	/* Includes first, the main file last (render order), so BIRD never reads a
 	 * new main file with old includes. */
