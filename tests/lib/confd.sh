@@ -102,3 +102,27 @@ confd_all_established() {
 confd_route() {
 	ip -n "$(confd_ns "$1")" route show "$2"
 }
+
+# confd_frr NAME ADDR/LEN CONFIG: FRR's bgpd (no zebra) as a router on the switch.
+confd_frr() {
+	local name=$1 addr=$2 config=$3 dir=$BT_DIR/$1
+	confd_node "$name" "$addr"
+	chmod o+x "$BT_DIR" # bgpd runs as frr and must reach its directory
+	chown frr:frr "$dir"
+	printf '%s\n' "$config" >"$dir/bgpd.conf"
+	chown frr:frr "$dir/bgpd.conf"
+	bt_run_bg "$name-bgpd" ip netns exec "$(confd_ns "$name")" /usr/lib/frr/bgpd \
+		-f "$dir/bgpd.conf" -Z -P 0 --vty_socket "$dir" -i "$dir/bgpd.pid" --log stdout
+	bt_wait_for 20 "bgpd on $name to answer" test -S "$dir/bgpd.vty"
+}
+
+# confd_vtysh NAME CMD: one vtysh command against NAME's bgpd.
+confd_vtysh() {
+	ip netns exec "$(confd_ns "$1")" vtysh --vty_socket "$BT_DIR/$1" -d bgpd -c "$2"
+}
+
+# confd_frr_paths NAME PREFIX: the next hops FRR has for PREFIX, sorted, one per line.
+confd_frr_paths() {
+	confd_vtysh "$1" "show ip bgp $2" 2>/dev/null |
+		awk '$2 == "from" && $1 ~ /^[0-9.]+$/ { print $1 }' | sort
+}
