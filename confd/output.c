@@ -17,6 +17,17 @@
 
 extern char **environ;
 
+/* "<dir>/<name>", allocated: paths are not cut to a buffer's size. */
+static char *path_of(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = xmalloc(n);
+	memcpy(p, dir, strlen(dir));
+	p[strlen(dir)] = '/';
+	memcpy(p + strlen(dir) + 1, name, strlen(name) + 1);
+	return p;
+}
+
 /* --- templates ----------------------------------------------------------------------------- */
 
 static int cmp_str(const void *a, const void *b)
@@ -48,12 +59,12 @@ int templates_load(const char *dir, struct render_templates **out, struct strbuf
 	struct strbuf *texts = xcalloc(n + 1, sizeof(*texts));
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		char *path = path_of(dir, names[i]);
 		sb_init(&texts[i]);
 		r = sb_read_file(&texts[i], path);
 		if (r < 0)
 			sb_addf(err, "%s: %s", path, strerror(-r));
+		free(path);
 		src[i] = (struct render_source){ names[i], sb_str(&texts[i]) };
 	}
 	if (r == 0)
@@ -181,11 +192,11 @@ bool output_installed(const struct output *o, const struct render_output *r)
 	struct strbuf sb = STRBUF_INIT;
 	sb_init(&sb);
 	for (size_t i = 0; same && i < r->n; i++) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", o->dir, r->files[i].name);
+		char *path = path_of(o->dir, r->files[i].name);
 		sb_reset(&sb);
 		same = sb_read_file(&sb, path) == 0 && sb.len == r->files[i].text.len &&
 		       memcmp(sb.buf, r->files[i].text.buf, sb.len) == 0;
+		free(path);
 	}
 	sb_free(&sb);
 	return same;
@@ -224,9 +235,9 @@ static int write_file(const char *path, const struct strbuf *text, struct strbuf
 static void remove_stage(const char *stage, const struct render_output *r)
 {
 	for (size_t i = 0; i < r->n; i++) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", stage, r->files[i].name);
+		char *path = path_of(stage, r->files[i].name);
 		unlink(path);
+		free(path);
 	}
 	rmdir(stage);
 }
@@ -243,25 +254,25 @@ static int sync_dir(const char *dir)
 
 int output_install(struct output *o, const struct render_output *r, struct strbuf *err)
 {
-	char stage[4096];
-	snprintf(stage, sizeof(stage), "%s/.stage-XXXXXX", o->dir);
+	char *stage = path_of(o->dir, ".stage-XXXXXX");
 	if (!mkdtemp(stage)) {
 		int e = errno;
 		sb_addf(err, "cannot create a staging directory in %s: %s", o->dir, strerror(e));
+		free(stage);
 		return -e;
 	}
 	int ret = 0;
 	for (size_t i = 0; i < r->n && ret == 0; i++) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", stage, r->files[i].name);
+		char *path = path_of(stage, r->files[i].name);
 		ret = write_file(path, &r->files[i].text, err);
+		free(path);
 	}
 	if (ret == 0) {
-		char main_path[4096];
-		snprintf(main_path, sizeof(main_path), "%s/%s", stage, RENDER_MAIN_FILE);
+		char *main_path = path_of(stage, RENDER_MAIN_FILE);
 		struct strbuf why = STRBUF_INIT;
 		sb_init(&why);
 		ret = bird_check(o->bird_bin, main_path, o->check_timeout_ms, &why);
+		free(main_path);
 		/* Name files as they would be installed: the same error reads the same each time.
 		 */
 		const char *p = sb_str(&why);
@@ -280,15 +291,17 @@ int output_install(struct output *o, const struct render_output *r, struct strbu
 	/* Includes first, the main file last (render order), so BIRD never reads a
 	 * new main file with old includes. */
 	for (size_t i = 0; i < r->n && ret == 0; i++) {
-		char from[4096], to[4096];
-		snprintf(from, sizeof(from), "%s/%s", stage, r->files[i].name);
-		snprintf(to, sizeof(to), "%s/%s", o->dir, r->files[i].name);
+		char *from = path_of(stage, r->files[i].name),
+		     *to = path_of(o->dir, r->files[i].name);
 		if (rename(from, to) < 0) {
 			ret = -errno;
 			sb_addf(err, "rename %s to %s: %s", from, to, strerror(errno));
 		}
+		free(from);
+		free(to);
 	}
 	remove_stage(stage, r);
+	free(stage);
 	if (ret < 0)
 		return ret;
 	if (sync_dir(o->dir) < 0)
@@ -299,9 +312,9 @@ int output_install(struct output *o, const struct render_output *r, struct strbu
 		for (size_t j = 0; j < r->n && !kept; j++)
 			kept = streq(o->owned[i], r->files[j].name);
 		if (!kept) {
-			char path[4096];
-			snprintf(path, sizeof(path), "%s/%s", o->dir, o->owned[i]);
+			char *path = path_of(o->dir, o->owned[i]);
 			unlink(path);
+			free(path);
 		}
 	}
 	forget_owned(o);
