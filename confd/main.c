@@ -439,34 +439,24 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: brindle-confd [flags]\n"
-		"Renders this node's BIRD configuration from the datastore, checks it, installs\n"
-		"it and reloads BIRD. Flags (or the environment variable in brackets):\n"
-		"  --node NAME             this node [NODENAME, else the host name]\n"
-		"  --output-dir DIR        where BIRD reads bird.conf [BRINDLE_CONFD_OUTPUT_DIR,"
-		" /etc/brindle/bird]\n"
-		"  --templates DIR         template directory [BRINDLE_CONFD_TEMPLATES, %s]\n"
-		"  --bird PATH             BIRD binary for checks [BRINDLE_BIRD, bird]\n"
-		"  --bird-socket PATH      BIRD's control socket [BRINDLE_BIRD_SOCKET, %s]\n"
-		"  --secrets-dir DIR       secrets mounted as DIR/<name>/<key> "
-		"[BRINDLE_SECRETS_DIR,"
-		" %s]\n"
-		"  --health-host HOST      [BRINDLE_CONFD_HEALTH_HOST, 127.0.0.1]\n"
-		"  --health-port PORT      /liveness /readiness /metrics; 0: off"
-		" [BRINDLE_CONFD_HEALTH_PORT, 9098]\n"
-		"  --settle DURATION       quiet time before applying a burst "
-		"[BRINDLE_CONFD_SETTLE,"
-		" 100ms]\n"
-		"  --max-delay DURATION    apply at the latest after [BRINDLE_CONFD_MAX_DELAY, "
-		"2s]\n"
-		"  --resync-interval D     re-render (passwords in files) "
-		"[BRINDLE_CONFD_RESYNC_INTERVAL,"
-		" 60s]\n"
-		"  --log-level LEVEL       debug, info, warning, error [BRINDLE_LOG_LEVEL, info]\n"
-		"  --log-format FORMAT     text or json [BRINDLE_LOG_FORMAT, text]\n"
-		"  --once                  apply once after the first sync, then exit (0: "
-		"installed)\n"
+		"Renders this node's BIRD configuration from the datastore, checks it,\n"
+		"installs it and reloads BIRD. Flags, with their variable and default:\n"
+		"  --node NAME            NODENAME; the host name\n"
+		"  --output-dir DIR       BRINDLE_CONFD_OUTPUT_DIR; /etc/brindle/bird\n"
+		"  --templates DIR        BRINDLE_CONFD_TEMPLATES; %s\n"
+		"  --bird PATH            BRINDLE_BIRD; bird (used for bird -p -c)\n"
+		"  --bird-socket PATH     BRINDLE_BIRD_SOCKET; %s\n"
+		"  --secrets-dir DIR      BRINDLE_SECRETS_DIR; %s\n"
+		"  --health-host HOST     BRINDLE_CONFD_HEALTH_HOST; 127.0.0.1\n"
+		"  --health-port PORT     BRINDLE_CONFD_HEALTH_PORT; 9098 (0: off)\n"
+		"  --settle DURATION      BRINDLE_CONFD_SETTLE; 100ms of quiet before applying\n"
+		"  --max-delay DURATION   BRINDLE_CONFD_MAX_DELAY; 5s at most before applying\n"
+		"  --resync-interval D    BRINDLE_CONFD_RESYNC_INTERVAL; 60s (0: never)\n"
+		"  --log-level LEVEL      BRINDLE_LOG_LEVEL; info\n"
+		"  --log-format FORMAT    BRINDLE_LOG_FORMAT; text (or json)\n"
+		"  --once                 apply once after the first sync, then exit\n"
 		"  --datastore-type, --etcd-endpoints, --etcd-ca-cert-file, --etcd-cert-file,\n"
-		"  --etcd-key-file         as for brindlectl [BRINDLE_DATASTORE_TYPE, ...]\n"
+		"  --etcd-key-file        as for brindlectl (BRINDLE_DATASTORE_TYPE, ...)\n"
 		"See docs/confd.md.\n",
 		BRINDLE_TEMPLATES_DIR, BIRD_CTL_DEFAULT_SOCKET, SECRETS_DEFAULT_DIR);
 }
@@ -493,7 +483,7 @@ static int parse_args(int argc, char **argv, struct opts *o, struct ds_config *c
 {
 	static char host[256];
 	const char *settle = env_or("BRINDLE_CONFD_SETTLE", "100ms");
-	const char *max_delay = env_or("BRINDLE_CONFD_MAX_DELAY", "2s");
+	const char *max_delay = env_or("BRINDLE_CONFD_MAX_DELAY", "5s");
 	const char *resync = env_or("BRINDLE_CONFD_RESYNC_INTERVAL", "60s");
 	const char *port = env_or("BRINDLE_CONFD_HEALTH_PORT", "9098");
 	const char *endpoints = NULL;
