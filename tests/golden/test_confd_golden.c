@@ -168,8 +168,23 @@ static bool golden_file(const char *dir, const char *name, const char *text, siz
 	bool same = sb_read_file(&want, path) == 0 && want.len == len &&
 		    memcmp(want.buf, text, len) == 0;
 	if (!same) {
+		/* What confd rendered goes to the build tree (the source tree stays clean). */
 		char got[4096];
-		snprintf(got, sizeof(got), "%s.got", path);
+		const char *build = getenv("BRINDLE_BUILD_DIR");
+		if (build) {
+			snprintf(got, sizeof(got), "%s/golden-got", build);
+			mkdir(got, 0755);
+			const char *rel = strstr(dir, GOLDEN_DIR "/");
+			char flat[1024];
+			snprintf(flat, sizeof(flat), "%s/%s",
+				 rel ? rel + strlen(GOLDEN_DIR) + 1 : dir, name);
+			for (char *c = flat; *c; c++)
+				if (*c == '/')
+					*c = '_';
+			snprintf(got, sizeof(got), "%s/golden-got/%s", build, flat);
+		} else {
+			snprintf(got, sizeof(got), "%s.got", path);
+		}
 		FILE *f = fopen(got, "w");
 		if (f) {
 			fwrite(text, 1, len, f);
