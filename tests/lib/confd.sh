@@ -126,3 +126,19 @@ confd_frr_paths() {
 	confd_vtysh "$1" "show ip bgp $2" 2>/dev/null |
 		awk '$2 == "from" && $1 ~ /^[0-9.]+$/ { print $1 }' | sort
 }
+
+# confd_stop_all: stop every confd started here and fail if one did not exit
+# cleanly (a sanitizer report, a leak, a non-zero status).
+confd_stop_all() {
+	local name pid rc
+	for name in "${!CONFD_PID[@]}"; do
+		pid=${CONFD_PID[$name]}
+		kill -TERM "$pid" 2>/dev/null || bt_fail "confd of $name is not running"
+		rc=0
+		wait "$pid" || rc=$?
+		[ $rc -eq 0 ] || bt_fail "confd of $name exited with status $rc"
+		if grep -qE 'Sanitizer|runtime error' "$BT_DIR/$name-confd.log"; then
+			bt_fail "confd of $name: sanitizer report in its log"
+		fi
+	done
+}

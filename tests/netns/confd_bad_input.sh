@@ -95,4 +95,5 @@ set -e
 bt_expect_eq "--once with a broken template" 1 "$rc"
 bt_expect_contains "the error names the template" 'bird.conf.mustache: line 6: "router_ip" is not defined' "$out"
 bt_expect_eq "nothing installed" "" "$(ls "$BT_DIR/out")"
+confd_stop_all
 bt_pass

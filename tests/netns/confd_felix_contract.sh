@@ -104,4 +104,5 @@ confd_bird node-1
 bt_wait_for 60 "node-1's mesh to be Established again" confd_all_established node-1 2
 bt_wait_for 30 "node-1 to install node-2's block again" has_bird_route node-1 10.244.2.0/26 "via 10.99.0.12"
 bt_expect_eq "felix's routes untouched after a restart" "$before" "$(felix_routes)"
+confd_stop_all
 bt_pass

@@ -91,4 +91,5 @@ rc=$?
 set -e
 bt_expect_eq "readiness exit code with a peer down" 1 "$rc"
 bt_expect_contains "readiness message" "BGP not established with 10.99.0.13" "$out"
+confd_stop_all
 bt_pass

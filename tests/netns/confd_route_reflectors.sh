@@ -87,4 +87,5 @@ confd_affinity c-3 10.244.3.64/26
 bt_wait_for 30 "c-1 to learn c-3's new block through rr-2" \
 	sh -c "ip -n $(confd_ns c-1) route show 10.244.3.64/26 | grep -q 'via 10.99.0.23'"
 check_routes || bt_fail "routes lost with one reflector down"
+confd_stop_all
 bt_pass

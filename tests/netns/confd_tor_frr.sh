@@ -130,4 +130,5 @@ for i in 1 2 3; do
 done
 out=$("$BRINDLECTL" node status --bird-socket "$BT_DIR/node-1/bird.ctl")
 bt_expect_contains "node status shows the ToR" "| 10.99.0.1    | global            | up    |" "$out"
+confd_stop_all
 bt_pass
