@@ -38,8 +38,11 @@ done
 confd_switch
 for i in 1 2 3; do
 	confd_node "node-$i" "10.99.0.1$i/24"
-	confd_start "node-$i"
 done
+# node-1 waits a little longer for bursts to settle (the burst check below).
+confd_start node-1 --settle 300ms
+confd_start node-2
+confd_start node-3
 for i in 1 2 3; do
 	confd_bird "node-$i"
 done
@@ -73,6 +76,39 @@ ip netns exec "$(confd_ns node-1)" ping -c 1 -W 2 10.244.2.1 >/dev/null ||
 confd_affinity node-3 10.244.3.64/26
 bt_wait_for 30 "node-1 to learn node-3's new block" \
 	sh -c "ip -n $(confd_ns node-1) route show 10.244.3.64/26 | grep -q 'via 10.99.0.13'"
+
+# A change that does not change the configuration renders but does not reload BIRD;
+# a burst of changes reloads it once.
+metric() {
+	ip netns exec "$(confd_ns node-1)" curl -sf http://127.0.0.1:9098/metrics |
+		awk -v m="$1" '$1 == m { print $2 }'
+}
+reloads() { metric 'brindle_confd_bird_reloads_total{result="ok"}'; }
+renders=$(metric brindle_confd_renders_total)
+r0=$(reloads)
+reconf=$(confd_birdc node-1 show status | grep 'Last reconfiguration')
+"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node-2, labels: {rack: b}}
+spec: {bgp: {ipv4Address: 10.99.0.12/24}}
+YAML
+bt_wait_for 20 "node-1's confd to render the label change" \
+	sh -c "[ \"\$(ip netns exec $(confd_ns node-1) curl -sf http://127.0.0.1:9098/metrics | awk '\$1 == \"brindle_confd_renders_total\" {print \$2}')\" -gt $renders ]"
+bt_expect_eq "no reload for an unchanged configuration" "$r0" "$(reloads)"
+bt_expect_eq "BIRD not reconfigured" "$reconf" "$(confd_birdc node-1 show status | grep 'Last reconfiguration')"
+for k in $(seq 0 49); do
+	printf -- '---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: extra-%d}\nspec: {bgp: {ipv4Address: 10.99.1.%d/24}}\n' "$k" $((k + 1))
+done | "$BRINDLECTL" apply -f - >/dev/null
+bt_wait_for 30 "node-1 to configure the 50 new mesh peers" \
+	sh -c "[ \$(birdc -s $BT_DIR/node-1/bird.ctl show protocols | grep -c '^Mesh_') -eq 52 ]"
+sleep 1
+bt_expect_eq "one reload for a burst of 50 changes" $((r0 + 1)) "$(reloads)"
+"$BRINDLECTL" delete -f - >/dev/null < <(for k in $(seq 0 49); do
+	printf -- '---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: extra-%d}\n' "$k"
+done)
+bt_wait_for 30 "node-1 to drop them again" \
+	sh -c "[ \$(birdc -s $BT_DIR/node-1/bird.ctl show protocols | grep -c '^Mesh_') -eq 2 ]"
 
 # node status reads the table back; the readiness check passes.
 out=$("$BRINDLECTL" node status --bird-socket "$BT_DIR/node-1/bird.ctl")
