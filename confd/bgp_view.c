@@ -48,6 +48,7 @@ struct builder {
 	struct hmap seen[2]; /* "address port" → session index, for dedup */
 	size_t n_problems, cap_problems;
 	const char **problem_v;
+	const struct br_bgppeer **peers; /* sorted by name */
 };
 
 static void problem(struct builder *b, const char *fmt, ...) printf_like(2, 3);
@@ -443,6 +444,7 @@ static void add_peers(struct builder *b)
 	if (n)
 		memcpy(sorted, b->in->peers, n * sizeof(*sorted));
 	qsort(sorted, n, sizeof(*sorted), cmp_peer);
+	b->peers = sorted;
 	struct peer_ctx *pcs = xcalloc(n + 1, sizeof(*pcs));
 	for (size_t i = 0; i < n; i++) {
 		const struct br_bgppeer_spec *p = &sorted[i]->spec;
@@ -840,7 +842,7 @@ static void load_reach(struct builder *b, int f)
 			continue;
 		/* The BGPPeer that made it; reachableBy needs a gateway of the same family. */
 		for (size_t j = 0; j < b->in->n_peers; j++) {
-			const struct br_bgppeer *bp = b->in->peers[j];
+			const struct br_bgppeer *bp = b->peers[j];
 			char addr[IP_STRLEN];
 			uint16_t port;
 			struct br_ip ip, gw;
