@@ -45,6 +45,9 @@ int cmd_replace(struct ctl *c, int argc, char **argv);
 int cmd_get(struct ctl *c, int argc, char **argv);
 int cmd_delete(struct ctl *c, int argc, char **argv);
 
+/* node status (node.c). */
+int cmd_node(struct ctl *c, int argc, char **argv);
+
 /* Output (print.c). */
 enum ctl_output {
 	OUT_TABLE,

@@ -327,6 +327,100 @@ static void handle_blocks(const struct br_object *o, struct strbuf *sb)
 		sb_addf(sb, "%s%s=%" PRId64, i ? "," : "", m->v[i].key, m->v[i].value);
 }
 
+static void svc_type(const struct br_object *o, struct strbuf *sb)
+{
+	sb_adds(sb, SPEC(struct br_service, o)->type);
+}
+static void svc_cluster_ip(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_service_spec *s = SPEC(struct br_service, o);
+	if (s->n_cluster_ips)
+		join(sb, s->cluster_ips, s->n_cluster_ips);
+	else
+		sb_adds(sb, "<none>");
+}
+/* As kubectl shows it: externalIPs and load-balancer ingress, <pending> or <none>. */
+static void svc_external_ip(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_service *svc = (const struct br_service *)o;
+	const struct br_service_spec *s = &svc->spec;
+	const struct br_lb_status *lb = &svc->status.load_balancer;
+	join(sb, s->external_ips, s->n_external_ips);
+	for (size_t i = 0; i < lb->n_ingress; i++) {
+		const char *v = lb->ingress[i].ip ? lb->ingress[i].ip : lb->ingress[i].hostname;
+		if (v)
+			sb_addf(sb, "%s%s", sb->len ? "," : "", v);
+	}
+	if (!sb->len && streq(s->type, "ExternalName") && s->external_name)
+		sb_adds(sb, s->external_name);
+	if (!sb->len)
+		sb_adds(sb, streq(s->type, "LoadBalancer") ? "<pending>" : "<none>");
+}
+static void svc_ports(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_service_spec *s = SPEC(struct br_service, o);
+	for (size_t i = 0; i < s->n_ports; i++) {
+		sb_addf(sb, "%s%" PRId64, i ? "," : "", s->ports[i].port);
+		if (s->ports[i].node_port)
+			sb_addf(sb, ":%" PRId64, s->ports[i].node_port);
+		sb_addf(sb, "/%s", s->ports[i].protocol);
+	}
+	if (!sb->len)
+		sb_adds(sb, "<none>");
+}
+static void svc_etp(const struct br_object *o, struct strbuf *sb)
+{
+	const char *p = SPEC(struct br_service, o)->external_traffic_policy;
+	sb_adds(sb, p ? p : "");
+}
+static void svc_selector(const struct br_object *o, struct strbuf *sb)
+{
+	cell_labels(&SPEC(struct br_service, o)->selector, sb);
+	if (!sb->len)
+		sb_adds(sb, "<none>");
+}
+
+static void eps_type(const struct br_object *o, struct strbuf *sb)
+{
+	sb_adds(sb, SPEC(struct br_endpointslice, o)->address_type);
+}
+static void eps_ports(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_endpointslice_spec *s = SPEC(struct br_endpointslice, o);
+	for (size_t i = 0; i < s->n_ports; i++)
+		if (s->ports[i].port.set)
+			sb_addf(sb, "%s%" PRId64, sb->len ? "," : "", s->ports[i].port.v);
+	if (!sb->len)
+		sb_adds(sb, "<unset>");
+}
+/* Addresses of ready endpoints, then "+ N more..." as kubectl abbreviates. */
+static void eps_endpoints(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_endpointslice_spec *s = SPEC(struct br_endpointslice, o);
+	size_t shown = 0, total = 0;
+	for (size_t i = 0; i < s->n_endpoints; i++) {
+		const struct br_endpoint *e = &s->endpoints[i];
+		if (e->conditions.ready.set && !e->conditions.ready.v)
+			continue;
+		for (size_t j = 0; j < e->n_addresses; j++, total++)
+			if (shown < 3) {
+				sb_addf(sb, "%s%s", shown ? "," : "", e->addresses[j]);
+				shown++;
+			}
+	}
+	if (total > shown)
+		sb_addf(sb, " + %zu more...", total - shown);
+	if (!sb->len)
+		sb_adds(sb, "<none>");
+}
+static void eps_nodes(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_endpointslice_spec *s = SPEC(struct br_endpointslice, o);
+	for (size_t i = 0; i < s->n_endpoints; i++)
+		if (s->endpoints[i].node_name)
+			sb_addf(sb, "%s%s", sb->len ? "," : "", s->endpoints[i].node_name);
+}
+
 #define COLS(...) ((const struct column[]){ __VA_ARGS__, { 0 } })
 #define C(h, f)             \
 	{                   \
@@ -368,6 +462,13 @@ static const struct column *const kind_columns[KIND_COUNT] = {
 		COLS(C("NAME", name), C("POD-SELECTOR", knp_selector), C("AGE", age)),
 	[KIND_NAMESPACE] =
 		COLS(C("NAME", name), C("STATUS", ns_status), C("AGE", age), W("LABELS", labels)),
+	[KIND_SERVICE] =
+		COLS(C("NAME", name), C("TYPE", svc_type), C("CLUSTER-IP", svc_cluster_ip),
+		     C("EXTERNAL-IP", svc_external_ip), C("PORT(S)", svc_ports), C("AGE", age),
+		     W("EXTERNAL-TRAFFIC-POLICY", svc_etp), W("SELECTOR", svc_selector)),
+	[KIND_ENDPOINTSLICE] =
+		COLS(C("NAME", name), C("ADDRESSTYPE", eps_type), C("PORTS", eps_ports),
+		     C("ENDPOINTS", eps_endpoints), C("AGE", age), W("NODES", eps_nodes)),
 	[KIND_BLOCKAFFINITY] =
 		COLS(C("NODE", aff_node), C("CIDR", aff_cidr), C("STATE", aff_state)),
 	[KIND_IPAMBLOCK] =

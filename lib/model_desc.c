@@ -550,9 +550,17 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 	c->obj = o;
 	size_t before = c->errs->n;
 
+	/* A kind without "spec" (EndpointSlice) has its fields at the top level. */
+	struct arena *tmp = k->spec_inline ? arena_new() : NULL;
+	struct jv *inline_spec = tmp ? jv_object(tmp) : NULL;
 	for (size_t i = 0; i < doc->obj.n; i++) {
 		const char *key = doc->obj.members[i].key;
 		const struct jv *v = doc->obj.members[i].value;
+		if (inline_spec && !streq(key, "apiVersion") && !streq(key, "kind") &&
+		    !streq(key, "metadata")) {
+			jv_add(tmp, inline_spec, key, (struct jv *)v);
+			continue;
+		}
 		size_t m = model_push(c, key);
 		if (streq(key, "apiVersion") || streq(key, "kind")) {
 			/* matched by the caller */
@@ -569,6 +577,9 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 		}
 		model_pop(c, m);
 	}
+	if (inline_spec)
+		model_decode_struct(c, k->spec, inline_spec, AT(o, k->spec_off));
+	arena_free(tmp);
 	if (c->errs->n == before) {
 		if (!o->meta.name || !*o->meta.name) {
 			model_err_at(c, "metadata.name", "required");
@@ -580,7 +591,7 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 				     "must not be set: %s is not namespaced", k->kind);
 	}
 	if (c->errs->n == before) {
-		size_t m = model_push(c, "spec");
+		size_t m = k->spec_inline ? c->path.len : model_push(c, "spec");
 		if (k->spec)
 			model_default_struct(c, k->spec, AT(o, k->spec_off));
 		model_pop(c, m);
@@ -590,7 +601,7 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 		model_check_struct(c, &meta_desc, &o->meta);
 		model_pop(c, m);
 		model_check_name(c, o);
-		m = model_push(c, "spec");
+		m = k->spec_inline ? c->path.len : model_push(c, "spec");
 		if (k->spec)
 			model_check_struct(c, k->spec, AT(o, k->spec_off));
 		model_pop(c, m);
@@ -716,7 +727,11 @@ struct jv *model_encode(struct arena *a, const struct br_object *o)
 	jv_add(a, doc, "apiVersion", jv_string(a, k->api_version));
 	jv_add(a, doc, "kind", jv_string(a, k->kind));
 	jv_add(a, doc, "metadata", model_encode_struct(a, &meta_desc, &o->meta, true));
-	if (k->spec) {
+	if (k->spec && k->spec_inline) {
+		struct jv *spec = model_encode_struct(a, k->spec, CAT(o, k->spec_off), true);
+		for (size_t i = 0; i < spec->obj.n; i++)
+			jv_add(a, doc, spec->obj.members[i].key, spec->obj.members[i].value);
+	} else if (k->spec) {
 		struct jv *spec = model_encode_struct(a, k->spec, CAT(o, k->spec_off), true);
 		jv_add(a, doc, "spec", spec);
 	}
@@ -763,9 +778,19 @@ bool model_same_content(const struct br_object *x, const struct br_object *y)
 	    !labels_equal(&x->meta.annotations, &y->meta.annotations))
 		return false;
 	struct arena *a = arena_new();
-	struct jv *ex = model_encode(a, x), *ey = model_encode(a, y);
-	const struct jv *sx = jv_get(ex, "spec"), *sy = jv_get(ey, "spec");
-	bool eq = (!sx && !sy) || (sx && sy && jv_equal(sx, sy));
+	const struct br_kind *k = x->kind;
+	bool eq = true;
+	/* Status counts too: a Service's load-balancer address lives there. */
+	if (k->spec)
+		eq = jv_equal(model_encode_struct(a, k->spec, CAT(x, k->spec_off), true),
+			      model_encode_struct(a, k->spec, CAT(y, k->spec_off), true));
+	if (eq && k->status) {
+		const struct jv *sx =
+			model_encode_struct(a, k->status, CAT(x, k->status_off), false);
+		const struct jv *sy =
+			model_encode_struct(a, k->status, CAT(y, k->status_off), false);
+		eq = (!sx && !sy) || (sx && sy && jv_equal(sx, sy));
+	}
 	arena_free(a);
 	return eq;
 }

@@ -249,6 +249,160 @@ struct br_namespace {
 	struct br_namespace_status status;
 };
 
+/* --- Kubernetes Service (v1) and EndpointSlice (discovery.k8s.io/v1) ------- */
+
+/*
+ * What confd needs to advertise service addresses over BGP. Nothing allocates
+ * cluster IPs here: a Service carries the clusterIP its writer gave it.
+ */
+struct br_service_port {
+	const char *name;
+	const char *protocol; /* TCP (default), UDP, SCTP */
+	const char *app_protocol;
+	int64_t port;
+	struct br_int_or_string target_port; /* defaulted to port */
+	int64_t node_port;
+};
+
+struct br_client_ip_config {
+	struct opt_int timeout_seconds;
+};
+
+struct br_session_affinity_config {
+	struct br_client_ip_config *client_ip;
+};
+
+struct br_service_spec {
+	struct br_service_port *ports;
+	size_t n_ports;
+	struct br_labels selector;
+	const char *cluster_ip; /* an address, "None" (headless) or empty */
+	const char **cluster_ips;
+	size_t n_cluster_ips;
+	const char *type; /* ClusterIP (default), NodePort, LoadBalancer, ExternalName */
+	const char **external_ips;
+	size_t n_external_ips;
+	const char *session_affinity; /* None (default), ClientIP */
+	const char *load_balancer_ip;
+	const char **load_balancer_source_ranges;
+	size_t n_load_balancer_source_ranges;
+	const char *external_name;
+	const char *external_traffic_policy; /* Cluster, Local */
+	int64_t health_check_node_port;
+	bool publish_not_ready_addresses;
+	struct br_session_affinity_config *session_affinity_config;
+	const char **ip_families; /* IPv4, IPv6 */
+	size_t n_ip_families;
+	const char *ip_family_policy; /* SingleStack, PreferDualStack, RequireDualStack */
+	struct opt_bool allocate_load_balancer_node_ports;
+	const char *load_balancer_class;
+	const char *internal_traffic_policy; /* Cluster, Local */
+	const char *traffic_distribution;
+};
+
+struct br_port_status {
+	int64_t port;
+	const char *protocol;
+	const char *error;
+};
+
+struct br_lb_ingress {
+	const char *ip;
+	const char *hostname;
+	const char *ip_mode; /* VIP, Proxy */
+	struct br_port_status *ports;
+	size_t n_ports;
+};
+
+struct br_lb_status {
+	struct br_lb_ingress *ingress;
+	size_t n_ingress;
+};
+
+struct br_condition {
+	const char *type;
+	const char *status;
+	struct opt_int observed_generation;
+	const char *last_transition_time;
+	const char *reason;
+	const char *message;
+};
+
+struct br_service_status {
+	struct br_lb_status load_balancer;
+	struct br_condition *conditions;
+	size_t n_conditions;
+};
+
+struct br_service {
+	struct br_object o;
+	struct br_service_spec spec;
+	struct br_service_status status;
+};
+
+struct br_endpoint_conditions {
+	struct opt_bool ready; /* absent means ready */
+	struct opt_bool serving;
+	struct opt_bool terminating;
+};
+
+struct br_object_ref {
+	const char *kind;
+	const char *namespace;
+	const char *name;
+	const char *uid;
+	const char *api_version;
+	const char *resource_version;
+	const char *field_path;
+};
+
+struct br_name_ref {
+	const char *name;
+};
+
+struct br_endpoint_hints {
+	struct br_name_ref *for_zones;
+	size_t n_for_zones;
+	struct br_name_ref *for_nodes;
+	size_t n_for_nodes;
+};
+
+struct br_endpoint {
+	const char **addresses;
+	size_t n_addresses;
+	struct br_endpoint_conditions conditions;
+	const char *hostname;
+	struct br_object_ref *target_ref;
+	struct br_labels deprecated_topology;
+	const char *node_name;
+	const char *zone;
+	struct br_endpoint_hints *hints;
+};
+
+struct br_slice_port {
+	const char *name;
+	const char *protocol; /* defaulted to TCP */
+	struct opt_int port;
+	const char *app_protocol;
+};
+
+/* An EndpointSlice has no "spec": these are top-level fields of the document. */
+struct br_endpointslice_spec {
+	const char *address_type; /* IPv4, IPv6, FQDN */
+	struct br_endpoint *endpoints;
+	size_t n_endpoints;
+	struct br_slice_port *ports;
+	size_t n_ports;
+};
+
+struct br_endpointslice {
+	struct br_object o;
+	struct br_endpointslice_spec spec;
+};
+
+/* The label that ties an EndpointSlice to its Service. */
+#define K8S_SERVICE_NAME_LABEL "kubernetes.io/service-name"
+
 /* --- Node, IPPool, BGP, Felix configuration --------------------------- */
 
 struct br_node_bgp {
@@ -588,6 +742,8 @@ enum br_kind_id {
 	KIND_IPAMCONFIGURATION,
 	KIND_K8S_NETWORKPOLICY,
 	KIND_NAMESPACE,
+	KIND_SERVICE,
+	KIND_ENDPOINTSLICE,
 	KIND_BLOCKAFFINITY,
 	KIND_IPAMBLOCK,
 	KIND_IPAMHANDLE,
@@ -606,6 +762,7 @@ struct br_kind {
 	const char *const *aliases; /* more CLI names (short names), NULL-terminated */
 	bool namespaced;
 	bool internal; /* IPAM bookkeeping: never read from users' files */
+	bool spec_inline; /* the spec's fields sit at the top of the document (EndpointSlice) */
 	size_t size;
 	size_t spec_off;
 	const struct model_struct *spec;

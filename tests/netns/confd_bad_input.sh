@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# A datastore change that renders a configuration BIRD rejects (keepalive
+# longer than the hold time) leaves the running configuration untouched: the
+# files stay byte for byte, BIRD is not reconfigured and its sessions stay
+# up; readiness says why, a metric counts it, the error is logged once. The
+# fix goes through. An operator's broken template is refused the same way.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/confd.sh"
+
+bt_start_etcd
+cat >"$BT_DIR/cluster.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pods}
+spec: {cidr: 10.244.0.0/16}
+---
+apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node-1}
+spec: {bgp: {ipv4Address: 10.99.0.11/24}}
+---
+apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node-2}
+spec: {bgp: {ipv4Address: 10.99.0.12/24}}
+YAML
+"$BRINDLECTL" apply -f "$BT_DIR/cluster.yaml" >/dev/null
+confd_affinity node-2 10.244.2.0/26
+confd_switch
+for i in 1 2; do
+	confd_node "node-$i" "10.99.0.1$i/24"
+	confd_start "node-$i"
+done
+for i in 1 2; do
+	confd_bird "node-$i"
+done
+bt_wait_for 60 "the mesh session to be Established" confd_all_established node-1 1
+http() { ip netns exec "$(confd_ns node-1)" curl -s "http://127.0.0.1:9098/$1"; }
+bt_wait_for 20 "node-1's confd to be ready" sh -c "ip netns exec $(confd_ns node-1) curl -sf http://127.0.0.1:9098/readiness"
+
+sums() { (cd "$BT_DIR/node-1" && sha256sum bird*.conf); }
+reconfigured() { confd_birdc node-1 show status | grep 'Last reconfiguration'; }
+before=$(sums)
+reconf_before=$(reconfigured)
+
+cat >"$BT_DIR/bad-peer.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: BGPPeer
+metadata: {name: router}
+spec: {node: node-1, peerIP: 10.99.0.1, asNumber: 65000, keepaliveTime: 5m}
+YAML
+"$BRINDLECTL" apply -f "$BT_DIR/bad-peer.yaml" >/dev/null
+bt_wait_for 20 "readiness to report the rejected configuration" \
+	sh -c "ip netns exec $(confd_ns node-1) curl -s http://127.0.0.1:9098/readiness | grep -q 'Keepalive time must be at most hold time'"
+out=$(ip netns exec "$(confd_ns node-1)" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9098/readiness)
+bt_expect_eq "readiness status" 503 "$out"
+out=$(http metrics)
+bt_expect_contains "rejections counted" "brindle_confd_config_rejected_total 1" "$out"
+bt_expect_contains "config marked invalid" "brindle_confd_config_valid 0" "$out"
+
+# Another change that still renders a rejected configuration: still one log line.
+"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: more-pods}
+spec: {cidr: 10.245.0.0/16}
+YAML
+bt_wait_for 20 "the second rejection" sh -c "ip netns exec $(confd_ns node-1) curl -s http://127.0.0.1:9098/metrics | grep -q 'brindle_confd_config_rejected_total 2'"
+bt_expect_eq "files untouched" "$before" "$(sums)"
+bt_expect_eq "BIRD not reconfigured" "$reconf_before" "$(reconfigured)"
+confd_established node-1 Mesh_10_99_0_12 || bt_fail "the mesh session went down"
+n=$(grep -c "BIRD rejects the rendered configuration" "$BT_DIR/node-1-confd.log")
+bt_expect_eq "the error is logged once" 1 "$n"
+out=$(find "$BT_DIR/node-1" -name '.stage-*')
+bt_expect_eq "no staging directories left" "" "$out"
+
+# The fix is installed and loaded.
+sed -i 's/keepaliveTime: 5m/keepaliveTime: 20s/' "$BT_DIR/bad-peer.yaml"
+"$BRINDLECTL" apply -f "$BT_DIR/bad-peer.yaml" >/dev/null
+bt_wait_for 20 "node-1's confd to be ready again" sh -c "ip netns exec $(confd_ns node-1) curl -sf http://127.0.0.1:9098/readiness"
+grep -q "keepalive time 20;" "$BT_DIR/node-1/bird_peers.conf" || bt_fail "the fixed peer is not in the configuration"
+out=$(confd_birdc node-1 show protocols Node_10_99_0_1)
+bt_expect_contains "BIRD runs the new configuration" "Node_10_99_0_1" "$out"
+confd_established node-1 Mesh_10_99_0_12 || bt_fail "the mesh session went down"
+
+# A template set that does not render: --once refuses and installs nothing.
+mkdir "$BT_DIR/templates" "$BT_DIR/out"
+cp "$CONFD_TEMPLATES"/*.mustache "$BT_DIR/templates/"
+sed -i 's/{{router_id}}/{{router_ip}}/' "$BT_DIR/templates/bird.conf.mustache"
+set +e
+out=$(ip netns exec "$(confd_ns node-1)" "$CONFD" --once --node node-1 --output-dir "$BT_DIR/out" \
+	--templates "$BT_DIR/templates" --bird-socket "$BT_DIR/out/none.ctl" --health-port 0 2>&1)
+rc=$?
+set -e
+bt_expect_eq "--once with a broken template" 1 "$rc"
+bt_expect_contains "the error names the template" 'bird.conf.mustache: line 6: "router_ip" is not defined' "$out"
+bt_expect_eq "nothing installed" "" "$(ls "$BT_DIR/out")"
+confd_stop_all
+bt_pass
