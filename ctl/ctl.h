@@ -45,6 +45,9 @@ int cmd_replace(struct ctl *c, int argc, char **argv);
 int cmd_get(struct ctl *c, int argc, char **argv);
 int cmd_delete(struct ctl *c, int argc, char **argv);
 
+/* IPAM (ipam.c). */
+int cmd_ipam(struct ctl *c, int argc, char **argv);
+
 /* Output (print.c). */
 enum ctl_output {
 	OUT_TABLE,

@@ -88,6 +88,7 @@ static const struct {
 	{ "replace", cmd_replace, "replace existing resources from files" },
 	{ "get", cmd_get, "show resources: get KIND [NAME...] [-n NS | -A] or get -f FILE" },
 	{ "delete", cmd_delete, "delete resources: delete KIND NAME... [-n NS] or delete -f FILE" },
+	{ "ipam", cmd_ipam, "IP addresses: ipam show [--show-blocks], ipam check, ipam release" },
 	{ "version", cmd_version, "print the version" },
 };
 

@@ -12,6 +12,7 @@
 #include <brindle/sel.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,36 +78,47 @@ void ipam_block_init(struct br_ipamblock *b, const struct br_cidr *cidr, const c
 	b->spec.sequence_number = 0;
 }
 
+/* Messages are optional: callers that only want a yes or no pass NULL. */
+static void verr(struct strbuf *err, const char *fmt, ...) printf_like(2, 3);
+static void verr(struct strbuf *err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vaddf(err, fmt, ap);
+	va_end(ap);
+}
+
 int ipam_block_validate(const struct br_ipamblock *b, struct br_cidr *cidr, struct strbuf *err)
 {
 	struct br_cidr c, named;
 	const char *name = b->o.meta.name;
 	if (!b->spec.cidr || cidr_parse(b->spec.cidr, false, &c) < 0 || !cidr_is_network(&c)) {
-		sb_addf(err, "block %s: cidr \"%s\" is not a network", name,
-			b->spec.cidr ? b->spec.cidr : "");
+		verr(err, "block %s: cidr \"%s\" is not a network", name,
+		     b->spec.cidr ? b->spec.cidr : "");
 		return -EINVAL;
 	}
 	if (ipam_block_name_parse(name, &named) < 0 || cidr_cmp(&c, &named) != 0) {
-		sb_addf(err, "block %s: name does not match its cidr %s", name, b->spec.cidr);
+		verr(err, "block %s: name does not match its cidr %s", name, b->spec.cidr);
 		return -EINVAL;
 	}
 	unsigned host_bits = ip_bits(&c.ip) - c.len;
 	if (host_bits > 16) {
-		sb_addf(err, "block %s: too large (/%u)", name, c.len);
+		verr(err, "block %s: too large (/%u)", name, c.len);
 		return -EINVAL;
 	}
 	size_t n = (size_t)1 << host_bits;
 	if (b->spec.allocations.n != n) {
-		sb_addf(err, "block %s: %zu allocation entries for %zu addresses", name,
-			b->spec.allocations.n, n);
+		verr(err, "block %s: %zu allocation entries for %zu addresses", name,
+		     b->spec.allocations.n, n);
 		return -EINVAL;
 	}
 	size_t used = 0;
 	for (size_t i = 0; i < n; i++) {
 		int64_t v = b->spec.allocations.v[i];
 		if (v < -1 || v >= (int64_t)b->spec.n_attributes) {
-			sb_addf(err, "block %s: ordinal %zu points at attribute %" PRId64, name, i,
-				v);
+			verr(err, "block %s: ordinal %zu points at attribute %" PRId64, name, i, v);
 			return -EINVAL;
 		}
 		used += v >= 0;
@@ -116,7 +128,7 @@ int ipam_block_validate(const struct br_ipamblock *b, struct br_cidr *cidr, stru
 	for (size_t i = 0; i < b->spec.unallocated.n && r == 0; i++) {
 		int64_t o = b->spec.unallocated.v[i];
 		if (o < 0 || o >= (int64_t)n || seen[o] || b->spec.allocations.v[o] != -1) {
-			sb_addf(err, "block %s: free list entry %" PRId64 " is invalid", name, o);
+			verr(err, "block %s: free list entry %" PRId64 " is invalid", name, o);
 			r = -EINVAL;
 		} else {
 			seen[o] = 1;
@@ -124,8 +136,8 @@ int ipam_block_validate(const struct br_ipamblock *b, struct br_cidr *cidr, stru
 	}
 	free(seen);
 	if (r == 0 && used + b->spec.unallocated.n != n) {
-		sb_addf(err, "block %s: %zu used and %zu free of %zu addresses", name, used,
-			b->spec.unallocated.n, n);
+		verr(err, "block %s: %zu used and %zu free of %zu addresses", name, used,
+		     b->spec.unallocated.n, n);
 		r = -EINVAL;
 	}
 	if (r == 0 && cidr)

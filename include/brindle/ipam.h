@@ -61,7 +61,7 @@ void ipam_block_init(struct br_ipamblock *b, const struct br_cidr *cidr, const c
  * Check a block read from the datastore: its CIDR parses and matches its
  * name, allocations has one entry per address, every free ordinal is listed
  * once and only free ordinals are, every attribute index is valid. @cidr
- * (optional) gets the block's CIDR.
+ * and @err (the reason) are optional.
  */
 int ipam_block_validate(const struct br_ipamblock *b, struct br_cidr *cidr,
 			struct strbuf *err) must_check;
