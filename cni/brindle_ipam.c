@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static void cmd_add(struct plugin *p)
+__attribute__((noreturn)) static void cmd_add(struct plugin *p)
 {
 	struct ipam_assigned ips;
 	plugin_assign(p, &ips);
@@ -27,7 +27,7 @@ static void cmd_add(struct plugin *p)
 	plugin_succeed(p, doc);
 }
 
-static void cmd_del(struct plugin *p)
+__attribute__((noreturn)) static void cmd_del(struct plugin *p)
 {
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
@@ -41,7 +41,7 @@ static void cmd_del(struct plugin *p)
 	plugin_succeed(p, NULL);
 }
 
-static void cmd_check(struct plugin *p)
+__attribute__((noreturn)) static void cmd_check(struct plugin *p)
 {
 	if (cni_version_cmp(p->conf->cni_version, "0.4.0") < 0)
 		plugin_fail(p, CNI_ERR_INCOMPATIBLE_VERSION,

@@ -141,6 +141,7 @@ static bool safe_token(const char *s, size_t max)
 void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 {
 	memset(p, 0, sizeof(*p));
+	p->started_ns = now_ns();
 	p->prog = prog;
 	p->lock_fd = -1;
 	p->log_fd = 2;

@@ -53,10 +53,40 @@ static int apply(struct nl *nl, struct nl_batch *b, struct strbuf *err)
 	return r;
 }
 
+/*
+ * A dump the kernel interrupted (links or routes changed meanwhile, as when
+ * many pods start at once) comes back as -EINTR: take it again.
+ */
+#define DUMP_RETRIES 20
+
+static int dump_links(struct nl *nl, struct nl_link_list *out)
+{
+	int r = -EINTR;
+	for (int i = 0; i < DUMP_RETRIES && r == -EINTR; i++)
+		r = nl_dump_links(nl, out);
+	return r;
+}
+
+static int dump_routes(struct nl *nl, const struct nl_route_filter *f, struct nl_route_list *out)
+{
+	int r = -EINTR;
+	for (int i = 0; i < DUMP_RETRIES && r == -EINTR; i++)
+		r = nl_dump_routes(nl, f, out);
+	return r;
+}
+
+static int dump_addrs(struct nl *nl, struct nl_addr_list *out)
+{
+	int r = -EINTR;
+	for (int i = 0; i < DUMP_RETRIES && r == -EINTR; i++)
+		r = nl_dump_addrs(nl, AF_INET, out);
+	return r;
+}
+
 static int find_link(struct nl *nl, const char *name, struct nl_link *out)
 {
 	struct nl_link_list links = { 0 };
-	int r = nl_dump_links(nl, &links);
+	int r = dump_links(nl, &links);
 	if (r < 0)
 		return r;
 	const struct nl_link *l = nl_link_by_name(&links, name);
@@ -108,7 +138,7 @@ static int find_route(struct nl *nl, const struct br_cidr *dst, uint8_t protocol
 	struct nl_route_filter f = { .family = AF_INET,
 				     .table = RT_TABLE_MAIN,
 				     .protocol = protocol };
-	int r = nl_dump_routes(nl, &f, &routes);
+	int r = dump_routes(nl, &f, &routes);
 	if (r < 0)
 		return r;
 	r = -ENOENT;
@@ -336,7 +366,7 @@ static int check_pod(struct nl *pod, const struct dp_spec *s, struct strbuf *err
 	if (!(l.flags & IFF_UP))
 		return check_fail(err, "%s in the container is down", s->ifname);
 	struct nl_addr_list addrs = { 0 };
-	int r = nl_dump_addrs(pod, AF_INET, &addrs);
+	int r = dump_addrs(pod, &addrs);
 	if (r < 0)
 		return check_fail(err, "listing the container's addresses: %s", strerror(-r));
 	for (size_t i = 0; i < s->n_ips && r == 0; i++) {

@@ -35,6 +35,7 @@ struct plugin {
 	struct arena *a;
 	int lock_fd;
 	int log_fd;
+	uint64_t started_ns; /* for the timings in debug logs */
 };
 
 /*

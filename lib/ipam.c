@@ -12,8 +12,8 @@
  * by recognising such leftovers:
  *  - assign: the handle already holds addresses → they are the answer;
  *  - a pending affinity of this node → finish the claim or withdraw it.
- * The handle is written before the block it points at, so an address can
- * never exist without a handle that leads to it.
+ * A block and the handle of its addresses change in one transaction, so an
+ * address never exists without a handle that leads to it.
  */
 #include <brindle/ds.h>
 #include <brindle/hash.h>
@@ -304,25 +304,34 @@ static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count
 	h->spec.block.n = m;
 }
 
-/* Make @handle list @block with @add more addresses, before the block is written. */
-static int handle_add(struct op *op, const char *handle, const char *block, int64_t add)
+/*
+ * Write @b together with @handle listing @b with @add more addresses, in one
+ * transaction, so an address never exists without the handle that leads to
+ * it. *@absent: the handle was just seen not to exist, so it is created
+ * without reading it again (a racing creator makes the transaction fail, and
+ * the attempt starts over); cleared once it exists.
+ */
+static int commit_with_handle(struct op *op, const char *handle, struct br_ipamblock *b,
+			      int64_t add, bool *absent)
 {
+	const char *block = b->o.meta.name;
 	struct br_ipamhandle *h;
-	int r = get_handle(op, handle, &h);
+	int r = *absent ? -ENOENT : get_handle(op, handle, &h);
+	enum ds_write_op hop = DS_WRITE_UPDATE;
 	if (r == -ENOENT) {
 		h = (struct br_ipamhandle *)model_new(K(KIND_IPAMHANDLE), NULL, handle);
 		h->spec.handle_id = arena_strdup(h->o.arena, handle);
-		handle_set(h, block, add);
-		r = ds_create(op->d, &h->o);
-		model_free(&h->o);
-		return r < 0 ? ds_err(op, r) : 0;
-	}
-	if (r < 0)
+		hop = DS_WRITE_CREATE;
+	} else if (r < 0) {
 		return r;
+	}
 	int64_t have = handle_count(h, block);
 	handle_set(h, block, (have > 0 ? have : 0) + add);
-	r = ds_update(op->d, &h->o);
+	struct ds_write w[2] = { { hop, &h->o }, { DS_WRITE_UPDATE, &b->o } };
+	r = ds_write_all(op->d, w, 2);
 	model_free(&h->o);
+	if (r == 0)
+		*absent = false;
 	return r < 0 ? ds_err(op, r) : 0;
 }
 
@@ -486,16 +495,36 @@ static int commit_block(struct op *op, struct br_ipamblock *b)
 	return r < 0 ? ds_err(op, r) : 0;
 }
 
+struct assign_ctx {
+	const struct ipam_request *req;
+	struct ipam_cfg cfg;
+	bool have_cfg;
+	bool handle_absent;
+	struct objs pools, affs;
+	struct br_object *node;
+	const struct br_ippool **usable;
+	size_t n_usable;
+};
+
+/* IPAMConfiguration matters only to claims and borrowing: read it when they come up. */
+static int need_cfg(struct op *op, struct assign_ctx *c)
+{
+	if (c->have_cfg)
+		return 0;
+	int r = read_config(op, &c->cfg);
+	c->have_cfg = r == 0;
+	return r;
+}
+
 /* Take one address from @b for the request; the handle first, then the block. */
-static int assign_from(struct op *op, const struct ipam_request *req, struct br_ipamblock *b,
+static int assign_from(struct op *op, struct assign_ctx *c, struct br_ipamblock *b,
 		       struct ipam_assigned *out)
 {
+	const struct ipam_request *req = c->req;
 	struct br_ip ip;
 	if (ipam_block_assign(b, req->handle, req->secondary, &ip) < 0)
 		return -ENOSPC;
-	int r = handle_add(op, req->handle, b->o.meta.name, 1);
-	if (r == 0)
-		r = commit_block(op, b);
+	int r = commit_with_handle(op, req->handle, b, 1, &c->handle_absent);
 	if (r == 0)
 		out->ips[out->n++] = ip;
 	return r;
@@ -511,15 +540,6 @@ static uint64_t node_hash(const char *node)
 	return v;
 }
 
-struct assign_ctx {
-	const struct ipam_request *req;
-	struct ipam_cfg cfg;
-	struct objs pools, affs;
-	struct br_object *node;
-	const struct br_ippool **usable;
-	size_t n_usable;
-};
-
 static void set_pool(struct ipam_assigned *out, const struct br_ippool *p)
 {
 	if (p && !out->pool[0])
@@ -534,7 +554,9 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 	for (size_t i = 0; i < c->affs.n; i++) {
 		struct br_blockaffinity *a = (struct br_blockaffinity *)c->affs.v[i];
 		if (streq(a->spec.state, "pending")) {
-			int r = finish_claim(op, a, c->cfg.strict, NULL);
+			int r = need_cfg(op, c);
+			if (r == 0)
+				r = finish_claim(op, a, c->cfg.strict, NULL);
 			if (r < 0)
 				return r == -ECANCELED ? -EAGAIN : r;
 			/* Confirmed now; its revision moved, so read everything again. */
@@ -564,7 +586,7 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 			model_free(&b->o);
 			continue;
 		}
-		r = assign_from(op, c->req, b, out);
+		r = assign_from(op, c, b, out);
 		model_free(&b->o);
 		if (r == 0)
 			set_pool(out, p);
@@ -582,7 +604,7 @@ static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_ass
 			continue;
 		if (r < 0)
 			return r == -ECANCELED ? -EAGAIN : r;
-		r = assign_from(op, c->req, b, out);
+		r = assign_from(op, c, b, out);
 		model_free(&b->o);
 		if (r == 0)
 			set_pool(out, c->usable[i]);
@@ -612,7 +634,7 @@ static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assi
 		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &bc);
 		if (!p)
 			continue;
-		r = assign_from(op, c->req, b, out);
+		r = assign_from(op, c, b, out);
 		if (r == 0)
 			set_pool(out, p);
 		break;
@@ -635,6 +657,9 @@ static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_ass
 {
 	const struct ipam_request *req = c->req;
 	const struct br_labels *nl = c->node ? &c->node->meta.labels : NULL;
+	int r0 = need_cfg(op, c);
+	if (r0 < 0)
+		return r0;
 	for (size_t i = 0; i < req->n_ips; i++) {
 		char ipb[IP_STRLEN];
 		const struct br_ip *ip = &req->ips[i];
@@ -689,9 +714,7 @@ static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_ass
 			return r;
 		}
 		if (r == 0)
-			r = handle_add(op, req->handle, name, 1);
-		if (r == 0)
-			r = commit_block(op, b);
+			r = commit_with_handle(op, req->handle, b, 1, &c->handle_absent);
 		model_free(&b->o);
 		if (r < 0)
 			return r;
@@ -699,6 +722,21 @@ static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_ass
 		set_pool(out, p);
 	}
 	return 0;
+}
+
+/* Whether every pool selects all nodes, so the Node's labels need not be read. */
+static bool selectors_trivial(const struct objs *pools)
+{
+	for (size_t i = 0; i < pools->n; i++) {
+		const char *s = ((const struct br_ippool *)pools->v[i])->spec.node_selector;
+		while (s && (*s == ' ' || *s == '\t'))
+			s++;
+		if (s && *s && !str_has_prefix(s, "all()"))
+			return false;
+		if (s && *s && s[strspn(s + 5, " \t") + 5])
+			return false;
+	}
+	return true;
 }
 
 static void assign_ctx_free(struct assign_ctx *c)
@@ -731,12 +769,10 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 		return r;
 	}
 
-	struct assign_ctx c = { .req = req };
-	r = read_config(op, &c.cfg);
-	if (r == 0)
+	struct assign_ctx c = { .req = req, .handle_absent = r == -ENOENT };
+	r = list(op, KIND_IPPOOL, NULL, &c.pools);
+	if (r == 0 && !selectors_trivial(&c.pools))
 		r = read_node(op, req->node, &c.node);
-	if (r == 0)
-		r = list(op, KIND_IPPOOL, NULL, &c.pools);
 	if (r == 0)
 		r = usable_pools(op, req, &c.pools, c.node ? &c.node->meta.labels : NULL, &c.usable,
 				 &c.n_usable);
@@ -758,6 +794,8 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 	size_t n_confirmed;
 	r = assign_affine(op, &c, out, &n_confirmed);
 	if (r != -ENOSPC)
+		goto out;
+	if ((r = need_cfg(op, &c)) < 0)
 		goto out;
 	if (c.cfg.auto_allocate &&
 	    (c.cfg.max_blocks <= 0 || (int64_t)n_confirmed < c.cfg.max_blocks)) {
@@ -808,6 +846,7 @@ int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assign
 
 /* --- releasing ------------------------------------------------------------------------------ */
 
+/* Every block of the handle freed and the handle deleted, in one transaction. */
 static int release_attempt(struct op *op, const char *handle, int64_t now, size_t *released)
 {
 	struct br_ipamhandle *h;
@@ -816,7 +855,10 @@ static int release_attempt(struct op *op, const char *handle, int64_t now, size_
 		return 0;
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < h->spec.block.n && r == 0; i++) {
+	size_t nb = h->spec.block.n, nw = 0, n = 0;
+	struct br_ipamblock **blocks = xcalloc(nb + 1, sizeof(*blocks));
+	struct ds_write *w = xcalloc(nb + 1, sizeof(*w));
+	for (size_t i = 0; i < nb && r == 0; i++) {
 		struct br_ipamblock *b;
 		r = get_block(op, h->spec.block.v[i].key, &b);
 		if (r == -ENOENT) {
@@ -825,19 +867,25 @@ static int release_attempt(struct op *op, const char *handle, int64_t now, size_
 		}
 		if (r < 0)
 			break;
-		size_t n = ipam_block_release_handle(b, handle, now);
-		if (n) {
-			r = commit_block(op, b);
-			if (r == 0)
-				*released += n;
+		blocks[i] = b;
+		size_t k = ipam_block_release_handle(b, handle, now);
+		if (k) {
+			w[nw++] = (struct ds_write){ DS_WRITE_UPDATE, &b->o };
+			n += k;
 		}
-		model_free(&b->o);
 	}
 	if (r == 0) {
-		r = ds_delete(op->d, K(KIND_IPAMHANDLE), NULL, handle, h->o.revision);
+		w[nw++] = (struct ds_write){ DS_WRITE_DELETE, &h->o };
+		r = ds_write_all(op->d, w, nw);
 		if (r < 0)
 			r = ds_err(op, r);
+		else
+			*released += n;
 	}
+	for (size_t i = 0; i < nb; i++)
+		model_free(blocks[i] ? &blocks[i]->o : NULL);
+	free(blocks);
+	free(w);
 	model_free(&h->o);
 	return r;
 }

@@ -13,9 +13,9 @@
  * Invariants kept by the protocol (see docs/ipam.md):
  *  - an ordinal is handed out by a compare-and-swap update of its block, so
  *    two writers never both succeed with the same address;
- *  - a handle lists every block that may hold its addresses *before* the
- *    block is written, so releasing a handle finds every address it holds,
- *    even after a write whose outcome was unknown (etcd restarted);
+ *  - a block and the handle of the addresses it hands out or frees are
+ *    written in one transaction, so a handle always lists every block that
+ *    holds its addresses and releasing it finds them all;
  *  - assigning for a handle that already holds addresses returns them:
  *    an ADD retried by the runtime allocates nothing new;
  *  - a node claims a block in two phases: a pending BlockAffinity, then the
