@@ -427,7 +427,7 @@ void cni_host_veth_name(const char *ns, const char *pod, char out[16])
 	sb_addf(&sb, "%s.%s", ns, pod);
 	char hex[16];
 	hash_hex(HASH_SHA1, sb_str(&sb), hex, 11);
-	snprintf(out, 16, "cali%s", hex);
+	snprintf(out, 16, "cali%.11s", hex);
 	sb_free(&sb);
 }
 
