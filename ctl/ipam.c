@@ -79,7 +79,8 @@ static void print_rows(const char *const *head, size_t ncol, struct row *rows, s
 			w[c] = MAX(w[c], strlen(rows[i].cols[c]));
 	}
 	for (size_t c = 0; c < ncol; c++)
-		printf("%-*s%s", c + 1 < ncol ? (int)w[c] : 0, head[c], c + 1 < ncol ? "   " : "\n");
+		printf("%-*s%s", c + 1 < ncol ? (int)w[c] : 0, head[c],
+		       c + 1 < ncol ? "   " : "\n");
 	for (size_t i = 0; i < n; i++)
 		for (size_t c = 0; c < ncol; c++)
 			printf("%-*s%s", c + 1 < ncol ? (int)w[c] : 0, rows[i].cols[c],
