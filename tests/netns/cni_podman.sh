@@ -72,11 +72,18 @@ pm() {
 		--tmpdir "$BT_DIR/tmp" --runtime runc --cgroup-manager cgroupfs \
 		--network-backend cni --cni-config-dir "$BT_DIR/cni.d" --events-backend file "$@"
 }
-# Remove the container even when the test fails half-way.
+# Remove the container even when the test fails half-way. libcni keeps its
+# result cache in /var/lib/cni (not configurable through podman): remove our
+# network's entries, and the directories if this test created them.
+[ -d /var/lib/cni ] && had_cni_cache=1 || had_cni_cache=0
 pm_cleanup() {
 	pm rm -f -t 0 "$CTR" >/dev/null 2>&1 || true
+	rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
+	if [ $had_cni_cache -eq 0 ]; then
+		rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
+	fi
 }
-trap 'pm_cleanup; bt_cleanup' EXIT
+trap 'rc=$?; pm_cleanup; (exit $rc); bt_cleanup' EXIT
 
 # --rootfs makes the first argument the root filesystem: every flag goes before it.
 pm run -d --name "$CTR" --ulimit nofile=20000:20000 --ulimit nproc=1000:1000 \
