@@ -47,6 +47,8 @@ int cmd_delete(struct ctl *c, int argc, char **argv);
 
 /* node status (node.c). */
 int cmd_node(struct ctl *c, int argc, char **argv);
+/* IPAM (ipam.c). */
+int cmd_ipam(struct ctl *c, int argc, char **argv);
 
 /* Output (print.c). */
 enum ctl_output {

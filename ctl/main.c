@@ -89,6 +89,7 @@ static const struct {
 	{ "get", cmd_get, "show resources: get KIND [NAME...] [-n NS | -A] or get -f FILE" },
 	{ "delete", cmd_delete, "delete resources: delete KIND NAME... [-n NS] or delete -f FILE" },
 	{ "node", cmd_node, "node status [--ready]: this node's BGP sessions from BIRD" },
+	{ "ipam", cmd_ipam, "IP addresses: ipam show [--show-blocks], ipam check, ipam release" },
 	{ "version", cmd_version, "print the version" },
 };
 

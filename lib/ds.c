@@ -220,6 +220,14 @@ int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const ch
 	return d->ops->del(d, k, scope, name, revision);
 }
 
+int ds_write_all(struct ds *d, struct ds_write *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (w[i].op == DS_WRITE_CREATE)
+			ds_stamp_new(w[i].obj);
+	return d->ops->write_all(d, w, n);
+}
+
 int ds_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
 		    const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out)
 {

@@ -379,6 +379,68 @@ static int e_del(struct ds *d, const struct br_kind *k, const char *scope, const
 	return r;
 }
 
+static int e_write_all(struct ds *d, struct ds_write *w, size_t n)
+{
+	struct etcd_cmp *cmps = xcalloc(n ? n : 1, sizeof(*cmps));
+	struct etcd_op *ops = xcalloc(n ? n : 1, sizeof(*ops));
+	struct strbuf *vals = xcalloc(n ? n : 1, sizeof(*vals));
+	char **keys = xcalloc(n ? n : 1, sizeof(*keys));
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct br_object *o = w[i].obj;
+		keys[i] = etcd_key_of(o);
+		sb_init(&vals[i]);
+		if (!keys[i]) {
+			r = ds_fail(d, -EINVAL, "%s: invalid name or scope", o->kind->kind);
+			break;
+		}
+		bool create = w[i].op == DS_WRITE_CREATE;
+		cmps[i] = (struct etcd_cmp){ .key = keys[i],
+					     .target = create ? ETCD_CMP_CREATE : ETCD_CMP_MOD,
+					     .result = ETCD_CMP_EQUAL,
+					     .revision = create ? 0 : o->revision };
+		if (w[i].op == DS_WRITE_DELETE) {
+			ops[i] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = keys[i] };
+		} else {
+			encode_value(o, &vals[i]);
+			ops[i] = (struct etcd_op){ .type = ETCD_OP_PUT,
+						   .key = keys[i],
+						   .value = vals[i].buf,
+						   .value_len = vals[i].len };
+		}
+	}
+	if (r == 0) {
+		struct etcd_txn_result res = { 0 };
+		r = etcd_txn(E(d), cmps, n, ops, n, NULL, 0, &res);
+		if (r < 0) {
+			r = etcd_err(d, r, "transaction");
+		} else if (!res.succeeded) {
+			r = ds_fail(
+				d, -ECANCELED,
+				"%zu objects changed by someone else; read them again and retry",
+				n);
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				if (w[i].op == DS_WRITE_DELETE)
+					continue;
+				w[i].obj->revision = res.revision;
+				w[i].obj->meta.resource_version =
+					arena_printf(w[i].obj->arena, "%" PRId64, res.revision);
+			}
+		}
+		etcd_txn_result_clear(&res);
+	}
+	for (size_t i = 0; i < n; i++) {
+		sb_free(&vals[i]);
+		free(keys[i]);
+	}
+	free(vals);
+	free(keys);
+	free(ops);
+	free(cmps);
+	return r;
+}
+
 /* --- the syncer -------------------------------------------------------------------------- */
 
 struct esync;
@@ -622,6 +684,7 @@ const struct ds_backend_ops ds_etcd_ops = {
 	.create = e_create,
 	.update = e_update,
 	.del = e_del,
+	.write_all = e_write_all,
 	.syncer_start = e_syncer_start,
 	.syncer_stop = e_syncer_stop,
 	.syncer_status = e_syncer_status,

@@ -15,6 +15,7 @@ struct ds_backend_ops {
 	int (*update)(struct ds *d, struct br_object *o);
 	int (*del)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		   int64_t revision);
+	int (*write_all)(struct ds *d, struct ds_write *w, size_t n);
 	int (*syncer_start)(struct ds *d, struct loop *l, const struct ds_watch_spec *specs,
 			    size_t n, const struct ds_syncer_ops *ops, void *ctx,
 			    struct ds_syncer **out);

@@ -1,8 +1,9 @@
 /*
  * The kernel rtnetlink backend over libmnl sockets. Dumps use strict
  * checking (NETLINK_GET_STRICT_CHK) so the kernel filters routes by table,
- * protocol and interface. A batch goes out in chunks of back-to-back
- * messages, each with NLM_F_ACK and its own sequence number; every ack is
+ * protocol and interface. A dump the kernel marks as interrupted
+ * (NLM_F_DUMP_INTR) is read to its end and reported as -EINTR: dump again. A batch goes out in
+ * chunks of back-to-back messages, each with NLM_F_ACK and its own sequence number; every ack is
  * matched back to its message, so one bad route fails alone.
  */
 #include <brindle/nl.h>
@@ -42,6 +43,36 @@ static int dump_msg(const struct nlmsghdr *h, void *data)
 	return MNL_CB_OK;
 }
 
+/* Whether @buf holds the end (DONE or an error) of dump @seq. */
+static bool dump_ends_in(const uint8_t *buf, size_t n, uint32_t seq)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	int len = (int)n;
+	for (; mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len))
+		if (h->nlmsg_seq == seq &&
+		    (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR))
+			return true;
+	return false;
+}
+
+/*
+ * The kernel flagged the dump as interrupted (the table changed during it).
+ * libmnl stops at the flag; read the rest of the dump so the socket is clean
+ * for the next request, and let the caller dump again.
+ */
+static int drain_dump(struct nl_kernel *k, uint8_t *buf, size_t n, uint32_t seq)
+{
+	while (!dump_ends_in(buf, n, seq)) {
+		ssize_t got = mnl_socket_recvfrom(k->sock, buf, 32768);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		n = (size_t)got;
+	}
+	return -EINTR;
+}
+
 static int k_dump(struct nl *nl, const void *req, size_t len,
 		  int (*cb)(const struct nlmsghdr *h, void *ctx), void *ctx)
 {
@@ -67,6 +98,8 @@ static int k_dump(struct nl *nl, const void *req, size_t len,
 		int r = mnl_cb_run(buf, (size_t)n, seq, k->portid, dump_msg, &d);
 		if (r == MNL_CB_STOP)
 			return 0;
+		if (r < 0 && errno == EINTR)
+			return drain_dump(k, buf, (size_t)n, seq);
 		if (r < 0)
 			return -errno;
 	}

@@ -81,6 +81,24 @@ int ds_apply(struct ds *d, struct br_object *o, bool *created, bool *changed) mu
 int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 	      int64_t revision) must_check;
 
+/*
+ * Several writes that take effect together or not at all (one etcd
+ * transaction): each create must find its key absent, each update and
+ * delete its object at the revision given. On success every written object's
+ * revision is updated. -ECANCELED when any condition failed (nothing was
+ * written). IPAM uses this to move an address and its handle in one step.
+ */
+enum ds_write_op {
+	DS_WRITE_CREATE,
+	DS_WRITE_UPDATE,
+	DS_WRITE_DELETE
+};
+struct ds_write {
+	enum ds_write_op op;
+	struct br_object *obj; /* create, update; delete reads kind, scope, name, revision */
+};
+int ds_write_all(struct ds *d, struct ds_write *w, size_t n) must_check;
+
 /* --- the syncer --------------------------------------------------------------------------- */
 
 enum ds_sync_status {

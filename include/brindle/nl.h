@@ -171,6 +171,7 @@ int nl_open_kernel_netns(const char *netns_path, struct nl **out) must_check;
 struct nl *nl_open_recording(void);
 void nl_close(struct nl *nl);
 
+/* Dumps return -EINTR when the kernel interrupted them (the table changed): dump again. */
 int nl_dump_links(struct nl *nl, struct nl_link_list *out) must_check;
 int nl_dump_addrs(struct nl *nl, uint8_t family, struct nl_addr_list *out) must_check;
 int nl_dump_routes(struct nl *nl, const struct nl_route_filter *f,

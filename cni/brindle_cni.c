@@ -1,0 +1,341 @@
+/*
+ * brindle-cni: the CNI plugin. ADD assigns an address (brindle-ipam's
+ * library, in process), builds the dataplane (dataplane.c) and writes the
+ * WorkloadEndpoint; DEL undoes what belongs to this container ID and nothing
+ * else; CHECK verifies all of it.
+ *
+ * What is ours on DEL: the handle "<network>.<containerID>" (so IPAM never
+ * frees another container's address), the pod interface inside CNI_NETNS
+ * (which takes its host end along), and the WorkloadEndpoint and host
+ * interface only when the endpoint names this container ID: a newer sandbox
+ * of the same pod keeps both.
+ */
+#include "plugin.h"
+
+#include <brindle/json.h>
+#include <brindle/log.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct names {
+	char host_if[16];
+	const char *wep;
+};
+
+static void names_of(struct plugin *p, struct names *n)
+{
+	cni_host_veth_name(p->id.namespace, p->id.pod, n->host_if);
+	n->wep = cni_wep_name(p->a, p->node, p->id.orchestrator, p->id.pod, p->ifname);
+}
+
+static struct jv *str(struct arena *a, const char *s)
+{
+	return jv_string(a, s);
+}
+
+/* The endpoint as a document, decoded by the model so it is validated like any resource. */
+static struct br_object *build_wep(struct plugin *p, const struct names *n,
+				   const struct ipam_assigned *ips, const char *pod_mac,
+				   struct strbuf *err)
+{
+	const struct cni_conf *c = p->conf;
+	struct arena *a = arena_new();
+	struct jv *doc = jv_object(a), *meta = jv_object(a), *spec = jv_object(a);
+	struct jv *labels = jv_object(a);
+	jv_add(a, doc, "apiVersion", str(a, "projectcalico.org/v3"));
+	jv_add(a, doc, "kind", str(a, "WorkloadEndpoint"));
+	jv_add(a, meta, "name", str(a, n->wep));
+	jv_add(a, meta, "namespace", str(a, p->id.namespace));
+	struct br_labels all = labels_copy(a, &c->labels);
+	labels_set(a, &all, "projectcalico.org/namespace", p->id.namespace);
+	labels_set(a, &all, "projectcalico.org/orchestrator", p->id.orchestrator);
+	for (size_t i = 0; i < all.n; i++)
+		jv_add(a, labels, all.v[i].key, str(a, all.v[i].value));
+	jv_add(a, meta, "labels", labels);
+	jv_add(a, doc, "metadata", meta);
+	jv_add(a, spec, "orchestrator", str(a, p->id.orchestrator));
+	if (streq(p->id.orchestrator, "cni"))
+		jv_add(a, spec, "workload", str(a, p->container_id));
+	jv_add(a, spec, "node", str(a, p->node));
+	jv_add(a, spec, "containerID", str(a, p->container_id));
+	jv_add(a, spec, "pod", str(a, p->id.pod));
+	jv_add(a, spec, "endpoint", str(a, p->ifname));
+	struct jv *nets = jv_array(a);
+	for (size_t i = 0; i < ips->n; i++) {
+		char ip[IP_STRLEN];
+		jv_push(a, nets, jv_string(a, arena_printf(a, "%s/32", ip_str(&ips->ips[i], ip))));
+	}
+	jv_add(a, spec, "ipNetworks", nets);
+	struct jv *profiles = jv_array(a);
+	jv_push(a, profiles, jv_string(a, arena_printf(a, "kns.%s", p->id.namespace)));
+	jv_add(a, spec, "profiles", profiles);
+	jv_add(a, spec, "interfaceName", str(a, n->host_if));
+	jv_add(a, spec, "mac", str(a, pod_mac));
+	if (c->n_ports) {
+		struct jv *ports = jv_array(a);
+		for (size_t i = 0; i < c->n_ports; i++) {
+			struct jv *o = jv_object(a);
+			jv_add(a, o, "name", str(a, c->ports[i].name));
+			if (c->ports[i].protocol)
+				jv_add(a, o, "protocol", str(a, c->ports[i].protocol));
+			jv_add(a, o, "port", jv_int(a, c->ports[i].port));
+			jv_push(a, ports, o);
+		}
+		jv_add(a, spec, "ports", ports);
+	}
+	jv_add(a, doc, "spec", spec);
+	struct model_errors errs = { 0 };
+	struct br_object *o = model_decode(doc, false, &errs);
+	if (!o)
+		for (size_t i = 0; i < errs.n; i++)
+			sb_addf(err, "%s%s", i ? "; " : "", errs.v[i]);
+	model_errors_clear(&errs);
+	arena_free(a);
+	return o;
+}
+
+/* Create the endpoint, or take over the one an earlier sandbox of the pod left. */
+static int write_wep(struct plugin *p, struct br_object *o, struct strbuf *err)
+{
+	/* Usually new: try that first, it saves a read. */
+	int r = ds_create(p->ds, o);
+	for (int attempt = 0; r == -EEXIST && attempt < 10; attempt++) {
+		struct br_object *cur;
+		r = ds_get(p->ds, o->kind, o->meta.namespace, o->meta.name, &cur);
+		if (r == -ENOENT) {
+			r = ds_create(p->ds, o);
+			continue;
+		}
+		if (r < 0)
+			break;
+		o->meta.uid = arena_strdup(o->arena, cur->meta.uid);
+		o->meta.creation_timestamp = arena_strdup(o->arena, cur->meta.creation_timestamp);
+		o->revision = cur->revision;
+		model_free(cur);
+		r = ds_update(p->ds, o);
+		if (r == -ECANCELED || r == -ENOENT)
+			r = -EEXIST; /* changed or gone under us: look again */
+	}
+	if (r == -EEXIST) {
+		sb_adds(err, "the WorkloadEndpoint kept changing while being written");
+		return -EAGAIN;
+	}
+	if (r < 0)
+		sb_adds(err, ds_last_error(p->ds));
+	return r;
+}
+
+/*
+ * After a failed ADD: remove what this call created. An address the handle
+ * already held before (a repeated ADD) stays until the runtime's DEL.
+ */
+static void undo_add(struct plugin *p, const struct names *n, bool dataplane, bool reused)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (dataplane && dp_teardown(p->netns, p->ifname, n->host_if, &err) < 0)
+		log_warn("undoing the dataplane: %s", sb_str(&err));
+	sb_reset(&err);
+	if (!reused && plugin_release(p, &err) < 0)
+		log_warn("releasing %s after a failed ADD: %s (the runtime's DEL will retry)",
+			 p->handle, sb_str(&err));
+	sb_free(&err);
+}
+
+__attribute__((noreturn)) static void cmd_add(struct plugin *p)
+{
+	const struct cni_conf *c = p->conf;
+	struct names n;
+	names_of(p, &n);
+	struct ipam_assigned ips;
+	uint64_t t0 = now_ns();
+	plugin_assign(p, &ips);
+	uint64_t t1 = now_ns();
+
+	struct dp_spec s = { .host_if = n.host_if,
+			     .netns = p->netns,
+			     .ifname = p->ifname,
+			     .mtu = (unsigned)c->mtu,
+			     .ips = ips.ips,
+			     .n_ips = ips.n };
+	char pod_mac[18];
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = dp_setup(&s, pod_mac, &err);
+	uint64_t t2 = now_ns();
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		undo_add(p, &n, false, ips.reused);
+		plugin_fail(p, r == -ENOENT ? CNI_ERR_UNKNOWN_CONTAINER : CNI_ERR_DATAPLANE,
+			    "cannot set up the pod's network", details);
+	}
+	struct br_object *wep = build_wep(p, &n, &ips, pod_mac, &err);
+	r = wep ? write_wep(p, wep, &err) : -EINVAL;
+	model_free(wep);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		undo_add(p, &n, true, ips.reused);
+		plugin_fail(p, r == -EINVAL ? CNI_ERR_INVALID_CONFIG : CNI_ERR_DATASTORE,
+			    "cannot write the WorkloadEndpoint", details);
+	}
+	uint64_t t3 = now_ns();
+	log_debug("ADD %s took %.1f ms: IPAM %.1f, dataplane %.1f, endpoint %.1f", p->container_id,
+		  (double)(t3 - p->started_ns) / 1e6, (double)(t1 - t0) / 1e6,
+		  (double)(t2 - t1) / 1e6, (double)(t3 - t2) / 1e6);
+	log_info("ADD %s: %s in %s, host side %s, endpoint %s", p->container_id, p->ifname,
+		 p->netns, n.host_if, n.wep);
+
+	struct cni_result res = { .n_ifaces = 2, .ip_iface = 1, .gateway = true };
+	snprintf(res.ifaces[0].name, sizeof(res.ifaces[0].name), "%s", n.host_if);
+	snprintf(res.ifaces[0].mac, sizeof(res.ifaces[0].mac), "%s", CNI_HOST_MAC);
+	snprintf(res.ifaces[1].name, sizeof(res.ifaces[1].name), "%s", p->ifname);
+	snprintf(res.ifaces[1].mac, sizeof(res.ifaces[1].mac), "%s", pod_mac);
+	res.ifaces[1].sandbox = p->netns;
+	memcpy(res.ips, ips.ips, ips.n * sizeof(ips.ips[0]));
+	res.n_ips = ips.n;
+	sb_reset(&err);
+	cni_result_write(&err, c->cni_version, &res);
+	char *doc = arena_strdup(p->a, sb_str(&err));
+	sb_free(&err);
+	plugin_succeed(p, doc);
+}
+
+__attribute__((noreturn)) static void cmd_del(struct plugin *p)
+{
+	struct names n;
+	names_of(p, &n);
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct br_object *o = NULL;
+	int r = ds_get(p->ds, model_kind(KIND_WORKLOADENDPOINT), p->id.namespace, n.wep, &o);
+	if (r < 0 && r != -ENOENT) {
+		/* Unsure whose endpoint it is: refuse rather than guess. */
+		char *details = arena_strdup(p->a, ds_last_error(p->ds));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_DATASTORE, "cannot read the WorkloadEndpoint", details);
+	}
+	const struct br_workloadendpoint *wep = (const struct br_workloadendpoint *)o;
+	bool ours = wep && streq(wep->spec.container_id, p->container_id);
+	if (wep && !ours)
+		log_info("DEL %s: endpoint %s belongs to container %s; keeping it", p->container_id,
+			 n.wep, wep->spec.container_id ? wep->spec.container_id : "(none)");
+	if (ours) {
+		r = ds_delete(p->ds, o->kind, o->meta.namespace, o->meta.name, o->revision);
+		if (r < 0 && r != -ENOENT) {
+			char *details = arena_strdup(p->a, ds_last_error(p->ds));
+			model_free(o);
+			sb_free(&err);
+			plugin_fail(p, r == -ECANCELED ? CNI_ERR_TRY_AGAIN : CNI_ERR_DATASTORE,
+				    "cannot delete the WorkloadEndpoint", details);
+		}
+	}
+	model_free(o);
+	r = dp_teardown(p->netns, p->ifname, ours ? n.host_if : NULL, &err);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_DATAPLANE, "cannot remove the pod's interface", details);
+	}
+	r = plugin_release(p, &err);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, plugin_ipam_code(r), "cannot release the pod's address", details);
+	}
+	sb_free(&err);
+	log_info("DEL %s: done", p->container_id);
+	plugin_succeed(p, NULL);
+}
+
+__attribute__((noreturn)) static void cmd_check(struct plugin *p)
+{
+	const struct cni_conf *c = p->conf;
+	if (cni_version_cmp(c->cni_version, "0.4.0") < 0)
+		plugin_fail(p, CNI_ERR_INCOMPATIBLE_VERSION,
+			    "CHECK needs cniVersion 0.4.0 or later", c->cni_version);
+	struct names n;
+	names_of(p, &n);
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct br_ip held[CNI_MAX_IPS];
+	size_t nh = 0;
+	int r = ipam_handle_ips(p->ds, p->handle, held, CNI_MAX_IPS, &nh, &err);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, plugin_ipam_code(r), "cannot read the pod's addresses", details);
+	}
+	if (!nh)
+		plugin_fail(p, CNI_ERR_CHECK, "IPAM holds no address for this container",
+			    p->handle);
+	for (size_t i = 0; i < c->n_prev_ips; i++) {
+		bool found = false;
+		for (size_t k = 0; k < nh; k++)
+			found |= ip_equal(&c->prev_ips[i], &held[k]);
+		char ip[IP_STRLEN];
+		if (!found)
+			plugin_fail(p, CNI_ERR_CHECK,
+				    "prevResult has an address IPAM does not hold",
+				    arena_strdup(p->a, ip_str(&c->prev_ips[i], ip)));
+	}
+	struct br_object *o;
+	r = ds_get(p->ds, model_kind(KIND_WORKLOADENDPOINT), p->id.namespace, n.wep, &o);
+	if (r < 0)
+		plugin_fail(p, r == -ENOENT ? CNI_ERR_CHECK : CNI_ERR_DATASTORE,
+			    "cannot read the WorkloadEndpoint",
+			    arena_strdup(p->a, ds_last_error(p->ds)));
+	const struct br_workloadendpoint *wep = (const struct br_workloadendpoint *)o;
+	const char *problem = NULL;
+	if (!streq(wep->spec.container_id, p->container_id))
+		problem = "the WorkloadEndpoint belongs to another container";
+	else if (!streq(wep->spec.interface_name, n.host_if))
+		problem = "the WorkloadEndpoint names another interface";
+	else if (wep->spec.n_ip_networks != nh)
+		problem = "the WorkloadEndpoint's addresses differ from IPAM's";
+	for (size_t i = 0; !problem && i < wep->spec.n_ip_networks; i++) {
+		struct br_cidr cidr;
+		if (cidr_parse(wep->spec.ip_networks[i], true, &cidr) < 0 ||
+		    !ip_equal(&cidr.ip, &held[i]))
+			problem = "the WorkloadEndpoint's addresses differ from IPAM's";
+	}
+	model_free(o);
+	if (problem)
+		plugin_fail(p, CNI_ERR_CHECK, problem, n.wep);
+	struct dp_spec s = { .host_if = n.host_if,
+			     .netns = p->netns,
+			     .ifname = p->ifname,
+			     .ips = held,
+			     .n_ips = nh };
+	if (dp_check(&s, &err) < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_CHECK, "the pod's network is not as it was set up", details);
+	}
+	sb_free(&err);
+	plugin_succeed(p, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct plugin p;
+	plugin_start(&p, "brindle-cni", argc, argv);
+	const char *ipam = p.conf->ipam_type;
+	if (!ipam || !streq(ipam, "brindle-ipam"))
+		plugin_fail(&p, CNI_ERR_INVALID_CONFIG, "ipam.type must be brindle-ipam",
+			    ipam ? ipam : "(unset)");
+	plugin_open_ds(&p);
+	switch (p.cmd) {
+	case CMD_ADD:
+		cmd_add(&p);
+	case CMD_DEL:
+		cmd_del(&p);
+	case CMD_CHECK:
+		cmd_check(&p);
+	default:
+		plugin_fail(&p, CNI_ERR_INVALID_ENV, "unexpected command", NULL);
+	}
+}

@@ -1,0 +1,359 @@
+/*
+ * The runtime's side of a CNI call, shared by brindle-cni and brindle-ipam:
+ * environment and stdin in, exactly one document on stdout, exit status 0
+ * or 1. Logs go to the configuration's log file (and errors also to stderr,
+ * which runtimes show), never to stdout.
+ */
+#include "plugin.h"
+
+#include <brindle/log.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static void write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void plugin_cleanup(struct plugin *p)
+{
+	plugin_unlock(p);
+	ds_close(p->ds);
+	p->ds = NULL;
+	ds_config_free_storage(&p->storage);
+	cni_conf_free(p->conf);
+	p->conf = NULL;
+	arena_free(p->a);
+	p->a = NULL;
+	if (p->log_fd > 2)
+		close(p->log_fd);
+}
+
+void plugin_fail(struct plugin *p, int code, const char *msg, const char *details)
+{
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	cni_error_write(&out, p->version, code, msg, details);
+	write_all(1, out.buf, out.len);
+	log_error("%s %s: %s%s%s (code %d)", p->prog,
+		  p->cmd == CMD_ADD	? "ADD"
+		  : p->cmd == CMD_DEL	? "DEL"
+		  : p->cmd == CMD_CHECK ? "CHECK"
+					: "VERSION",
+		  msg, details && *details ? ": " : "", details ? details : "", code);
+	if (p->log_fd > 2) {
+		/* Runtimes show stderr to the operator. */
+		fprintf(stderr, "%s: %s%s%s\n", p->prog, msg, details && *details ? ": " : "",
+			details ? details : "");
+	}
+	sb_free(&out);
+	plugin_cleanup(p);
+	exit(1);
+}
+
+void plugin_succeed(struct plugin *p, const char *doc)
+{
+	if (doc)
+		write_all(1, doc, strlen(doc));
+	plugin_cleanup(p);
+	exit(0);
+}
+
+/* mkdir -p of @path's directory. */
+static void make_parent(const char *path)
+{
+	char *d = xstrdup(path);
+	for (char *s = d + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		mkdir(d, 0755);
+		*s = '/';
+	}
+	free(d);
+}
+
+static void open_log(struct plugin *p)
+{
+	const struct cni_conf *c = p->conf;
+	int level = log_parse_level(c->log_level ? c->log_level : "info");
+	const char *path = c->log_file_path ? c->log_file_path : CNI_DEFAULT_LOG_FILE;
+	p->log_fd = 2;
+	if (*path) {
+		make_parent(path);
+		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			p->log_fd = fd;
+	}
+	log_init(p->prog, level < 0 ? LOG_INFO : (enum log_level)level, LOG_TEXT, p->log_fd);
+}
+
+static enum plugin_cmd parse_cmd(struct plugin *p, const char *s)
+{
+	if (streq(s, "ADD"))
+		return CMD_ADD;
+	if (streq(s, "DEL"))
+		return CMD_DEL;
+	if (streq(s, "CHECK"))
+		return CMD_CHECK;
+	if (streq(s, "VERSION"))
+		return CMD_VERSION;
+	plugin_fail(p, CNI_ERR_INVALID_ENV, "CNI_COMMAND must be ADD, DEL, CHECK or VERSION",
+		    s ? s : "(unset)");
+}
+
+/* A container ID and interface name become key and name parts: keep them tame. */
+static bool safe_token(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (!n || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z') &&
+		    !(ch >= '0' && ch <= '9') && ch != '-' && ch != '_' && ch != '.')
+			return false;
+	}
+	return true;
+}
+
+void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
+{
+	memset(p, 0, sizeof(*p));
+	p->started_ns = now_ns();
+	p->prog = prog;
+	p->lock_fd = -1;
+	p->log_fd = 2;
+	p->a = arena_new();
+	/* Until a log file is known, errors go to stderr only at error level. */
+	log_init(prog, LOG_ERROR, LOG_TEXT, 2);
+	if (argc > 1 && (streq(argv[1], "-v") || streq(argv[1], "--version"))) {
+		printf("%s (Brindle) CNI spec %s\n", prog, CNI_LATEST_VERSION);
+		plugin_succeed(p, NULL);
+	}
+	p->cmd = parse_cmd(p, env("CNI_COMMAND"));
+
+	struct strbuf in = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&in);
+	sb_init(&err);
+	int r = sb_read_fd(&in, 0);
+	if (r < 0) {
+		sb_free(&in);
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_IO, "cannot read the network configuration", strerror(-r));
+	}
+	if (p->cmd == CMD_VERSION) {
+		/* The runtime may send {"cniVersion": ...} or nothing. */
+		struct cni_conf *c = NULL;
+		int code;
+		const char *v = CNI_LATEST_VERSION;
+		if (in.len && cni_conf_parse(in.buf, in.len, &c, &code, &err) == 0)
+			v = c->cni_version;
+		sb_reset(&err);
+		cni_version_write(&err, v);
+		cni_conf_free(c);
+		sb_free(&in);
+		char *doc = sb_detach(&err);
+		write_all(1, doc, strlen(doc));
+		free(doc);
+		plugin_succeed(p, NULL);
+	}
+	int code = 0;
+	r = cni_conf_parse(in.buf, in.len, &p->conf, &code, &err);
+	sb_free(&in);
+	if (r < 0) {
+		char *why = sb_detach(&err);
+		char *details = arena_strdup(p->a, why);
+		free(why);
+		plugin_fail(p, code, "invalid network configuration", details);
+	}
+	p->version = p->conf->cni_version;
+	open_log(p);
+
+	p->container_id = env("CNI_CONTAINERID");
+	p->netns = env("CNI_NETNS");
+	p->ifname = env("CNI_IFNAME");
+	if (!p->container_id || !safe_token(p->container_id, 128))
+		plugin_fail(p, CNI_ERR_INVALID_ENV,
+			    "CNI_CONTAINERID must be set (letters, digits, '-', '_', '.')", NULL);
+	if (p->ifname && (strlen(p->ifname) >= 16 || !safe_token(p->ifname, 15)))
+		plugin_fail(p, CNI_ERR_INVALID_ENV, "CNI_IFNAME is not a valid interface name",
+			    p->ifname);
+	/* An IPAM plugin never enters the namespace. */
+	bool needs_ns = (p->cmd == CMD_ADD || p->cmd == CMD_CHECK) && streq(prog, "brindle-cni");
+	if (needs_ns && (!p->netns || !p->ifname))
+		plugin_fail(p, CNI_ERR_INVALID_ENV, "CNI_NETNS and CNI_IFNAME must be set", NULL);
+	if (!p->ifname)
+		p->ifname = "eth0";
+	if (cni_args_parse(p->a, env("CNI_ARGS"), &p->args, &err) < 0) {
+		char *why = sb_detach(&err);
+		char *details = arena_strdup(p->a, why);
+		free(why);
+		plugin_fail(p, CNI_ERR_INVALID_ENV, "invalid CNI_ARGS", details);
+	}
+	sb_free(&err);
+	cni_identity(p->a, &p->args, p->container_id, &p->id);
+
+	const char *node = p->conf->nodename ? p->conf->nodename : env("NODENAME");
+	if (node)
+		snprintf(p->node, sizeof(p->node), "%s", node);
+	else if (gethostname(p->node, sizeof(p->node) - 1) < 0)
+		plugin_fail(p, CNI_ERR_INVALID_CONFIG, "no nodename and no hostname", NULL);
+	p->handle = cni_handle_id(p->a, p->conf->name, p->container_id);
+	log_debug("%s container %s netns %s ifname %s node %s", env("CNI_COMMAND"), p->container_id,
+		  p->netns ? p->netns : "", p->ifname, p->node);
+}
+
+void plugin_open_ds(struct plugin *p)
+{
+	const struct cni_conf *c = p->conf;
+	struct ds_config cfg = { .type = c->datastore_type,
+				 .etcd_ca_file = c->etcd_ca_cert_file,
+				 .etcd_cert_file = c->etcd_cert_file,
+				 .etcd_key_file = c->etcd_key_file,
+				 .timeout_ms = 5000 };
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = 0;
+	if (c->etcd_endpoints)
+		r = ds_config_set_endpoints(&cfg, &p->storage, c->etcd_endpoints, &err);
+	if (r == 0)
+		r = ds_config_from_env(&cfg, &p->storage, &err);
+	if (r == 0)
+		r = ds_open(&cfg, &p->ds, &err);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_INVALID_CONFIG, "cannot use the datastore", details);
+	}
+	sb_free(&err);
+}
+
+int plugin_ipam_code(int r)
+{
+	switch (r) {
+	case -ENOSPC:
+	case -EADDRINUSE:
+		return CNI_ERR_NO_ADDRESS;
+	case -EINVAL:
+		return CNI_ERR_INVALID_CONFIG;
+	case -ETIMEDOUT:
+	case -EAGAIN:
+		return CNI_ERR_TRY_AGAIN;
+	default:
+		return CNI_ERR_DATASTORE;
+	}
+}
+
+void plugin_lock(struct plugin *p)
+{
+	const char *path = p->conf->ipam_lock_file ? p->conf->ipam_lock_file : CNI_DEFAULT_LOCK;
+	if (!*path || p->lock_fd >= 0)
+		return;
+	make_parent(path);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		/* The lock only spares the datastore contention; CAS keeps us correct. */
+		log_warn("cannot open the IPAM lock %s: %s; going on without it", path,
+			 strerror(errno));
+		return;
+	}
+	uint64_t deadline = now_ms() + 60000;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		if (now_ms() > deadline) {
+			log_warn("IPAM lock %s still held after 60 s; going on without it", path);
+			close(fd);
+			return;
+		}
+		struct timespec ts = { 0, 5 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	p->lock_fd = fd;
+}
+
+void plugin_unlock(struct plugin *p)
+{
+	if (p->lock_fd >= 0) {
+		close(p->lock_fd); /* releases the flock */
+		p->lock_fd = -1;
+	}
+}
+
+void plugin_assign(struct plugin *p, struct ipam_assigned *out)
+{
+	const struct cni_conf *c = p->conf;
+	struct br_labels secondary = { 0 };
+	labels_set(p->a, &secondary, "namespace", p->id.namespace);
+	labels_set(p->a, &secondary, "pod", p->id.pod);
+	labels_set(p->a, &secondary, "node", p->node);
+	struct ipam_request req = { .handle = p->handle,
+				    .node = p->node,
+				    .pools = c->ipv4_pools,
+				    .n_pools = c->n_ipv4_pools,
+				    .ips = c->ips,
+				    .n_ips = c->n_ips,
+				    .secondary = &secondary,
+				    .now = time(NULL),
+				    .timeout_ms =
+					    c->ipam_timeout_s ? c->ipam_timeout_s * 1000 : 0 };
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	plugin_lock(p);
+	int r = ipam_assign(p->ds, &req, out, &err);
+	plugin_unlock(p);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, plugin_ipam_code(r), "IPAM could not assign an address", details);
+	}
+	sb_free(&err);
+	char ip[IP_STRLEN];
+	log_info("%s: %s %s for %s/%s on %s", p->handle, out->reused ? "kept" : "assigned",
+		 ip_str(&out->ips[0], ip), p->id.namespace, p->id.pod, p->node);
+}
+
+int plugin_release(struct plugin *p, struct strbuf *err)
+{
+	size_t n = 0, blocks = 0;
+	int64_t now = time(NULL);
+	long timeout = p->conf->ipam_timeout_s ? p->conf->ipam_timeout_s * 1000 : 0;
+	plugin_lock(p);
+	int r = ipam_release_handle(p->ds, p->handle, now, timeout, &n, err);
+	if (r == 0) {
+		struct strbuf sweep = STRBUF_INIT;
+		sb_init(&sweep);
+		/* Housekeeping: an error here must not fail the DEL. */
+		if (ipam_release_empty_blocks(p->ds, p->node, now, p->conf->empty_block_grace_s,
+					      &blocks, &sweep) < 0)
+			log_warn("releasing empty blocks of %s: %s", p->node, sb_str(&sweep));
+		sb_free(&sweep);
+	}
+	plugin_unlock(p);
+	if (r == 0)
+		log_info("%s: released %zu address(es)%s", p->handle, n,
+			 blocks ? ", and empty blocks past their grace period" : "");
+	return r;
+}

@@ -1,0 +1,195 @@
+/*
+ * The CNI documents without a kernel or a datastore: the network
+ * configuration (fields, args conventions, prevResult, errors with their
+ * codes), CNI_ARGS, the names the dataplane contract derives from a pod, and
+ * result documents in each spec version.
+ */
+#include "harness.h"
+
+#include <brindle/cni.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct cni_conf *parse_ok(const char *text)
+{
+	struct cni_conf *c = NULL;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int code = 0;
+	if (cni_conf_parse(text, strlen(text), &c, &code, &err) < 0)
+		fail_msg("refused (%d): %s", code, sb_str(&err));
+	sb_free(&err);
+	return c;
+}
+
+static void parse_bad(const char *text, int want_code, const char *want_msg)
+{
+	struct cni_conf *c = NULL;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int code = 0;
+	assert_int_equal(cni_conf_parse(text, strlen(text), &c, &code, &err), -EINVAL);
+	assert_null(c);
+	assert_int_equal(code, want_code);
+	if (!strstr(sb_str(&err), want_msg))
+		fail_msg("message \"%s\" lacks \"%s\"", sb_str(&err), want_msg);
+	sb_free(&err);
+}
+
+static void test_full_config(void **state)
+{
+	struct cni_conf *c = parse_ok(
+		"{\"cniVersion\": \"1.0.0\", \"name\": \"k8s-pod-network\", \"type\": "
+		"\"brindle-cni\","
+		" \"mtu\": 1450, \"nodename\": \"node-1\", \"log_level\": \"debug\","
+		" \"etcd_endpoints\": \"unix:/run/etcd.sock\", \"runtimeConfig\": {\"ips\": "
+		"[\"10.0.0.9/24\"]},"
+		" \"somethingTheRuntimeAdds\": {\"x\": 1},"
+		" \"ipam\": {\"type\": \"brindle-ipam\", \"ipv4_pools\": [\"a\", \"10.1.0.0/16\"],"
+		"   \"empty_block_grace_seconds\": 60, \"ipam_lock_file\": \"\"},"
+		" \"args\": {\"cni\": {\"labels\": [{\"key\": \"app\", \"value\": \"web\"}],"
+		"   \"ips\": [\"10.0.0.7\", \"10.0.0.9\"]},"
+		"  \"brindle\": {\"ports\": [{\"name\": \"http\", \"port\": 80}]}},"
+		" \"prevResult\": {\"ips\": [{\"address\": \"10.0.0.7/32\"}]}}");
+	assert_string_equal(c->cni_version, "1.0.0");
+	assert_string_equal(c->name, "k8s-pod-network");
+	assert_int_equal(c->mtu, 1450);
+	assert_string_equal(c->nodename, "node-1");
+	assert_string_equal(c->etcd_endpoints, "unix:/run/etcd.sock");
+	assert_string_equal(c->ipam_type, "brindle-ipam");
+	assert_int_equal(c->n_ipv4_pools, 2);
+	assert_string_equal(c->ipv4_pools[1], "10.1.0.0/16");
+	assert_int_equal(c->empty_block_grace_s, 60);
+	assert_string_equal(c->ipam_lock_file, "");
+	assert_string_equal(labels_get(&c->labels, "app"), "web");
+	/* args and runtimeConfig addresses together, without duplicates */
+	assert_int_equal(c->n_ips, 2);
+	assert_int_equal(c->n_ports, 1);
+	assert_string_equal(c->ports[0].name, "http");
+	assert_null(c->ports[0].protocol);
+	assert_true(c->has_prev_result);
+	assert_int_equal(c->n_prev_ips, 1);
+	cni_conf_free(c);
+
+	c = parse_ok("{\"name\": \"n\"}");
+	assert_string_equal(c->cni_version, CNI_DEFAULT_VERSION);
+	assert_int_equal(c->empty_block_grace_s, 300);
+	assert_null(c->ipam_lock_file);
+	cni_conf_free(c);
+}
+
+static void test_config_errors(void **state)
+{
+	parse_bad("{\"cniVersion\": \"1.0.0\", \"name\": ", CNI_ERR_DECODE, "not JSON");
+	parse_bad("[]", CNI_ERR_DECODE, "JSON object");
+	parse_bad("{\"cniVersion\": \"2.0.0\", \"name\": \"n\"}", CNI_ERR_INCOMPATIBLE_VERSION,
+		  "not supported");
+	parse_bad("{\"cniVersion\": \"1.0.0\"}", CNI_ERR_INVALID_CONFIG, "name: required");
+	parse_bad("{\"name\": \"n\", \"mtu\": \"1500\"}", CNI_ERR_INVALID_CONFIG, "mtu: must be");
+	parse_bad("{\"name\": \"n\", \"mtu\": 20}", CNI_ERR_INVALID_CONFIG, "at least 68");
+	parse_bad("{\"name\": \"a/b\"}", CNI_ERR_INVALID_CONFIG, "'/'");
+	parse_bad("{\"name\": \"n\", \"args\": {\"cni\": {\"ips\": [\"10.0.0.300\"]}}}",
+		  CNI_ERR_INVALID_CONFIG, "args.cni.ips[0]");
+	parse_bad("{\"name\": \"n\", \"args\": {\"cni\": {\"ips\": [\"fd00::1\"]}}}",
+		  CNI_ERR_UNSUPPORTED_FIELD, "only IPv4");
+	parse_bad("{\"name\": \"n\", \"args\": {\"cni\": {\"labels\": [{\"key\": \"a\"}]}}}",
+		  CNI_ERR_INVALID_CONFIG, "args.cni.labels[0]");
+	parse_bad("{\"name\": \"n\", \"args\": {\"brindle\": {\"ports\": [{\"name\": \"x\", "
+		  "\"port\": 70000}]}}}",
+		  CNI_ERR_INVALID_CONFIG, "args.brindle.ports[0].port");
+	parse_bad(
+		"{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv6\": true}}",
+		CNI_ERR_UNSUPPORTED_FIELD, "IPv6");
+	parse_bad("{\"name\": \"n\", \"ipam\": []}", CNI_ERR_INVALID_CONFIG,
+		  "ipam: must be an object");
+}
+
+static void test_args_and_names(void **state)
+{
+	struct arena *a = arena_new();
+	struct br_labels l;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	assert_int_equal(
+		cni_args_parse(a, "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-1;;", &l,
+			       &err),
+		0);
+	assert_string_equal(labels_get(&l, "K8S_POD_NAME"), "web-1");
+	struct cni_identity id;
+	cni_identity(a, &l, "abc", &id);
+	assert_string_equal(id.orchestrator, "k8s");
+	assert_string_equal(id.namespace, "shop");
+	assert_string_equal(id.pod, "web-1");
+	assert_int_equal(cni_args_parse(a, "", &l, &err), 0);
+	cni_identity(a, &l, "abc", &id);
+	assert_string_equal(id.orchestrator, "cni");
+	assert_string_equal(id.namespace, "default");
+	assert_string_equal(id.pod, "abc");
+	assert_int_equal(cni_args_parse(a, "A=1;junk", &l, &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "junk"));
+
+	/* Calico's own example: default/nginx-1 → cali7fcc33642a0. */
+	char veth[16];
+	cni_host_veth_name("default", "nginx-1", veth);
+	assert_string_equal(veth, "cali7fcc33642a0");
+	assert_string_equal(cni_wep_name(a, "node-1", "k8s", "my-pod", "eth0"),
+			    "node--1-k8s-my--pod-eth0");
+	assert_string_equal(cni_handle_id(a, "net", "c1"), "net.c1");
+	sb_free(&err);
+	arena_free(a);
+}
+
+static void test_results(void **state)
+{
+	struct cni_result r = { .n_ifaces = 2, .ip_iface = 1, .gateway = true, .n_ips = 1 };
+	snprintf(r.ifaces[0].name, sizeof(r.ifaces[0].name), "cali7fcc33642a0");
+	snprintf(r.ifaces[0].mac, sizeof(r.ifaces[0].mac), "ee:ee:ee:ee:ee:ee");
+	snprintf(r.ifaces[1].name, sizeof(r.ifaces[1].name), "eth0");
+	r.ifaces[1].sandbox = "/var/run/netns/x";
+	assert_int_equal(ip_parse("10.0.0.5", &r.ips[0]), 0);
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	cni_result_write(&sb, "1.0.0", &r);
+	assert_string_equal(
+		sb_str(&sb),
+		"{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"cali7fcc33642a0\","
+		"\"mac\":\"ee:ee:ee:ee:ee:ee\"},{\"name\":\"eth0\",\"sandbox\":"
+		"\"/var/run/netns/x\"}],\"ips\":[{\"address\":\"10.0.0.5/32\","
+		"\"gateway\":\"169.254.1.1\",\"interface\":1}],\"routes\":[{\"dst\":"
+		"\"0.0.0.0/0\",\"gw\":\"169.254.1.1\"}],\"dns\":{}}\n");
+	sb_reset(&sb);
+	cni_result_write(&sb, "0.3.1", &r);
+	assert_non_null(
+		strstr(sb_str(&sb), "\"ips\":[{\"version\":\"4\",\"address\":\"10.0.0.5/32\""));
+	sb_reset(&sb);
+	cni_result_write(&sb, "0.2.0", &r);
+	assert_string_equal(sb_str(&sb),
+			    "{\"cniVersion\":\"0.2.0\",\"ip4\":{\"ip\":\"10.0.0.5/32\",\"gateway\":"
+			    "\"169.254.1.1\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":"
+			    "\"169.254.1.1\"}]},\"dns\":{}}\n");
+	sb_reset(&sb);
+	cni_error_write(&sb, "0.4.0", 7, "bad \"config\"", NULL);
+	assert_string_equal(
+		sb_str(&sb),
+		"{\"cniVersion\":\"0.4.0\",\"code\":7,\"msg\":\"bad \\\"config\\\"\"}\n");
+	sb_reset(&sb);
+	cni_version_write(&sb, NULL);
+	assert_non_null(strstr(sb_str(&sb), "\"cniVersion\":\"1.0.0\",\"supportedVersions\""));
+	assert_true(cni_version_cmp("0.4.0", "1.0.0") < 0);
+	assert_true(cni_version_cmp("0.10.0", "0.4.0") > 0);
+	assert_int_equal(cni_version_cmp("1.0.0", "1.0.0"), 0);
+	sb_free(&sb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_args_and_names),
+		cmocka_unit_test(test_results),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,273 @@
+/*
+ * IPAM's pure half: ordinals inside a block (FIFO reuse, attributes shared
+ * and compacted, empty marks), block names, the next unclaimed block of a
+ * pool, and which pools serve a node.
+ */
+#include "harness.h"
+
+#include <brindle/ipam.h>
+#include <brindle/json.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct br_cidr C(const char *s) {
+	struct br_cidr c;
+	assert_int_equal(cidr_parse(s, true, &c), 0);
+	return c;
+}
+
+static struct br_ip
+IP(const char *s) {
+	struct br_ip ip;
+	assert_int_equal(ip_parse(s, &ip), 0);
+	return ip;
+}
+
+static const char *
+S(const struct br_ip *ip)
+{
+	static char buf[4][IP_STRLEN];
+	static int i;
+	return ip_str(ip, buf[i++ % 4]);
+}
+
+static struct br_ipamblock *new_block(const char *cidr, const char *node)
+{
+	struct br_cidr c = C(cidr);
+	char name[IPAM_BLOCK_NAME_LEN];
+	ipam_block_name(&c, name);
+	struct br_ipamblock *b =
+		(struct br_ipamblock *)model_new(model_kind(KIND_IPAMBLOCK), NULL, name);
+	ipam_block_init(b, &c, node, false);
+	return b;
+}
+
+static void valid(const struct br_ipamblock *b)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (ipam_block_validate(b, NULL, &err) < 0)
+		fail_msg("invalid block: %s", sb_str(&err));
+	sb_free(&err);
+}
+
+/* Through the stored form and back, as the datastore would. */
+static struct br_ipamblock *roundtrip(struct br_ipamblock *b)
+{
+	struct strbuf js = STRBUF_INIT;
+	sb_init(&js);
+	model_to_json(&b->o, &js);
+	struct model_errors errs = { 0 };
+	struct br_object *o = NULL;
+	struct arena *a = arena_new();
+	struct jv *doc;
+	assert_int_equal(json_parse(a, js.buf, js.len, &doc, NULL), 0);
+	o = model_decode_kind(model_kind(KIND_IPAMBLOCK), doc, &errs);
+	if (!o)
+		fail_msg("does not decode: %s\n%s", errs.n ? errs.v[0] : "", js.buf);
+	arena_free(a);
+	sb_free(&js);
+	model_free(&b->o);
+	return (struct br_ipamblock *)o;
+}
+
+static void test_names(void **state)
+{
+	char name[IPAM_BLOCK_NAME_LEN];
+	struct br_cidr c = C("10.244.3.64/26"), back;
+	ipam_block_name(&c, name);
+	assert_string_equal(name, "10.244.3.64-26");
+	assert_int_equal(ipam_block_name_parse(name, &back), 0);
+	assert_int_equal(cidr_cmp(&c, &back), 0);
+	c = C("fd00::40/122");
+	ipam_block_name(&c, name);
+	assert_string_equal(name, "fd00::40-122");
+	assert_int_equal(ipam_block_name_parse(name, &back), 0);
+	assert_int_equal(ipam_block_name_parse("10.244.3.65-26", &back), -EINVAL); /* host bits */
+	assert_int_equal(ipam_block_name_parse("10.244.3.64", &back), -EINVAL);
+	assert_int_equal(ipam_block_name_parse("x-26", &back), -EINVAL);
+}
+
+static void test_assign_release_fifo(void **state)
+{
+	struct br_ipamblock *b = new_block("10.0.0.0/29", "node-a");
+	struct br_labels sec = { 0 };
+	labels_set(b->o.arena, &sec, "pod", "p1");
+	assert_int_equal(ipam_block_capacity(b), 8);
+	assert_int_equal(ipam_block_free_count(b), 8);
+	char host[64];
+	assert_string_equal(ipam_block_host(b, host, sizeof(host)), "node-a");
+
+	struct br_ip ips[8];
+	for (int i = 0; i < 8; i++) {
+		char h[16];
+		snprintf(h, sizeof(h), "net.c%d", i);
+		assert_int_equal(ipam_block_assign(b, h, &sec, &ips[i]), 0);
+	}
+	assert_string_equal(S(&ips[0]), "10.0.0.0");
+	assert_string_equal(S(&ips[7]), "10.0.0.7");
+	struct br_ip extra;
+	assert_int_equal(ipam_block_assign(b, "net.c9", &sec, &extra), -ENOSPC);
+	assert_int_equal(ipam_block_used(b), 8);
+	/* Identical (handle, secondary) pairs share nothing across handles. */
+	assert_int_equal(b->spec.n_attributes, 8);
+	valid(b);
+	b = roundtrip(b);
+	valid(b);
+
+	/* Released addresses come back in the order they were freed. */
+	assert_int_equal(ipam_block_release_handle(b, "net.c5", 100), 1);
+	assert_int_equal(ipam_block_release_handle(b, "net.c2", 100), 1);
+	assert_int_equal(ipam_block_release_handle(b, "net.c2", 100), 0);
+	assert_int_equal(b->spec.n_attributes, 6);
+	assert_null(ipam_block_handle_of(b, &ips[5]));
+	assert_string_equal(ipam_block_handle_of(b, &ips[7]), "net.c7");
+	valid(b);
+	b = roundtrip(b);
+	struct br_ip got;
+	assert_int_equal(ipam_block_assign(b, "net.x", NULL, &got), 0);
+	assert_string_equal(S(&got), "10.0.0.5");
+	assert_int_equal(ipam_block_assign(b, "net.y", NULL, &got), 0);
+	assert_string_equal(S(&got), "10.0.0.2");
+	assert_int_equal(ipam_block_empty_since(b), -1);
+	model_free(&b->o);
+}
+
+static void test_handles_and_specific(void **state)
+{
+	struct br_ipamblock *b = new_block("10.0.1.0/28", "node-b");
+	struct br_ip ip = IP("10.0.1.9"), out[4];
+	assert_int_equal(ipam_block_assign_ip(b, &ip, "net.a", NULL), 0);
+	assert_int_equal(ipam_block_assign_ip(b, &ip, "net.b", NULL), -EADDRINUSE);
+	struct br_ip outside = IP("10.0.2.1");
+	assert_int_equal(ipam_block_assign_ip(b, &outside, "net.b", NULL), -ERANGE);
+	/* The free list no longer offers the taken one. */
+	for (int i = 0; i < 15; i++) {
+		struct br_ip g;
+		assert_int_equal(ipam_block_assign(b, i % 2 ? "net.a" : "net.b", NULL, &g), 0);
+		assert_false(ip_equal(&g, &ip));
+	}
+	valid(b);
+	assert_int_equal(ipam_block_free_count(b), 0);
+	size_t n = ipam_block_ips_of(b, "net.a", out, 4);
+	assert_int_equal(n, 8); /* counts all, writes at most 4 */
+	assert_string_equal(S(&out[0]), "10.0.1.1");
+	assert_int_equal(b->spec.n_attributes, 2); /* shared per handle */
+
+	const char *h;
+	assert_int_equal(ipam_block_release_ip(b, &ip, 7, &h), 0);
+	assert_string_equal(h, "net.a");
+	assert_int_equal(ipam_block_release_ip(b, &ip, 7, &h), -ENOENT);
+	assert_int_equal(ipam_block_release_handle(b, "net.a", 7), 7);
+	assert_int_equal(ipam_block_empty_since(b), -1);
+	assert_int_equal(ipam_block_release_handle(b, "net.b", 42), 8);
+	/* Emptied: marked with the time, and the mark goes with the next address. */
+	assert_int_equal(ipam_block_empty_since(b), 42);
+	assert_int_equal(b->spec.n_attributes, 0);
+	valid(b);
+	b = roundtrip(b);
+	assert_int_equal(ipam_block_empty_since(b), 42);
+	struct br_ip g;
+	int64_t seq = b->spec.sequence_number;
+	assert_int_equal(ipam_block_assign(b, "net.c", NULL, &g), 0);
+	assert_int_equal(ipam_block_empty_since(b), -1);
+	assert_true(b->spec.sequence_number > seq);
+	model_free(&b->o);
+}
+
+static void test_validate_rejects(void **state)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct br_ipamblock *b = new_block("10.0.0.0/30", NULL);
+	b->spec.unallocated.v[1] = b->spec.unallocated.v[0]; /* duplicate free entry */
+	assert_int_equal(ipam_block_validate(b, NULL, &err), -EINVAL);
+	model_free(&b->o);
+	b = new_block("10.0.0.0/30", NULL);
+	b->spec.allocations.v[2] = 5; /* no such attribute */
+	assert_int_equal(ipam_block_validate(b, NULL, &err), -EINVAL);
+	model_free(&b->o);
+	b = new_block("10.0.0.0/30", NULL);
+	b->spec.allocations.n = 3;
+	assert_int_equal(ipam_block_validate(b, NULL, &err), -EINVAL);
+	model_free(&b->o);
+	b = new_block("10.0.0.0/30", NULL);
+	b->spec.cidr = "10.0.0.4/30"; /* name says otherwise */
+	assert_int_equal(ipam_block_validate(b, NULL, &err), -EINVAL);
+	model_free(&b->o);
+	sb_free(&err);
+}
+
+static struct br_ippool *pool(const char *yaml)
+{
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	if (model_read("t", yaml, strlen(yaml), NULL, &objs, &n, &errs) < 0 || n != 1)
+		fail_msg("bad pool: %s", errs.n ? errs.v[0] : "");
+	struct br_object *o = objs[0];
+	free(objs);
+	return (struct br_ippool *)o;
+}
+
+static void test_pools(void **state)
+{
+	struct br_ippool *p =
+		pool("apiVersion: projectcalico.org/v3\nkind: IPPool\n"
+		     "metadata: {name: p}\nspec: {cidr: 10.1.0.0/27, blockSize: 29}\n");
+	struct br_cidr taken[3] = { C("10.1.0.0/29"), C("10.1.0.16/29"), C("10.2.0.0/29") };
+	struct br_cidr got;
+	assert_int_equal(ipam_pool_free_block(p, taken, 0, &got), 0);
+	assert_int_equal(cidr_cmp(&got, &taken[0]), 0);
+	assert_int_equal(ipam_pool_free_block(p, taken, 3, &got), 0);
+	struct br_cidr second = C("10.1.0.8/29");
+	assert_int_equal(cidr_cmp(&got, &second), 0);
+	struct br_cidr all[4] = { C("10.1.0.0/29"), C("10.1.0.8/29"), C("10.1.0.16/29"),
+				  C("10.1.0.24/29") };
+	assert_int_equal(ipam_pool_free_block(p, all, 4, &got), -ENOSPC);
+	struct br_ip ip = IP("10.1.0.13");
+	assert_int_equal(ipam_pool_block_of(p, &ip, &got), 0);
+	assert_int_equal(cidr_cmp(&got, &all[1]), 0);
+	ip = IP("10.1.0.40");
+	assert_int_equal(ipam_pool_block_of(p, &ip, &got), -ERANGE);
+
+	struct br_labels rack1 = { 0 }, none = { 0 };
+	struct arena *la = arena_new();
+	labels_set(la, &rack1, "rack", "r1");
+	assert_true(ipam_pool_serves(p, &none, NULL));
+	model_free(&p->o);
+
+	p = pool("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: r1}\n"
+		 "spec: {cidr: 10.3.0.0/24, nodeSelector: rack == 'r1'}\n");
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	assert_true(ipam_pool_serves(p, &rack1, NULL));
+	assert_false(ipam_pool_serves(p, &none, &why));
+	assert_non_null(strstr(sb_str(&why), "does not select"));
+	p->spec.disabled = true;
+	sb_reset(&why);
+	assert_false(ipam_pool_serves(p, &rack1, &why));
+	assert_non_null(strstr(sb_str(&why), "disabled"));
+	model_free(&p->o);
+
+	p = pool("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: t}\n"
+		 "spec: {cidr: 10.4.0.0/24, allowedUses: [Tunnel]}\n");
+	assert_false(ipam_pool_serves(p, &rack1, NULL));
+	model_free(&p->o);
+	sb_free(&why);
+	arena_free(la);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_assign_release_fifo),
+		cmocka_unit_test(test_handles_and_specific),
+		cmocka_unit_test(test_validate_rejects),
+		cmocka_unit_test(test_pools),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
