@@ -185,3 +185,21 @@ YAML
 bt_http_ok() {
 	ip netns exec "$1" curl -sf -o /dev/null --max-time 2 "$2"
 }
+
+# bt_etcd_txn_puts KEY VALUE [KEY VALUE...]: several puts in one transaction (one revision).
+bt_etcd_txn_puts() {
+	local ops="" k v
+	while [ $# -ge 2 ]; do
+		k=$(printf '%s' "$1" | base64 -w0)
+		v=$(printf '%s' "$2" | base64 -w0)
+		ops="$ops${ops:+,}{\"request_put\":{\"key\":\"$k\",\"value\":\"$v\"}}"
+		shift 2
+	done
+	curl -sf --unix-socket "$BT_ETCD_SOCK" -X POST http://localhost/v3/kv/txn \
+		-d "{\"success\":[$ops]}" >/dev/null
+}
+
+# bt_metric NS URL NAME: the value of an unlabelled Prometheus sample (0 when absent).
+bt_metric() {
+	ip netns exec "$1" curl -sf --max-time 2 "$2" | awk -v n="$3" '$1 == n {print $2; f=1} END {if (!f) print 0}'
+}
