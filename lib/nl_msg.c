@@ -337,7 +337,9 @@ static void describe_link(const struct nlmsghdr *h, struct strbuf *d)
 		sb_adds(d, "link (unreadable)");
 		return;
 	}
-	sb_addf(d, "link %s %s", op, l.name);
+	sb_addf(d, "link %s", op);
+	if (l.name[0])
+		sb_addf(d, " %s", l.name);
 	if (l.ifindex)
 		sb_addf(d, " #%d", l.ifindex);
 	if (strcmp(op, "del") == 0)

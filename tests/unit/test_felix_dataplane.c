@@ -392,6 +392,60 @@ static void test_ipip_without_kernel_support(void **state)
 	fixture_free(f);
 }
 
+static void test_ipip_on_a_kernel_with_it(void **state)
+{
+	struct fixture *f = fixture();
+	nl_record_allow_ipip(f->nl);
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n"
+		"spec: {cidr: 10.10.0.0/16, ipipMode: CrossSubnet}\n"),
+	    NULL, "p");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node1}\n"
+		"spec: {bgp: {ipv4Address: 192.168.100.11/24, ipv4IPIPTunnelAddr: 10.10.1.1}}\n"),
+	    NULL, "node1");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node2}\n"
+		"spec: {bgp: {ipv4Address: 192.168.100.12/24}}\n"),
+	    NULL, "node2");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node3}\n"
+		"spec: {bgp: {ipv4Address: 192.168.200.13/24}}\n"),
+	    NULL, "node3");
+	put(f->calc, affinity("node1", "10.10.1.0/26"), "node1", "10.10.1.0-26");
+	put(f->calc, affinity("node2", "10.10.2.0/26"), "node2", "10.10.2.0-26");
+	put(f->calc, affinity("node3", "10.10.3.0/26"), "node3", "10.10.3.0-26");
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	/* The device, its MTU (host 1500 - 20) and address, and the cross-subnet route only. */
+	assert_true(logged(f, "link add tunl0 type ipip up"));
+	assert_true(logged(f, "link set tunl0 mtu 1480 up"));
+	assert_true(logged(f, "addr add 10.10.1.1/32 dev tunl0"));
+	assert_true(logged(f, "route replace 10.10.3.0/26 via 192.168.200.13 dev tunl0 proto 80 "
+			      "onlink"));
+	assert_false(logged(f, "route replace 10.10.2.0/26 via 192.168.100.12 dev tunl0 proto 80 "
+			       "onlink"));
+	assert_true(logged(f, "route replace blackhole 10.10.1.0/26 proto 80"));
+	assert_string_equal(dataplane_status(dp)->problem, "");
+	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_IPIP], 0);
+	/* Idempotent, restart included. */
+	size_t before = log_count(f);
+	dataplane_request_resync(dp);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_int_equal(log_count(f), before);
+	/* The pool no longer wants IPIP: the address goes, the route goes, tunl0 stays. */
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n"
+		"spec: {cidr: 10.10.0.0/16}\n"),
+	    NULL, "p");
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_true(logged(f, "addr del 10.10.1.1/32 dev tunl0"));
+	assert_true(logged(f, "route del 10.10.3.0/26 via 192.168.200.13 dev tunl0 proto 80 onlink"));
+	assert_false(logged(f, "link del tunl0"));
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_partial_failure_retried),
 		cmocka_unit_test(test_endpoint_deleted),
 		cmocka_unit_test(test_ipip_without_kernel_support),
+		cmocka_unit_test(test_ipip_on_a_kernel_with_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
