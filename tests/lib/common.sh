@@ -16,6 +16,9 @@ BRINDLECTL=${BRINDLECTL:-$BT_BUILD_DIR/ctl/brindlectl}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# BT_TRACE=1 prints every command; BT_KEEP=1 keeps $BT_DIR (logs, etcd data).
+[ "${BT_TRACE:-0}" = 1 ] && set -x
+
 bt_pids=()
 bt_netns=()
 bt_failed=0
@@ -46,7 +49,11 @@ bt_cleanup() {
 			tail -n 40 "$f" >&2
 		done
 	fi
-	rm -rf "$BT_DIR"
+	if [ "${BT_KEEP:-0}" = 1 ]; then
+		bt_log "kept $BT_DIR"
+	else
+		rm -rf "$BT_DIR"
+	fi
 	[ $bt_failed -ne 0 ] && exit 1
 	exit $rc
 }
