@@ -43,7 +43,7 @@ EOF
 BRINDLE_CONF=$(
 	cat <<EOF
 {"cniVersion": "1.0.0", "name": "bench", "type": "brindle-cni", "nodename": "bench-node",
- "log_file_path": "$BT_DIR/cni.log", "log_level": "info",
+ "log_file_path": "$BT_DIR/cni.log", "log_level": "${CNI_BENCH_LOG:-info}",
  "ipam": {"type": "brindle-ipam", "ipam_lock_file": "$BT_DIR/ipam.lock"}}
 EOF
 )
