@@ -9,6 +9,8 @@
 #include "calc.h"
 #include "config.h"
 #include "dataplane.h"
+#include "dp_policy.h"
+#include "policy.h"
 
 #include <brindle/ds.h>
 #include <brindle/httpd.h>
@@ -33,6 +35,9 @@ struct felix {
 	struct ds_syncer *syncer;
 	struct calc *calc;
 	struct dataplane *dp;
+	struct dp_policy *dpp;
+	struct ipt *ipt;
+	struct ips *ips;
 	struct nl *nl;
 	struct sysctl *sys;
 	struct nl_monitor *mon;
@@ -50,6 +55,9 @@ struct felix {
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
 		*m_errors, *m_in_sync, *m_writes;
+	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
+		*m_commits, *m_rule_writes, *m_set_writes;
+	size_t reported_errors;
 };
 
 static const char *const error_kind_names[DP_ERR_KINDS] = { "netlink", "dump", "sysctl", "tunnel",
@@ -140,6 +148,42 @@ static void update_metrics(struct felix *f)
 	for (int k = 0; k < DP_ERR_KINDS; k++)
 		metric_set(f->m_errors, error_kind_names[k], (double)st->errors[k]);
 	metric_set(f->m_errors, "datastore", (double)f->invalid_values);
+	const struct dp_policy_status *ps = dp_policy_status(f->dpp);
+	struct pol_stats s;
+	pol_stats(calc_policy(f->calc), &s);
+	metric_set(f->m_chains, NULL, (double)s.chains);
+	metric_set(f->m_rules, NULL, (double)s.rules);
+	metric_set(f->m_sets, NULL, (double)s.active_sets);
+	metric_set(f->m_members, NULL, (double)s.members);
+	metric_set(f->m_policies, NULL, (double)s.active_policies);
+	metric_set(f->m_policy_errors, NULL, (double)pol_n_errors(calc_policy(f->calc)));
+	for (int t = 0; t < PT_TABLES; t++)
+		metric_set(f->m_commits, pt_table_name(t), (double)ps->commits[t]);
+	metric_set(f->m_rule_writes, NULL, (double)ps->rule_writes);
+	metric_set(f->m_set_writes, NULL, (double)ps->set_writes);
+	metric_set(f->m_errors, "iptables", (double)ps->ipt_errors);
+	metric_set(f->m_errors, "ipset", (double)ps->ips_errors);
+	metric_set(f->m_errors, "policy", (double)pol_n_errors(calc_policy(f->calc)));
+}
+
+/* Policies that cannot be rendered: said once each time the list changes. */
+static void report_policy_errors(struct felix *f)
+{
+	const struct pol *p = calc_policy(f->calc);
+	size_t n = pol_n_errors(p);
+	if (n == f->reported_errors)
+		return;
+	f->reported_errors = n;
+	for (size_t i = 0; i < n; i++)
+		log_error("policy: %s; the endpoints it selects are denied (fail closed)",
+			  pol_error(p, i));
+}
+
+/* When something must run without new data: the earliest of the writers' deadlines. */
+static uint64_t next_deadline(struct felix *f)
+{
+	uint64_t a = dataplane_next_deadline(f->dp), b = dp_policy_next_deadline(f->dpp);
+	return !a ? b : !b ? a : a < b ? a : b;
 }
 
 static void apply(struct loop *l, void *ctx)
@@ -150,12 +194,24 @@ static void apply(struct loop *l, void *ctx)
 		return;
 	maybe_reconfigure(f);
 	uint64_t now = now_ms();
-	uint64_t deadline = dataplane_next_deadline(f->dp);
+	uint64_t deadline = next_deadline(f);
 	if (!f->dirty && !(deadline && now >= deadline))
 		return;
 	f->dirty = false;
 	uint64_t t0 = now_ns();
-	int r = dataplane_apply(f->dp, calc_desired(f->calc), &f->cfg, now);
+	/* Sets before the rules that use them, rules before routes, unused sets last. */
+	struct pol *pol = calc_policy(f->calc);
+	pol_flush(pol);
+	report_policy_errors(f);
+	struct pol_desired *pd = pol_desired(pol);
+	int r = dp_policy_apply_sets(f->dpp, pd, &f->cfg, now);
+	if (r == 0)
+		r = dp_policy_apply_tables(f->dpp, pd, &f->cfg, now);
+	int rr = dataplane_apply(f->dp, calc_desired(f->calc), &f->cfg, now);
+	if (r == 0)
+		dp_policy_cleanup(f->dpp, pd);
+	pol_clear_dirty(pol);
+	r = r ? r : rr;
 	double secs = (double)(now_ns() - t0) / 1e9;
 	metric_observe(f->m_apply, NULL, secs);
 	if (f->applies++ == 0)
@@ -168,7 +224,7 @@ static void apply(struct loop *l, void *ctx)
 		malloc_trim(0);
 	}
 	update_metrics(f);
-	deadline = dataplane_next_deadline(f->dp);
+	deadline = next_deadline(f);
 	if (deadline)
 		loop_timer_arm(f->wake, deadline > now ? deadline - now : 1, 0);
 }
@@ -242,6 +298,16 @@ static void on_health(void *ctx, const char *path, struct httpd_response *resp)
 		ready = false;
 		sb_addf(&resp->body, "dataplane: %s\n", st->problem);
 	}
+	const struct dp_policy_status *ps = dp_policy_status(f->dpp);
+	if (ps->problem[0]) {
+		ready = false;
+		sb_addf(&resp->body, "policy dataplane: %s\n", ps->problem);
+	}
+	/* A policy that cannot be rendered fails closed; it is reported, it does not make felix
+	 * unready (the rest of the node's policy is in force). */
+	const struct pol *pol = calc_policy(f->calc);
+	for (size_t i = 0; i < pol_n_errors(pol); i++)
+		sb_addf(&resp->body, "policy: %s (fail closed)\n", pol_error(pol, i));
 	resp->status = ready ? 200 : 503;
 	if (ready)
 		sb_adds(&resp->body, "ready\n");
@@ -282,9 +348,31 @@ static void make_metrics(struct felix *f)
 		metrics_gauge(f->m, "felix_in_sync", "1 when the datastore is in sync.", NULL);
 	f->m_writes = metrics_counter(f->m, "felix_kernel_writes_total", "Netlink changes applied.",
 				      NULL);
+	f->m_chains = metrics_gauge(f->m, "felix_iptables_chains",
+				    "iptables chains felix wants (filter and nat).", NULL);
+	f->m_rules = metrics_gauge(f->m, "felix_iptables_rules",
+				   "iptables rules in those chains.", NULL);
+	f->m_sets = metrics_gauge(f->m, "felix_ipsets", "ip sets felix wants.", NULL);
+	f->m_members = metrics_gauge(f->m, "felix_ipset_members",
+				     "Members of those ip sets.", NULL);
+	f->m_policies = metrics_gauge(f->m, "felix_active_policies",
+				      "Policies that apply to an endpoint of this node.", NULL);
+	f->m_policy_errors = metrics_gauge(
+		f->m, "felix_policy_errors",
+		"Policies and profiles that cannot be rendered (their endpoints fail closed).",
+		NULL);
+	f->m_commits = metrics_counter(f->m, "felix_iptables_commits_total",
+				       "iptables table commits, by table.", "table");
+	f->m_rule_writes = metrics_counter(f->m, "felix_iptables_rule_writes_total",
+					   "iptables rules inserted, replaced or deleted.", NULL);
+	f->m_set_writes = metrics_counter(f->m, "felix_ipset_writes_total",
+					  "ip set operations applied.", NULL);
 	for (int k = 0; k < DP_ERR_KINDS; k++)
 		metric_set(f->m_errors, error_kind_names[k], 0);
 	metric_set(f->m_errors, "datastore", 0);
+	metric_set(f->m_errors, "iptables", 0);
+	metric_set(f->m_errors, "ipset", 0);
+	metric_set(f->m_errors, "policy", 0);
 }
 
 /* --- main ------------------------------------------------------------------------------------- */
@@ -373,6 +461,11 @@ int main(int argc, char **argv)
 	}
 	f.sys = sysctl_open_kernel();
 	f.dp = dataplane_new(f.nl, f.sys);
+	if ((r = ipt_open_kernel(NULL, 10000, &f.ipt)) < 0 || (r = ips_open_kernel(&f.ips)) < 0) {
+		log_error("%s: %s", f.ipt ? "ip sets" : "iptables", strerror(-r));
+		goto out;
+	}
+	f.dpp = dp_policy_new(f.ipt, f.ips);
 	f.loop = loop_new();
 	make_metrics(&f);
 	if (loop_add_signal(f.loop, SIGTERM, on_signal, &f) < 0 ||
@@ -392,6 +485,14 @@ int main(int argc, char **argv)
 		{ KIND_IPPOOL, NULL },
 		{ KIND_BLOCKAFFINITY, NULL },
 		{ KIND_WORKLOADENDPOINT, NULL },
+		{ KIND_HOSTENDPOINT, NULL },
+		{ KIND_NETWORKPOLICY, NULL },
+		{ KIND_GLOBALNETWORKPOLICY, NULL },
+		{ KIND_K8S_NETWORKPOLICY, NULL },
+		{ KIND_NETWORKSET, NULL },
+		{ KIND_GLOBALNETWORKSET, NULL },
+		{ KIND_PROFILE, NULL },
+		{ KIND_NAMESPACE, NULL },
 	};
 	f.sync = DS_RESYNC;
 	if (ds_syncer_start(f.ds, f.loop, specs, ARRAY_SIZE(specs), &syncer_ops, &f, &f.syncer) <
@@ -408,6 +509,9 @@ out:
 	loop_timer_free(f.refresh);
 	loop_timer_free(f.wake);
 	dataplane_free(f.dp);
+	dp_policy_free(f.dpp);
+	ipt_close(f.ipt);
+	ips_close(f.ips);
 	calc_free(f.calc);
 	nl_monitor_close(f.mon);
 	nl_close(f.nl);
