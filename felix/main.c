@@ -10,6 +10,7 @@
 #include "config.h"
 #include "dataplane.h"
 #include "dp_policy.h"
+#include "eventlog.h"
 #include "policy.h"
 
 #include <brindle/ds.h>
@@ -21,6 +22,7 @@
 
 #include <errno.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,8 @@ struct felix {
 	struct dp_policy *dpp;
 	struct ipt *ipt;
 	struct ips *ips;
+	struct nflog *nflog;
+	struct eventlog *evlog;
 	struct nl *nl;
 	struct sysctl *sys;
 	struct nl_monitor *mon;
@@ -56,7 +60,7 @@ struct felix {
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
 		*m_errors, *m_in_sync, *m_writes;
 	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
-		*m_commits, *m_rule_writes, *m_set_writes;
+		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
 	size_t reported_errors;
 };
 
@@ -93,6 +97,64 @@ static void on_status(void *ctx, enum ds_sync_status st)
 
 static const struct ds_syncer_ops syncer_ops = { on_update, on_status };
 
+/* --- the connection event log -------------------------------------------------------------- */
+
+static void on_nflog_event(const struct nflog_event *ev, void *ctx)
+{
+	struct felix *f = ctx;
+	char in[IF_NAMESIZE] = "", out[IF_NAMESIZE] = "";
+	if (ev->indev && !if_indextoname(ev->indev, in))
+		in[0] = '\0';
+	if (ev->outdev && !if_indextoname(ev->outdev, out))
+		out[0] = '\0';
+	struct strbuf line = STRBUF_INIT;
+	sb_init(&line);
+	eventlog_format(calc_policy(f->calc), ev, in[0] ? in : NULL, out[0] ? out : NULL,
+			now_ns() / 1000, &line);
+	eventlog_write(f->evlog, sb_str(&line));
+	sb_free(&line);
+}
+
+static void on_nflog(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct felix *f = ctx;
+	if (nflog_read(f->nflog, on_nflog_event, f) == -ENOBUFS)
+		log_warn("event log: the kernel dropped events (a burst larger than the socket)");
+}
+
+/* Start or stop the event log to match the configuration. */
+static void event_log_configure(struct felix *f)
+{
+	bool want = f->cfg.event_log_enabled;
+	if (f->nflog && (!want || !f->evlog)) {
+		loop_del_fd(f->loop, nflog_fd(f->nflog));
+		nflog_close(f->nflog);
+		f->nflog = NULL;
+	}
+	if (f->evlog && !want) {
+		eventlog_free(f->evlog);
+		f->evlog = NULL;
+		log_info("event log: off");
+	}
+	if (!want || f->nflog)
+		return;
+	static const uint16_t groups[] = { 1, 2 };
+	int r = nflog_open(groups, ARRAY_SIZE(groups), 128, &f->nflog);
+	if (r < 0) {
+		log_error("event log: cannot bind NFLOG groups 1 and 2: %s", strerror(-r));
+		return;
+	}
+	if (loop_add_fd(f->loop, nflog_fd(f->nflog), EPOLLIN, on_nflog, f) < 0) {
+		nflog_close(f->nflog);
+		f->nflog = NULL;
+		return;
+	}
+	if (!f->evlog)
+		f->evlog = eventlog_new(f->cfg.event_log_file, 100, 200);
+	log_info("event log: denied%s connections to %s", f->cfg.event_log_allowed ? " and allowed" : "",
+		 f->cfg.event_log_file);
+}
+
 /* --- configuration ---------------------------------------------------------------------------- */
 
 static void compute_config(struct felix *f, struct felix_config *out)
@@ -128,7 +190,18 @@ static void maybe_reconfigure(struct felix *f)
 	if (next.route_refresh_ms != f->cfg.route_refresh_ms && f->refresh)
 		loop_timer_arm(f->refresh, next.route_refresh_ms, next.route_refresh_ms);
 	log_info("configuration changed (FelixConfiguration); recomputing the dataplane");
+	bool evlog_changed = strcmp(next.event_log_file, f->cfg.event_log_file) != 0;
 	f->cfg = next;
+	if (evlog_changed && f->evlog) {
+		eventlog_free(f->evlog);
+		f->evlog = NULL;
+		if (f->nflog) {
+			loop_del_fd(f->loop, nflog_fd(f->nflog));
+			nflog_close(f->nflog);
+			f->nflog = NULL;
+		}
+	}
+	event_log_configure(f);
 	calc_set_config(f->calc, &f->cfg);
 	f->dirty = true;
 }
@@ -164,6 +237,10 @@ static void update_metrics(struct felix *f)
 	metric_set(f->m_errors, "iptables", (double)ps->ipt_errors);
 	metric_set(f->m_errors, "ipset", (double)ps->ips_errors);
 	metric_set(f->m_errors, "policy", (double)pol_n_errors(calc_policy(f->calc)));
+	if (f->evlog) {
+		metric_set(f->m_events_logged, "written", (double)eventlog_written(f->evlog));
+		metric_set(f->m_events_logged, "dropped", (double)eventlog_dropped(f->evlog));
+	}
 }
 
 /* Policies that cannot be rendered: said once each time the list changes. */
@@ -367,6 +444,10 @@ static void make_metrics(struct felix *f)
 					   "iptables rules inserted, replaced or deleted.", NULL);
 	f->m_set_writes = metrics_counter(f->m, "felix_ipset_writes_total",
 					  "ip set operations applied.", NULL);
+	f->m_events_logged = metrics_counter(
+		f->m, "felix_event_log_lines_total",
+		"Connection events written to the event log, or dropped by its rate limit.",
+		"result");
 	for (int k = 0; k < DP_ERR_KINDS; k++)
 		metric_set(f->m_errors, error_kind_names[k], 0);
 	metric_set(f->m_errors, "datastore", 0);
@@ -476,6 +557,7 @@ int main(int argc, char **argv)
 	}
 	if (start_http(&f) < 0)
 		goto out;
+	event_log_configure(&f);
 	f.refresh = loop_timer_new(f.loop, on_refresh, &f);
 	f.wake = loop_timer_new(f.loop, on_wake, &f);
 	loop_timer_arm(f.refresh, f.cfg.route_refresh_ms, f.cfg.route_refresh_ms);
@@ -510,6 +592,8 @@ out:
 	loop_timer_free(f.wake);
 	dataplane_free(f.dp);
 	dp_policy_free(f.dpp);
+	nflog_close(f.nflog);
+	eventlog_free(f.evlog);
 	ipt_close(f.ipt);
 	ips_close(f.ips);
 	calc_free(f.calc);

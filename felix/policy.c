@@ -1842,6 +1842,12 @@ const char *pol_describe_prefix(const struct pol *p, const char *prefix)
 	return hmap_get(&p->log_hashes, h);
 }
 
+const char *pol_endpoint_of_iface(const struct pol *p, const char *iface)
+{
+	const struct pep *e = hmap_get(&p->locals, iface);
+	return e ? e->key : NULL;
+}
+
 void pol_stats(const struct pol *p, struct pol_stats *out)
 {
 	memset(out, 0, sizeof(*out));

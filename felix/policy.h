@@ -106,6 +106,9 @@ const char *pol_error(const struct pol *p, size_t i);
 /* For the event log: what an NFLOG prefix stands for ("np/ns/name ingress rule 2"). */
 const char *pol_describe_prefix(const struct pol *p, const char *prefix);
 
+/* The endpoint on local interface @iface ("WorkloadEndpoint ns/name"), or NULL. */
+const char *pol_endpoint_of_iface(const struct pol *p, const char *iface);
+
 /* Counts, for metrics and tests. */
 struct pol_stats {
 	size_t policies, profiles, endpoints, local_endpoints, netsets;
