@@ -658,7 +658,8 @@ static struct pep *pep_build(const struct pep_src *s)
 		size_t na = addr_members(s->nets, s->n_nets, NULL);
 		char(*addrs)[20] = pk_alloc(&k, 20 * na, 1);
 		struct pport *ports = pk_alloc(&k, sizeof(*ports) * s->n_ports, 8);
-		const char **spoof = lo ? pk_alloc(&k, sizeof(*spoof) * s->n_spoof_ok, 8) : NULL;
+		const char **spoof =
+			s->local ? pk_alloc(&k, sizeof(*spoof) * s->n_spoof_ok, 8) : NULL;
 		const char *key = pk_str(&k, s->key);
 		const char *ns = pk_str(&k, s->ns);
 		const char *orch = pk_str(&k, s->orchestrator);
@@ -683,7 +684,7 @@ static struct pep *pep_build(const struct pep_src *s)
 				ports[np] = (struct pport){ pn, pr, (uint16_t)s->ports[i].port };
 			np++;
 		}
-		for (size_t i = 0; lo && i < s->n_spoof_ok; i++) {
+		for (size_t i = 0; s->local && i < s->n_spoof_ok; i++) {
 			const char *sp = pk_str(&k, s->spoof_ok[i]);
 			if (fill)
 				spoof[i] = sp;
