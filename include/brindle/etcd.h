@@ -213,8 +213,9 @@ struct etcd_watch;
  * @start_revision 0 means "from now" (the revision etcd reports when the
  * watch is created). Backoff between attempts: 100 ms doubling to 5 s, reset
  * once a watch is created; each retry goes to the next endpoint. An attempt
- * that gets no answer within the client's timeout is abandoned. The loop must
- * outlive the watch.
+ * that gets no answer within the client's timeout is abandoned. An endpoint
+ * given by host name (not address) is resolved while the loop waits, for at
+ * most the connect timeout. The loop must outlive the watch.
  */
 int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
 		     const struct etcd_watch_ops *ops, void *ctx,
