@@ -1,13 +1,19 @@
 /*
- * etcd v3 client, unary calls over the JSON gateway with one reused libcurl
- * easy handle per client (so connections stay open between calls).
+ * etcd v3 client, unary calls over the JSON gateway through lib/http_client.c,
+ * keeping one connection open between the calls of a client (HTTP keep-alive).
  *
  * A call has one deadline (timeout_ms). It tries the endpoint that answered
  * last first and moves on to the next one while the request was never sent
  * (connection refused, connect timeout, name resolution, TLS handshake). Once
  * a request went out, only reads move on after a broken connection: a write
  * may have been applied, so it returns -ECONNRESET instead of risking it
- * twice. HTTP and etcd errors never fail over.
+ * twice. HTTP and etcd errors never fail over, nor does an answer we cannot
+ * read (-EPROTO).
+ *
+ * A kept connection is used again only while it is idle and the server has
+ * not closed it; one that breaks before any byte of the answer arrived was
+ * closed by the server as we sent, and the request goes once more on a new
+ * connection, as HTTP clients do.
  */
 #include "etcd_internal.h"
 
@@ -16,6 +22,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define DEFAULT_TIMEOUT_MS	   5000
@@ -24,13 +31,14 @@
 
 struct etcd {
 	struct etcd_conn conn;
-	size_t good; /* endpoint tried first */
-	CURL *curl;
-	struct curl_slist *headers;
-	char curl_err[CURL_ERROR_SIZE];
-	struct strbuf body;  /* response body of the current call */
-	struct strbuf error; /* etcd_last_error */
-	struct arena *arena; /* decoded response of the current call */
+	size_t good;		    /* endpoint tried first */
+	struct http_tls *tls;	    /* loaded on the first TLS endpoint */
+	struct http_conn *http;	    /* the kept connection, or NULL */
+	size_t http_ep;		    /* its endpoint */
+	struct http_reader *reader; /* response of the current call */
+	struct strbuf why;	    /* the transport's reason for a failure */
+	struct strbuf error;	    /* etcd_last_error */
+	struct arena *arena;	    /* decoded response of the current call */
 };
 
 static char *strdup_or_null(const char *s)
@@ -74,22 +82,21 @@ size_t etcd_client_good_endpoint(const struct etcd *e)
 	return e->good;
 }
 
-void etcd_curl_target(CURL *h, const struct etcd_conn *c, size_t i, const char *path)
+int etcd_conn_open(const struct etcd_conn *c, size_t i, struct http_tls **tls, uint64_t deadline_ms,
+		   struct http_conn **out, struct strbuf *err)
 {
 	const struct etcd_endpoint *ep = &c->eps[i];
-	char url[1024];
-	snprintf(url, sizeof(url), "%s%s", ep->url, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep->unix_path);
-	/* Datastore traffic goes direct; *_proxy variables are for egress. */
-	curl_easy_setopt(h, CURLOPT_PROXY, "");
-	/* Unset files keep libcurl's defaults (the system CA store). */
-	if (c->ca_file)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-	if (c->cert_file)
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
-	if (c->key_file)
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+	struct http_endpoint hep;
+	if (http_endpoint_parse(ep->url, ep->unix_path, &hep, err) < 0)
+		return -ECONNREFUSED;
+	int r = 0;
+	/* Datastore traffic goes direct: no proxy, whatever *_proxy says. */
+	if (hep.tls && !*tls)
+		r = http_tls_new(c->ca_file, c->cert_file, c->key_file, tls, err);
+	if (r == 0)
+		r = http_conn_open(&hep, *tls, deadline_ms, out, err);
+	http_endpoint_clear(&hep);
+	return r == 0 || r == -ETIMEDOUT ? r : -ECONNREFUSED;
 }
 
 void etcd_json_b64(struct strbuf *sb, const void *p, size_t len)
@@ -104,12 +111,6 @@ void etcd_json_b64(struct strbuf *sb, const void *p, size_t len)
 static void json_b64s(struct strbuf *sb, const char *s)
 {
 	etcd_json_b64(sb, s, strlen(s));
-}
-
-static size_t write_body(char *p, size_t size, size_t nmemb, void *ctx)
-{
-	sb_add(ctx, p, size * nmemb);
-	return size * nmemb;
 }
 
 int etcd_parse_endpoints(const char *list, char ***out, size_t *n)
@@ -181,26 +182,10 @@ int etcd_new(const struct etcd_config *cfg, struct etcd **out, struct strbuf *er
 	e->conn.connect_timeout_ms =
 		cfg->connect_timeout_ms ? cfg->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	e->curl = curl_easy_init();
-	if (!e->curl) {
-		curl_global_cleanup();
-		etcd_free(e);
-		if (err)
-			sb_adds(err, "cannot create a libcurl handle");
-		return -ENOMEM;
-	}
-	sb_init(&e->body);
+	e->reader = http_reader_new(HTTP_MAX_BODY_BYTES, NULL, NULL);
+	sb_init(&e->why);
 	sb_init(&e->error);
 	e->arena = arena_new();
-	e->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	/* No "Expect: 100-continue" round trip for larger bodies. */
-	e->headers = curl_slist_append(e->headers, "Expect:");
-	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->headers);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, write_body);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &e->body);
-	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->curl_err);
 	*out = e;
 	return 0;
 }
@@ -209,13 +194,11 @@ void etcd_free(struct etcd *e)
 {
 	if (!e)
 		return;
-	if (e->curl) {
-		curl_easy_cleanup(e->curl);
-		curl_global_cleanup();
-	}
-	curl_slist_free_all(e->headers);
+	http_conn_close(e->http);
+	http_reader_free(e->reader);
+	http_tls_free(e->tls);
 	etcd_conn_clear(&e->conn);
-	sb_free(&e->body);
+	sb_free(&e->why);
 	sb_free(&e->error);
 	arena_free(e->arena);
 	free(e);
@@ -236,30 +219,37 @@ static void set_error(struct etcd *e, const char *fmt, ...)
 	va_end(ap);
 }
 
-static const char *ep_name(const struct etcd *e, size_t i)
+/* "unix:PATH" or the URL. */
+static const char *ep_name(const struct etcd *e, size_t i, char *buf, size_t len)
 {
 	const struct etcd_endpoint *ep = &e->conn.eps[i];
-	return ep->unix_path ? ep->unix_path : ep->url;
+	if (!ep->unix_path)
+		return ep->url;
+	snprintf(buf, len, "unix:%s", ep->unix_path);
+	return buf;
 }
 
 /* An HTTP answer: the JSON body on 200, else the errno etcd's error maps to. */
 static int read_answer(struct etcd *e, size_t i, struct jv **resp)
 {
-	long status = 0;
-	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+	char name[256];
+	int status = http_reader_status(e->reader);
+	const struct strbuf *body = http_reader_body(e->reader);
 	struct strbuf perr = STRBUF_INIT;
 	struct jv *v = NULL;
-	int pr = json_parse(e->arena, e->body.buf, e->body.len, &v, &perr);
+	int pr = json_parse(e->arena, body->buf, body->len, &v, &perr);
 	sb_free(&perr);
 	if (status != 200) {
 		int r = pr == 0 ? etcd_decode_error(v, &e->error) : -EPROTO;
 		if (r != -EPROTO)
 			return r;
-		set_error(e, "%s: HTTP %ld: %.200s", ep_name(e, i), status, e->body.buf);
+		set_error(e, "%s: HTTP %d: %.200s", ep_name(e, i, name, sizeof(name)), status,
+			  body->buf);
 		return -EIO;
 	}
 	if (pr < 0) {
-		set_error(e, "%s: unreadable response: %.200s", ep_name(e, i), e->body.buf);
+		set_error(e, "%s: unreadable response: %.200s", ep_name(e, i, name, sizeof(name)),
+			  body->buf);
 		return -EPROTO;
 	}
 	/* Streaming endpoints answer errors with 200 and an error object. */
@@ -272,6 +262,46 @@ static int read_answer(struct etcd *e, size_t i, struct jv **resp)
 	return 0;
 }
 
+static void drop_connection(struct etcd *e)
+{
+	http_conn_close(e->http);
+	e->http = NULL;
+}
+
+/*
+ * One request to endpoint @i on the kept connection or a new one. On 0 the
+ * answer is in e->reader. *sent (always written) says whether the request
+ * went out before a failure.
+ */
+static int exchange(struct etcd *e, size_t i, const char *path, const struct strbuf *req,
+		    uint64_t connect_deadline, uint64_t deadline, bool *sent)
+{
+	*sent = false;
+	for (bool retried = false;; retried = true) {
+		bool reused = e->http && e->http_ep == i && http_conn_reusable(e->http);
+		if (!reused) {
+			drop_connection(e);
+			int r = etcd_conn_open(&e->conn, i, &e->tls, connect_deadline, &e->http,
+					       &e->why);
+			if (r < 0)
+				return r;
+			e->http_ep = i;
+		}
+		http_conn_post(e->http, path, req->buf, req->len, e->reader);
+		int r = http_conn_run(e->http, connect_deadline, deadline, &e->why);
+		if (r == 0) {
+			if (!http_reader_keep_alive(e->reader))
+				drop_connection(e);
+			return 0;
+		}
+		*sent = http_conn_sent(e->http);
+		drop_connection(e);
+		if (!reused || retried || r != -ECONNRESET || http_reader_started(e->reader))
+			return r;
+		*sent = false;
+	}
+}
+
 /*
  * POST @req to @path. On 0, *resp is the decoded body (in e->arena, valid
  * until the next call). @idempotent: the request may be repeated on another
@@ -280,6 +310,7 @@ static int read_answer(struct etcd *e, size_t i, struct jv **resp)
 static int call(struct etcd *e, const char *path, const struct strbuf *req, bool idempotent,
 		struct jv **resp)
 {
+	char name[256];
 	arena_reset(e->arena);
 	uint64_t deadline = now_ms() + (uint64_t)e->conn.timeout_ms;
 	bool all_timed_out = true, tried = false;
@@ -289,42 +320,29 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 		uint64_t now = now_ms();
 		if (now >= deadline)
 			break;
-		long left = (long)(deadline - now);
+		uint64_t left = deadline - now;
 		tried = true;
-		etcd_curl_target(e->curl, &e->conn, i, path);
-		curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req->buf);
-		curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)req->len);
-		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, left);
-		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
-				 MIN(left, e->conn.connect_timeout_ms));
 		/* A big answer (the first list of a large cluster) leaves no big buffer behind. */
-		if (e->body.cap > 256 * 1024) {
-			sb_free(&e->body);
-			sb_init(&e->body);
-		}
-		sb_reset(&e->body);
-		e->curl_err[0] = '\0';
-		CURLcode rc = curl_easy_perform(e->curl);
-		if (rc == CURLE_OK) {
+		http_reader_trim(e->reader, 256 * 1024);
+		sb_reset(&e->why);
+		bool sent;
+		int r = exchange(e, i, path, req,
+				 now + MIN(left, (uint64_t)e->conn.connect_timeout_ms), deadline,
+				 &sent);
+		if (r == 0) {
 			e->good = i;
 			return read_answer(e, i, resp);
 		}
-		/* libcurl's own text names the dummy host ("localhost port 80") for a
-		 * unix socket; the generic text and the socket path say more. */
-		if (e->conn.eps[i].unix_path)
-			set_error(e, "unix:%s: %s", ep_name(e, i), curl_easy_strerror(rc));
-		else
-			set_error(e, "%s: %s", ep_name(e, i),
-				  e->curl_err[0] ? e->curl_err : curl_easy_strerror(rc));
-		if (rc != CURLE_OPERATION_TIMEDOUT)
+		set_error(e, "%s: %s", ep_name(e, i, name, sizeof(name)), sb_str(&e->why));
+		if (r == -EPROTO || r == -EMSGSIZE)
+			return -EPROTO; /* an answer, but not one we can read */
+		if (r != -ETIMEDOUT)
 			all_timed_out = false;
-		long sent = 0;
-		curl_easy_getinfo(e->curl, CURLINFO_REQUEST_SIZE, &sent);
-		if (sent > 0 && !idempotent && rc != CURLE_OPERATION_TIMEDOUT) {
+		if (sent && !idempotent && r != -ETIMEDOUT) {
 			sb_adds(&e->error, " (the request may have been applied)");
 			return -ECONNRESET;
 		}
-		if (sent > 0 && rc == CURLE_OPERATION_TIMEDOUT)
+		if (sent && r == -ETIMEDOUT)
 			return -ETIMEDOUT; /* waited for an answer until the deadline */
 	}
 	if (now_ms() >= deadline) {

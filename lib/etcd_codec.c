@@ -1,7 +1,7 @@
 /*
  * etcd JSON gateway codec: endpoint URLs, prefix ranges, and response and
- * watch-message decoding from jv trees into arena memory. Pure: no I/O, no
- * libcurl. Every decoder tolerates absent fields (the gateway omits zero
+ * watch-message decoding from jv trees into arena memory. Pure: no I/O.
+ * Every decoder tolerates absent fields (the gateway omits zero
  * values) and rejects fields of the wrong JSON type with -EPROTO.
  */
 #include <brindle/etcd_codec.h>

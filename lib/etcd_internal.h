@@ -1,15 +1,14 @@
 /*
  * Shared by lib/etcd.c (unary calls) and lib/etcd_watch.c (watches): the
- * connection settings a client holds and a watch copies, and how a curl
- * handle is pointed at one endpoint. Private to libbrindle; includes curl.
+ * connection settings a client holds and a watch copies, and how a
+ * connection to one endpoint is opened. Private to libbrindle.
  */
 #ifndef BRINDLE_ETCD_INTERNAL_H
 #define BRINDLE_ETCD_INTERNAL_H
 
 #include <brindle/etcd.h>
 #include <brindle/etcd_codec.h>
-
-#include <curl/curl.h>
+#include <brindle/http_client.h>
 
 struct etcd_conn {
 	struct etcd_endpoint *eps;
@@ -25,8 +24,14 @@ void etcd_conn_clear(struct etcd_conn *c);
 const struct etcd_conn *etcd_client_conn(const struct etcd *e);
 size_t etcd_client_good_endpoint(const struct etcd *e);
 
-/* Points @h at endpoint @i for a POST to @path: URL, unix socket, TLS files. */
-void etcd_curl_target(CURL *h, const struct etcd_conn *c, size_t i, const char *path);
+/*
+ * Starts a connection to endpoint @i (the name resolved by @deadline_ms).
+ * *@tls is loaded from @c's files on the first TLS endpoint and kept there.
+ * -ECONNREFUSED (a bad URL or TLS file, refused, unresolvable) or
+ * -ETIMEDOUT, with the reason in @err.
+ */
+int etcd_conn_open(const struct etcd_conn *c, size_t i, struct http_tls **tls, uint64_t deadline_ms,
+		   struct http_conn **out, struct strbuf *err) must_check;
 
 /* Appends the base64 of @len bytes at @p as a JSON string. */
 void etcd_json_b64(struct strbuf *sb, const void *p, size_t len);

@@ -1,10 +1,10 @@
 /*
- * etcd watches inside a struct loop. Each connection attempt is one libcurl
- * multi handle with one easy handle POSTing a create_request to /v3/watch;
- * libcurl's sockets and timeout are handed to the loop (CURLMOPT_SOCKETFUNCTION
- * -> loop_add_fd/loop_mod_fd/loop_del_fd, CURLMOPT_TIMERFUNCTION -> a
- * loop_timer) and driven with curl_multi_socket_action. Body bytes go through
- * a json_stream; each complete message is decoded by etcd_codec.
+ * etcd watches inside a struct loop. Each connection attempt is one
+ * http_conn POSTing a create_request to /v3/watch; its socket is registered
+ * with the loop and driven by http_conn_advance on readiness, with loop timers
+ * for the connect timeout and for the "created" answer. Body bytes (the
+ * chunked stream, de-chunked by the reader) go through a json_stream; each
+ * complete message is decoded by etcd_codec.
  *
  * Invariants:
  *  - next_rev is one past the last revision delivered (or confirmed by a
@@ -12,12 +12,13 @@
  *    reconnect that resumes at next_rev loses and repeats nothing. etcd never
  *    splits one revision's events across messages, so whole revisions are
  *    delivered or dropped.
- *  - libcurl handles are only torn down outside libcurl's callbacks, and the
- *    watch itself only when no handler of ours is on the stack (depth == 0),
- *    so etcd_watch_stop is safe from any callback.
+ *  - The watch itself is only freed when no handler of ours is on the stack
+ *    (depth == 0), so etcd_watch_stop is safe from any callback.
  *  - Every attempt ends the same way: attempt_end, then either nothing more
  *    (stopped, compacted) or state(false) once and a retry after a backoff on
  *    the next endpoint.
+ *  - A host name (not an address) is resolved while the loop waits, for at
+ *    most the connect timeout; addresses and unix sockets never wait.
  */
 #include "etcd_internal.h"
 
@@ -30,6 +31,8 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* One message of the stream (a batch of events), roughly: bytes since the last one. */
+#define MAX_MESSAGE_BYTES (64u * 1024 * 1024)
 
 enum reported {
 	REPORTED_NONE,
@@ -47,21 +50,23 @@ struct etcd_watch {
 	void *ctx;
 	int64_t next_rev; /* 0: "from now", until the first watch is created */
 
-	/* The current attempt; multi == NULL between attempts. */
-	CURLM *multi;
-	CURL *easy;
+	/* The current attempt; attempting is false between attempts. */
+	bool attempting;
+	struct http_conn *http; /* NULL when the attempt failed to open */
+	struct http_tls *tls;	/* loaded on the first TLS endpoint */
+	struct http_reader *reader;
+	int fd;		    /* registered with the loop; -1 when not */
+	unsigned fd_gen;    /* http_conn_fd's generation of it */
+	uint32_t fd_events; /* what it is registered for */
 	struct json_stream *js;
+	size_t msg_bytes; /* fed since the last complete message */
 	bool created;
-	int *fds; /* sockets registered with the loop */
-	size_t n_fds, cap_fds;
 	struct strbuf errbody; /* body of a non-200 answer */
-	struct strbuf why;     /* why the attempt ended, when we know better than libcurl */
-	char curl_err[CURL_ERROR_SIZE];
+	struct strbuf why;     /* why the attempt ended */
 
-	struct curl_slist *headers;
-	struct loop_timer *curl_timer;	/* libcurl's timeout */
-	struct loop_timer *retry_timer; /* backoff before the next attempt */
-	struct loop_timer *guard_timer; /* deadline for the "created" answer */
+	struct loop_timer *connect_timer; /* connect (and TLS) deadline */
+	struct loop_timer *retry_timer;	  /* backoff before the next attempt */
+	struct loop_timer *guard_timer;	  /* deadline for the "created" answer */
 	uint64_t backoff_ms;
 	enum reported reported;
 
@@ -131,6 +136,7 @@ static int on_message(void *ctx, struct jv *v, struct arena *a)
 	struct etcd_watch *w = ctx;
 	if (!live(w))
 		return -ECANCELED;
+	w->msg_bytes = 0;
 	struct etcd_watch_msg m;
 	struct strbuf err = STRBUF_INIT;
 	int r = etcd_decode_watch_msg(a, v, &m, &err);
@@ -181,114 +187,121 @@ static int on_message(void *ctx, struct jv *v, struct arena *a)
 	return live(w) ? 0 : -ECANCELED;
 }
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
+static int on_body(void *ctx, const char *p, size_t n)
 {
 	struct etcd_watch *w = ctx;
-	size_t n = size * nmemb;
 	if (!live(w))
-		return 0; /* abort the transfer; torn down after socket_action */
-	long status = 0;
-	curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200) {
+		return -ECANCELED;
+	if (http_reader_status(w->reader) != 200) {
 		if (w->errbody.len < 4096)
-			sb_add(&w->errbody, p, n);
-		return n;
+			sb_add(&w->errbody, p, MIN(n, 4096 - w->errbody.len));
+		return 0;
+	}
+	w->msg_bytes += n;
+	if (w->msg_bytes > MAX_MESSAGE_BYTES) {
+		set_why(w, "%s: watch message larger than %u bytes", ep_name(w), MAX_MESSAGE_BYTES);
+		return -EMSGSIZE;
 	}
 	struct strbuf err = STRBUF_INIT;
 	int r = json_stream_feed(w->js, p, n, &err);
 	if (r < 0)
 		set_why(w, "%s: malformed watch stream: %s", ep_name(w), sb_str(&err));
 	sb_free(&err);
-	return r < 0 ? 0 : n;
+	if (r < 0)
+		return r;
+	return live(w) ? 0 : -ECANCELED;
 }
 
-/* --- libcurl <-> loop --- */
+/* --- the connection and the loop --- */
 
-static bool fd_known(const struct etcd_watch *w, int fd)
+static void attempt_failed(struct etcd_watch *w);
+
+static void fd_ready(struct loop *l, int fd, uint32_t events, void *ctx);
+
+static void unregister_fd(struct etcd_watch *w)
 {
-	for (size_t i = 0; i < w->n_fds; i++)
-		if (w->fds[i] == fd)
-			return true;
-	return false;
+	if (w->fd >= 0)
+		loop_del_fd(w->loop, w->fd);
+	w->fd = -1;
 }
 
-static bool fd_forget(struct etcd_watch *w, int fd)
+/* Registers the connection's socket for what it waits for. */
+static int register_fd(struct etcd_watch *w, int want)
 {
-	for (size_t i = 0; i < w->n_fds; i++) {
-		if (w->fds[i] == fd) {
-			w->fds[i] = w->fds[--w->n_fds];
-			return true;
-		}
+	unsigned gen;
+	int fd = http_conn_fd(w->http, &gen);
+	uint32_t ev =
+		(want & HTTP_WANT_READ ? EPOLLIN : 0) | (want & HTTP_WANT_WRITE ? EPOLLOUT : 0);
+	if (w->fd >= 0 && (w->fd != fd || w->fd_gen != gen))
+		unregister_fd(w); /* the next address's socket */
+	if (w->fd < 0) {
+		int r = loop_add_fd(w->loop, fd, ev, fd_ready, w);
+		if (r < 0)
+			return r;
+		w->fd = fd;
+		w->fd_gen = gen;
+		w->fd_events = ev;
+		return 0;
 	}
-	return false;
+	if (ev == w->fd_events)
+		return 0;
+	w->fd_events = ev;
+	return loop_mod_fd(w->loop, fd, ev);
 }
 
-static void process_done(struct etcd_watch *w);
+/* The gateway's error text from a non-200 body, or the body itself. */
+static void http_error(struct etcd_watch *w, int status)
+{
+	struct arena *a = arena_new();
+	struct jv *v;
+	struct strbuf msg = STRBUF_INIT;
+	sb_init(&msg);
+	if (json_parse(a, w->errbody.buf, w->errbody.len, &v, NULL) < 0 ||
+	    etcd_decode_error(v, &msg) == -EPROTO) {
+		sb_reset(&msg);
+		sb_add(&msg, w->errbody.buf, MIN(w->errbody.len, 200));
+	}
+	set_why(w, "%s: HTTP %d: %s", ep_name(w), status, sb_str(&msg));
+	sb_free(&msg);
+	arena_free(a);
+}
+
+/* Moves the attempt on as far as it goes without blocking. */
+static void drive(struct etcd_watch *w)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = http_conn_advance(w->http, &err);
+	if (r > 0) {
+		if (http_conn_established(w->http) && loop_timer_armed(w->connect_timer))
+			loop_timer_disarm(w->connect_timer);
+		int rr = register_fd(w, r);
+		if (rr < 0) {
+			set_why(w, "%s: cannot poll the connection: %s", ep_name(w), strerror(-rr));
+			attempt_failed(w);
+		}
+	} else if (r == 0) {
+		/* The whole response is in: a stream that ended, or an error. */
+		int status = http_reader_status(w->reader);
+		if (status != 200)
+			http_error(w, status);
+		else
+			set_why(w, "%s: watch stream ended", ep_name(w));
+		attempt_failed(w);
+	} else {
+		if (live(w))
+			set_why(w, "%s: %s", ep_name(w), sb_str(&err));
+		attempt_failed(w);
+	}
+	sb_free(&err);
+}
 
 static void fd_ready(struct loop *l, int fd, uint32_t events, void *ctx)
 {
 	struct etcd_watch *w = ctx;
-	int flags = 0;
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
-		flags |= CURL_CSELECT_IN;
-	if (events & EPOLLOUT)
-		flags |= CURL_CSELECT_OUT;
-	if (events & EPOLLERR)
-		flags |= CURL_CSELECT_ERR;
 	enter(w);
-	if (w->multi) {
-		int running;
-		CURLMcode rc = curl_multi_socket_action(w->multi, fd, flags, &running);
-		if (rc != CURLM_OK)
-			set_why(w, "%s: %s", ep_name(w), curl_multi_strerror(rc));
-		process_done(w);
-	}
-	leave(w);
-}
-
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct etcd_watch *w = userp;
-	if (what == CURL_POLL_REMOVE) {
-		if (fd_forget(w, s))
-			loop_del_fd(w->loop, s);
-		return 0;
-	}
-	uint32_t ev = 0;
-	if (what & CURL_POLL_IN)
-		ev |= EPOLLIN;
-	if (what & CURL_POLL_OUT)
-		ev |= EPOLLOUT;
-	if (fd_known(w, s))
-		return loop_mod_fd(w->loop, s, ev) < 0 ? -1 : 0;
-	if (loop_add_fd(w->loop, s, ev, fd_ready, w) < 0)
-		return -1;
-	GROW(w->fds, w->cap_fds, w->n_fds + 1);
-	w->fds[w->n_fds++] = s;
-	return 0;
-}
-
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct etcd_watch *w = userp;
-	if (timeout_ms < 0)
-		loop_timer_disarm(w->curl_timer);
-	else
-		loop_timer_arm(w->curl_timer, (uint64_t)timeout_ms, 0);
-	return 0;
-}
-
-static void curl_timer_fired(struct loop *l, struct loop_timer *t, void *ctx)
-{
-	struct etcd_watch *w = ctx;
-	enter(w);
-	if (w->multi) {
-		int running;
-		CURLMcode rc = curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-		if (rc != CURLM_OK)
-			set_why(w, "%s: %s", ep_name(w), curl_multi_strerror(rc));
-		process_done(w);
-	}
+	if (w->attempting && w->http)
+		drive(w);
 	leave(w);
 }
 
@@ -296,26 +309,17 @@ static void curl_timer_fired(struct loop *l, struct loop_timer *t, void *ctx)
 
 static void attempt_end(struct etcd_watch *w)
 {
-	if (w->multi) {
-		if (w->easy)
-			curl_multi_remove_handle(w->multi, w->easy);
-		curl_multi_cleanup(w->multi);
-	}
-	if (w->easy)
-		curl_easy_cleanup(w->easy);
-	w->multi = NULL;
-	w->easy = NULL;
-	/* Whatever libcurl did not tell us to forget. */
-	for (size_t i = 0; i < w->n_fds; i++)
-		loop_del_fd(w->loop, w->fds[i]);
-	w->n_fds = 0;
-	if (w->curl_timer)
-		loop_timer_disarm(w->curl_timer);
+	unregister_fd(w);
+	http_conn_close(w->http);
+	w->http = NULL;
+	if (w->connect_timer)
+		loop_timer_disarm(w->connect_timer);
 	if (w->guard_timer)
 		loop_timer_disarm(w->guard_timer);
 	json_stream_free(w->js);
 	w->js = NULL;
 	w->created = false;
+	w->attempting = false;
 }
 
 static void attempt_failed(struct etcd_watch *w)
@@ -331,51 +335,24 @@ static void attempt_failed(struct etcd_watch *w)
 	w->backoff_ms = MIN(w->backoff_ms * 2, BACKOFF_MAX_MS);
 }
 
-/* The gateway's error text from a non-200 body, or the body itself. */
-static void http_error(struct etcd_watch *w, long status)
+static void connect_fired(struct loop *l, struct loop_timer *t, void *ctx)
 {
-	struct arena *a = arena_new();
-	struct jv *v;
-	struct strbuf msg = STRBUF_INIT;
-	sb_init(&msg);
-	if (json_parse(a, w->errbody.buf, w->errbody.len, &v, NULL) < 0 ||
-	    etcd_decode_error(v, &msg) == -EPROTO) {
-		sb_reset(&msg);
-		sb_add(&msg, w->errbody.buf, MIN(w->errbody.len, 200));
-	}
-	set_why(w, "%s: HTTP %ld: %s", ep_name(w), status, sb_str(&msg));
-	sb_free(&msg);
-	arena_free(a);
-}
-
-static void process_done(struct etcd_watch *w)
-{
-	CURLMsg *m;
-	int left;
-	bool failed = !w->multi || w->why.len; /* a socket_action error */
-	while (!failed && (m = curl_multi_info_read(w->multi, &left))) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		long status = 0;
-		curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
-		if (m->data.result != CURLE_OK && m->data.result != CURLE_WRITE_ERROR)
-			set_why(w, "%s: %s", ep_name(w),
-				w->curl_err[0] ? w->curl_err : curl_easy_strerror(m->data.result));
-		else if (status != 200 && status != 0)
-			http_error(w, status);
-		else
-			set_why(w, "%s: watch stream ended", ep_name(w));
-		failed = true;
-	}
-	if (failed && w->multi)
+	struct etcd_watch *w = ctx;
+	enter(w);
+	if (w->attempting && w->http && !http_conn_established(w->http)) {
+		set_why(w, "%s: connect timed out after %ld ms", ep_name(w),
+			w->conn.connect_timeout_ms);
 		attempt_failed(w);
+	}
+	leave(w);
 }
 
+/* Also ends an attempt that could not open (its reason is set already). */
 static void guard_fired(struct loop *l, struct loop_timer *t, void *ctx)
 {
 	struct etcd_watch *w = ctx;
 	enter(w);
-	if (w->multi && !w->created) {
+	if (w->attempting && !w->created) {
 		set_why(w, "%s: no answer to the watch request within %ld ms", ep_name(w),
 			w->conn.timeout_ms);
 		attempt_failed(w);
@@ -383,21 +360,18 @@ static void guard_fired(struct loop *l, struct loop_timer *t, void *ctx)
 	leave(w);
 }
 
-static int attempt_start(struct etcd_watch *w)
+/*
+ * Starts connecting and queues the request. Calls no callback: a failure
+ * shows when the guard timer fires (at once).
+ */
+static void attempt_start(struct etcd_watch *w)
 {
 	sb_reset(&w->why);
 	sb_reset(&w->errbody);
-	w->curl_err[0] = '\0';
-	w->multi = curl_multi_init();
-	w->easy = curl_easy_init();
-	if (!w->multi || !w->easy) {
-		set_why(w, "cannot create libcurl handles");
-		return -ENOMEM;
-	}
-	curl_multi_setopt(w->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(w->multi, CURLMOPT_SOCKETDATA, w);
-	curl_multi_setopt(w->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-	curl_multi_setopt(w->multi, CURLMOPT_TIMERDATA, w);
+	w->attempting = true;
+	w->created = false;
+	w->msg_bytes = 0;
+	w->js = json_stream_new(on_message, w);
 
 	struct strbuf req = STRBUF_INIT;
 	sb_init(&req);
@@ -409,37 +383,35 @@ static int attempt_start(struct etcd_watch *w)
 		sb_addf(&req, ",\"start_revision\":\"%" PRId64 "\"", w->next_rev);
 	sb_adds(&req, ",\"progress_notify\":true}}");
 
-	CURL *h = w->easy;
-	etcd_curl_target(h, &w->conn, w->ep, "/v3/watch");
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, w->headers);
-	curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, req.buf);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, w->curl_err);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, w->conn.connect_timeout_ms);
-	/* A watch is idle for long stretches; notice a vanished peer anyway. */
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 10L);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 5L);
-	sb_free(&req);
-
-	w->js = json_stream_new(on_message, w);
-	loop_timer_arm(w->guard_timer, (uint64_t)w->conn.timeout_ms, 0);
-	CURLMcode rc = curl_multi_add_handle(w->multi, h);
-	if (rc != CURLM_OK) {
-		set_why(w, "%s: %s", ep_name(w), curl_multi_strerror(rc));
-		return -EIO;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = etcd_conn_open(&w->conn, w->ep, &w->tls,
+			       now_ms() + (uint64_t)w->conn.connect_timeout_ms, &w->http, &err);
+	if (r == 0) {
+		/* A watch is idle for long stretches; notice a vanished peer anyway. */
+		http_conn_keepalive_probes(w->http, 10, 5);
+		http_conn_post(w->http, "/v3/watch", req.buf, req.len, w->reader);
+		r = register_fd(w, HTTP_WANT_WRITE);
+		if (r < 0)
+			sb_addf(&err, "cannot poll the connection: %s", strerror(-r));
 	}
-	return 0;
+	sb_free(&req);
+	if (r < 0) {
+		set_why(w, "%s: %s", ep_name(w), sb_str(&err));
+		loop_timer_arm(w->guard_timer, 0, 0);
+	} else {
+		loop_timer_arm(w->connect_timer, (uint64_t)w->conn.connect_timeout_ms, 0);
+		loop_timer_arm(w->guard_timer, (uint64_t)w->conn.timeout_ms, 0);
+	}
+	sb_free(&err);
 }
 
 static void retry_fired(struct loop *l, struct loop_timer *t, void *ctx)
 {
 	struct etcd_watch *w = ctx;
 	enter(w);
-	if (live(w) && !w->multi && attempt_start(w) < 0)
-		attempt_failed(w);
+	if (live(w) && !w->attempting)
+		attempt_start(w);
 	leave(w);
 }
 
@@ -448,18 +420,17 @@ static void retry_fired(struct loop *l, struct loop_timer *t, void *ctx)
 static void watch_free(struct etcd_watch *w)
 {
 	attempt_end(w);
-	loop_timer_free(w->curl_timer);
+	loop_timer_free(w->connect_timer);
 	loop_timer_free(w->retry_timer);
 	loop_timer_free(w->guard_timer);
-	curl_slist_free_all(w->headers);
+	http_reader_free(w->reader);
+	http_tls_free(w->tls);
 	etcd_conn_clear(&w->conn);
 	free(w->key);
 	free(w->end);
-	free(w->fds);
 	sb_free(&w->errbody);
 	sb_free(&w->why);
 	free(w);
-	curl_global_cleanup();
 }
 
 int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
@@ -467,9 +438,9 @@ int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t
 {
 	if (!e || !l || !prefix || !ops || !ops->events)
 		return -EINVAL;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	struct etcd_watch *w = xcalloc(1, sizeof(*w));
 	w->loop = l;
+	w->fd = -1;
 	etcd_conn_copy(&w->conn, etcd_client_conn(e));
 	w->ep = etcd_client_good_endpoint(e) % w->conn.n_eps;
 	struct arena *a = arena_new();
@@ -486,20 +457,16 @@ int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t
 	w->backoff_ms = BACKOFF_MIN_MS;
 	sb_init(&w->errbody);
 	sb_init(&w->why);
-	w->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	w->headers = curl_slist_append(w->headers, "Expect:");
-	w->curl_timer = loop_timer_new(l, curl_timer_fired, w);
+	/* No body limit: a stream, bounded per message in on_body. */
+	w->reader = http_reader_new(0, on_body, w);
+	w->connect_timer = loop_timer_new(l, connect_fired, w);
 	w->retry_timer = loop_timer_new(l, retry_fired, w);
 	w->guard_timer = loop_timer_new(l, guard_fired, w);
-	if (!w->curl_timer || !w->retry_timer || !w->guard_timer) {
+	if (!w->connect_timer || !w->retry_timer || !w->guard_timer) {
 		watch_free(w);
 		return -ENOMEM;
 	}
-	int r = attempt_start(w);
-	if (r < 0) {
-		watch_free(w);
-		return r;
-	}
+	attempt_start(w);
 	*out = w;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * etcd v3 client over etcd's JSON gateway (/v3/kv/..., /v3/watch, /v3/lease/...),
- * using libcurl. The only files that include curl headers are lib/etcd*.c.
+ * over HTTP/1.1 (lib/http_client.c; a client keeps one connection open
+ * between calls).
  *
  * Endpoints are URLs: http://host:port, https://host:port, or unix:PATH
  * (also unix://PATH; unixs:PATH for TLS) for etcd listening on a unix socket.
@@ -9,7 +10,8 @@
  * was not sent yet, and for idempotent calls (get, list, keepalive, revoke,
  * compact) also when the connection broke after sending. Every call has one
  * timeout that covers all endpoints tried. Proxy environment variables are
- * ignored. A client is not thread-safe.
+ * ignored. TLS verifies the server's certificate (against ca_file, else the
+ * system store) and its host name or address. A client is not thread-safe.
  *
  * Keys and values are byte strings; the gateway's base64 is hidden here.
  * Errors are negative errno values:
@@ -19,7 +21,8 @@
  *   -ECONNRESET  a write's connection broke after the request was sent: it
  *                may or may not have been applied (not retried elsewhere)
  *   -ESTALE      the requested revision was compacted
- *   -EPROTO      etcd answered with something we could not read
+ *   -EPROTO      etcd answered with something we could not read (also an
+ *                answer over the size limits: 32 KiB of headers, 64 MiB of body)
  *   -EIO         etcd answered with an error (text in etcd_last_error)
  * etcd_last_error() describes the most recent failure on that client.
  */
@@ -164,8 +167,8 @@ int etcd_lease_revoke(struct etcd *e, int64_t id) must_check;
 int etcd_compact(struct etcd *e, int64_t revision) must_check;
 
 /*
- * Watches run inside a struct loop: libcurl's multi interface is driven by the
- * loop's epoll, so a daemon stays single-threaded.
+ * Watches run inside a struct loop: each watch's connection is a non-blocking
+ * socket in the loop's epoll, so a daemon stays single-threaded.
  */
 enum etcd_event_type {
 	ETCD_EVENT_PUT,
@@ -210,8 +213,9 @@ struct etcd_watch;
  * @start_revision 0 means "from now" (the revision etcd reports when the
  * watch is created). Backoff between attempts: 100 ms doubling to 5 s, reset
  * once a watch is created; each retry goes to the next endpoint. An attempt
- * that gets no answer within the client's timeout is abandoned. The loop must
- * outlive the watch.
+ * that gets no answer within the client's timeout is abandoned. An endpoint
+ * given by host name (not address) is resolved while the loop waits, for at
+ * most the connect timeout. The loop must outlive the watch.
  */
 int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
 		     const struct etcd_watch_ops *ops, void *ctx,

@@ -1,8 +1,8 @@
 /*
  * The pure half of the etcd client: endpoint URLs, key ranges, and decoding
  * the JSON gateway's responses and watch-stream messages from jv trees. No
- * I/O and no libcurl; lib/etcd.c and lib/etcd_watch.c call it, and it is
- * exported so unit tests and fuzz targets can reach it.
+ * I/O; lib/etcd.c and lib/etcd_watch.c call it, and it is exported so unit
+ * tests and fuzz targets can reach it.
  *
  * The gateway writes keys and values in base64 and int64 fields as JSON
  * strings ("revision":"3"); absent fields mean zero, false or empty. Decoders
