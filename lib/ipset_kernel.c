@@ -70,7 +70,10 @@ static int printf_like(3, 4) outfn(struct ipset_session *session, void *p, const
 	struct ips_kernel *k = p;
 	va_list ap;
 	va_start(ap, fmt);
-	sb_vaddf(&k->out, fmt, ap);
+	if (strcmp(fmt, "%s") == 0) /* how libipset hands over its output buffer */
+		sb_adds(&k->out, va_arg(ap, const char *));
+	else
+		sb_vaddf(&k->out, fmt, ap);
 	va_end(ap);
 	return 0;
 }
@@ -544,33 +547,58 @@ static char *member_text(const struct ips_info *info, const char *text)
 	return xstrdup(text);
 }
 
+/* The next space-separated word of *s (advanced past it and its space); NULL at the end. */
+static const char *word(const char **s, size_t *len)
+{
+	const char *p = *s;
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return NULL;
+	const char *end = strchrnul(p, ' ');
+	*len = (size_t)(end - p);
+	*s = *end ? end + 1 : end;
+	return p;
+}
+
+static bool word_is(const char *w, size_t len, const char *s)
+{
+	return strlen(s) == len && memcmp(w, s, len) == 0;
+}
+
 /* `ipset save`: "create NAME TYPE OPTIONS" then "add NAME MEMBER [OPTIONS]" lines. */
 static void parse_save(struct ips_kernel *k, const char *prefix, struct ips_list *out)
 {
-	size_t pos = 0, cur = SIZE_MAX;
+	size_t pos = 0, cur = SIZE_MAX, vlen = 0, nlen = 0, tlen = 0;
 	char *line;
 	while ((line = next_line(k->out.buf, k->out.len, &pos))) {
-		char verb[8], name[IPS_NAME_MAX + 1], type[32];
-		int used, more;
-		if (sscanf(line, "%7s %31s %n", verb, name, &used) != 2)
+		const char *rest = line, *verb = word(&rest, &vlen), *name = word(&rest, &nlen);
+		if (!verb || !name || nlen > IPS_NAME_MAX)
 			continue;
-		if (strcmp(verb, "create") == 0) {
-			cur = SIZE_MAX;
-			if (!str_has_prefix(name, prefix) ||
-			    sscanf(line + used, "%31s%n", type, &more) != 1)
-				continue;
-			struct ips_info info = { 0 };
-			snprintf(info.name, sizeof(info.name), "%s", name);
-			if (ips_type_parse(type, &info.type) < 0)
-				info.type = IPS_OTHER;
-			parse_header(line + used + more, &info);
-			ips_list_push(out, &info);
-			cur = out->n - 1;
-		} else if (strcmp(verb, "add") == 0 && cur != SIZE_MAX &&
-			   strcmp(out->v[cur].info.name, name) == 0) {
-			struct ips_set *set = &out->v[cur];
-			ips_set_push_member(set, member_text(&set->info, line + used));
+		if (word_is(verb, vlen, "add")) {
+			if (cur != SIZE_MAX && strlen(out->v[cur].info.name) == nlen &&
+			    memcmp(out->v[cur].info.name, name, nlen) == 0) {
+				struct ips_set *set = &out->v[cur];
+				ips_set_push_member(set, member_text(&set->info, rest));
+			}
+			continue;
 		}
+		if (!word_is(verb, vlen, "create"))
+			continue;
+		cur = SIZE_MAX;
+		struct ips_info info = { 0 };
+		memcpy(info.name, name, nlen);
+		const char *type = word(&rest, &tlen);
+		if (!type || !str_has_prefix(info.name, prefix) || tlen >= 32)
+			continue;
+		char t[32];
+		memcpy(t, type, tlen);
+		t[tlen] = '\0';
+		if (ips_type_parse(t, &info.type) < 0)
+			info.type = IPS_OTHER;
+		parse_header(rest, &info);
+		ips_list_push(out, &info);
+		cur = out->n - 1;
 	}
 }
 

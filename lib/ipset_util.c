@@ -190,16 +190,53 @@ int ips_elem_parse(enum ips_type t, uint8_t family, const char *member, struct i
 	return 0;
 }
 
+/* Decimal @v at @p; returns the end. */
+static char *put_uint(char *p, unsigned v)
+{
+	char tmp[10];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* inet_ntop's text, without its sprintf for IPv4 (lists format tens of thousands). */
+static char *put_ip(char *p, const struct br_ip *ip)
+{
+	if (ip->family != AF_INET) {
+		char buf[IP_STRLEN];
+		size_t n = strlen(ip_str(ip, buf));
+		memcpy(p, buf, n);
+		return p + n;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (i)
+			*p++ = '.';
+		p = put_uint(p, ip->a[i]);
+	}
+	return p;
+}
+
 void ips_elem_format(enum ips_type t, const struct ips_elem *e, char *out)
 {
-	char ip[IP_STRLEN];
-	ip_str(&e->ip, ip);
-	if (t == IPS_HASH_NET && e->cidr < ip_bits(&e->ip))
-		snprintf(out, IPS_MEMBER_MAX, "%s/%u", ip, e->cidr);
-	else if (t == IPS_HASH_IP_PORT)
-		snprintf(out, IPS_MEMBER_MAX, "%s,%s:%u", ip, proto_name(e->proto), e->port);
-	else
-		snprintf(out, IPS_MEMBER_MAX, "%s", ip);
+	char *p = put_ip(out, &e->ip);
+	if (t == IPS_HASH_NET && e->cidr < ip_bits(&e->ip)) {
+		*p++ = '/';
+		p = put_uint(p, e->cidr);
+	} else if (t == IPS_HASH_IP_PORT) {
+		const char *proto = proto_name(e->proto);
+		size_t n = strlen(proto);
+		*p++ = ',';
+		memcpy(p, proto, n);
+		p += n;
+		*p++ = ':';
+		p = put_uint(p, e->port);
+	}
+	*p = '\0';
 }
 
 int ips_member_canonical(enum ips_type t, uint8_t family, const char *member, char *out,
