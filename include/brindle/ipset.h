@@ -151,13 +151,17 @@ struct ips_ops {
 	 * a negative errno for operation i; the first failure's text is in
 	 * ips_last_error), or a negative errno when nothing could be sent.
 	 *
-	 * Kernel backend: every operation gets its own result. Adds and dels
-	 * to one set go out together, as many as fit in one netlink message
-	 * (about 100); the kernel stops such a message at its first failing
-	 * member and names it, and the rest of the message is sent again, so a
-	 * failure costs one extra message. Create, flush, swap and destroy are
-	 * a message each. Members are checked (ips_member_canonical) before
-	 * anything is sent.
+	 * Kernel backend: every operation gets its own result. Consecutive
+	 * adds or dels to one set go out together, as many as fit in libipset's
+	 * one-page message (about 125 IPv4 hash:net members, 75 IPv6
+	 * hash:ip,port ones); the kernel stops such a message at its first
+	 * failing member and names it, and the rest of the message is sent
+	 * again, so each failure costs one more message. When the kernel
+	 * refuses a whole message (the set vanished meanwhile: -ENOENT, or
+	 * -EPERM) every member in it fails with that error. Create, flush, swap
+	 * and destroy are a message each. Members and names are checked before
+	 * anything is sent, and a set the batch writes members to without
+	 * creating it costs one lookup (a round trip) per apply.
 	 */
 	int (*apply)(struct ips *s, struct ips_batch *b, int *errs);
 	void (*close)(struct ips *s);
@@ -172,8 +176,9 @@ struct ips {
  * The kernel backend, in the caller's network namespace (ip sets belong to
  * the namespace the netlink socket was opened in). libipset keeps process-wide
  * state (its set type table and a cache of set types), so every kernel
- * backend in the process takes one lock around its calls: handles may be used
- * from several threads, one call at a time. -EPERM without CAP_NET_ADMIN.
+ * backend in the process takes one lock around its libipset calls: handles in
+ * different threads are safe; one handle is used by one thread at a time.
+ * -EPERM without CAP_NET_ADMIN.
  */
 int ips_open_kernel(struct ips **out) must_check;
 /* The recording backend: no sets; every applied operation is logged. */
