@@ -14,6 +14,19 @@
  * Writes are batched: a batch is a list of operations applied in order, in
  * as few netlink messages as libipset allows; an operation's failure is
  * reported with its index and the others still run.
+ *
+ * Both backends answer the same mistakes with the same codes:
+ *   -EINVAL        a bad member (not valid for the set's type and family), a
+ *                  bad name (empty, spaces or control characters), a create
+ *                  with an unknown type or family, a swap between sets of
+ *                  different type or family
+ *   -ENAMETOOLONG  a name longer than IPS_NAME_MAX
+ *   -ENOENT        add/del/flush/swap on a set that does not exist
+ *   -EEXIST        create over an existing set with a different header (type,
+ *                  family or maxelem); the same header is not an error
+ *   -ENOSPC        add of a new member to a set holding maxelem members
+ *   -EBUSY         destroy of a set that is in use (an iptables rule or a
+ *                  list:set refers to it)
  */
 #ifndef BRINDLE_IPSET_H
 #define BRINDLE_IPSET_H
@@ -26,28 +39,51 @@
 
 /* The kernel's limit is 32 bytes with the NUL. */
 #define IPS_NAME_MAX 31
+/* What maxelem 0 stands for: Felix's default MaxIpsetSize. */
+#define IPS_MAXELEM_DEFAULT 1048576u
 
 enum ips_type {
 	IPS_HASH_NET,
 	IPS_HASH_IP,
 	IPS_HASH_IP_PORT,
+	/*
+	 * Only in what list() returns: a set of another type (list:set,
+	 * hash:net,port...) under our prefix, so that it can be destroyed. Its
+	 * members are the text `ipset save` prints, as they are.
+	 */
+	IPS_OTHER,
 };
 
 struct ips_info {
 	char name[IPS_NAME_MAX + 1];
 	enum ips_type type;
-	uint8_t family;	  /* AF_INET, AF_INET6 */
-	uint32_t maxelem; /* 0: the default (1048576, as Felix's MaxIpsetSize) */
+	uint8_t family;	  /* AF_INET, AF_INET6 (list: 0 for a set without one) */
+	uint32_t maxelem; /* 0: IPS_MAXELEM_DEFAULT; list() reports the kernel's value */
 };
 
-/* "hash:net" etc.; NULL for an unknown value. */
+/* "hash:net" etc.; NULL for an unknown value (and IPS_OTHER). */
 const char *ips_type_name(enum ips_type t);
 int ips_type_parse(const char *s, enum ips_type *out) must_check;
+/* Same type, family and maxelem (0 and IPS_MAXELEM_DEFAULT are the same): a swap or a
+ * create with -exist semantics would accept one for the other. Names are not compared. */
+bool ips_info_same_header(const struct ips_info *a, const struct ips_info *b);
 
 /*
  * Put @member of a set of type @t and @family into the form `ipset save`
- * prints (into @out, at least 64 bytes). -EINVAL when it is not a valid
- * member ("10.0.0.300", "10.0.0.1,tcp:99999", a /24 in a hash:ip set...).
+ * prints (into @out, at least 64 bytes; -ENOSPC if smaller and it does not
+ * fit). -EINVAL when it is not a valid member ("10.0.0.300",
+ * "10.0.0.1,tcp:99999", a /24 in a hash:ip set...). Accepted, as the kernel
+ * stores them:
+ *   hash:net      ADDR or ADDR/LEN, LEN 1..32 (1..128); host bits are cleared
+ *                 ("10.0.0.5/24" is "10.0.0.0/24"); a full-length prefix
+ *                 prints without its length. /0 is refused, as the kernel does.
+ *   hash:ip       ADDR, or ADDR/32 (/128); not the all-zero address.
+ *   hash:ip,port  ADDR[/32],[PROTO:]PORT, PROTO tcp (the default), udp, sctp
+ *                 or udplite (or their numbers 6, 17, 132, 136), PORT
+ *                 0..65535 in decimal; not the all-zero address. No ranges,
+ *                 service names, icmp types or host names.
+ * Addresses are written the way inet_pton reads them (no "010.0.0.1"), and
+ * printed the way inet_ntop writes them (lower-case, "::" compressed).
  */
 int ips_member_canonical(enum ips_type t, uint8_t family, const char *member, char *out,
 			 size_t size) must_check;
@@ -56,12 +92,15 @@ int ips_member_canonical(enum ips_type t, uint8_t family, const char *member, ch
 
 struct ips_set {
 	struct ips_info info;
-	char **members; /* canonical, sorted by strcmp */
+	/* canonical, sorted by strcmp; a member the kernel lists with options
+	 * (" nomatch", " timeout 5") or that we could not parse is kept as
+	 * `ipset save` prints it */
+	char **members;
 	size_t n;
 };
 
 struct ips_list {
-	struct ips_set *v;
+	struct ips_set *v; /* sorted by name */
 	size_t n;
 };
 
@@ -70,7 +109,7 @@ void ips_list_free(struct ips_list *l);
 /* --- writing -------------------------------------------------------------------- */
 
 enum ips_op_kind {
-	IPS_OP_CREATE,	/* info */
+	IPS_OP_CREATE,	/* info (an existing set with the same header is not an error) */
 	IPS_OP_ADD,	/* name, member (an existing member is not an error) */
 	IPS_OP_DEL,	/* name, member (a missing member is not an error) */
 	IPS_OP_FLUSH,	/* name */
@@ -90,7 +129,11 @@ void ips_batch_del(struct ips_batch *b, const char *set, const char *member);
 void ips_batch_flush(struct ips_batch *b, const char *set);
 void ips_batch_swap(struct ips_batch *b, const char *set, const char *other);
 void ips_batch_destroy(struct ips_batch *b, const char *set);
-/* "add cali40s:abc 10.0.0.1" (ipset restore syntax), for logs. */
+/*
+ * "add cali40s:abc 10.0.0.1" (ipset restore syntax), for logs; a create
+ * names the maxelem it sends ("create NAME hash:net family inet maxelem
+ * 1048576"). Valid until the next call on @b.
+ */
 const char *ips_batch_describe(struct ips_batch *b, size_t i);
 
 /* --- backends ------------------------------------------------------------------- */
@@ -107,6 +150,18 @@ struct ips_ops {
 	 * number that failed otherwise (errs[i], when @errs is not NULL, is 0 or
 	 * a negative errno for operation i; the first failure's text is in
 	 * ips_last_error), or a negative errno when nothing could be sent.
+	 *
+	 * Kernel backend: every operation gets its own result. Consecutive
+	 * adds or dels to one set go out together, as many as fit in libipset's
+	 * one-page message (about 125 IPv4 hash:net members, 75 IPv6
+	 * hash:ip,port ones); the kernel stops such a message at its first
+	 * failing member and names it, and the rest of the message is sent
+	 * again, so each failure costs one more message. When the kernel
+	 * refuses a whole message (the set vanished meanwhile: -ENOENT, or
+	 * -EPERM) every member in it fails with that error. Create, flush, swap
+	 * and destroy are a message each. Members and names are checked before
+	 * anything is sent, and a set the batch writes members to without
+	 * creating it costs one lookup (a round trip) per apply.
 	 */
 	int (*apply)(struct ips *s, struct ips_batch *b, int *errs);
 	void (*close)(struct ips *s);
@@ -117,13 +172,21 @@ struct ips {
 	struct strbuf err;
 };
 
-/* The kernel backend, in the caller's network namespace. */
+/*
+ * The kernel backend, in the caller's network namespace (ip sets belong to
+ * the namespace the netlink socket was opened in). libipset keeps process-wide
+ * state (its set type table and a cache of set types), so every kernel
+ * backend in the process takes one lock around its libipset calls: handles in
+ * different threads are safe; one handle is used by one thread at a time.
+ * -EPERM without CAP_NET_ADMIN.
+ */
 int ips_open_kernel(struct ips **out) must_check;
 /* The recording backend: no sets; every applied operation is logged. */
 struct ips *ips_open_recording(void);
 void ips_close(struct ips *s);
 const char *ips_last_error(const struct ips *s);
 
+/* On success *out is replaced (what it held is freed): start from { 0 }. */
 int ips_list_sets(struct ips *s, const char *prefix, struct ips_list *out) must_check;
 int ips_list_names(struct ips *s, const char *prefix, struct ips_list *out) must_check;
 int ips_apply(struct ips *s, struct ips_batch *b, int *errs) must_check;
@@ -134,5 +197,8 @@ const char *ips_record_entry(const struct ips *s, size_t i);
 void ips_record_clear_log(struct ips *s);
 /* Make the next operation whose description contains @what fail with @err. */
 void ips_record_fail_next(struct ips *s, const char *what, int err);
+/* Mark set @name in use (as an iptables rule using it would): destroy fails with -EBUSY. The mark
+ * belongs to the name, as the kernel's reference count does: a swap leaves it where it is. */
+void ips_record_set_in_use(struct ips *s, const char *name, bool in_use);
 
 #endif
