@@ -23,6 +23,7 @@
 
 #include <brindle/log.h>
 
+#include <errno.h>
 #include <libiptc/libiptc.h>
 #include <sched.h>
 #include <stdio.h>
