@@ -201,14 +201,15 @@ static int tokenize(const char *text, struct tokens *out, struct strbuf *err)
 {
 	struct strbuf cur = STRBUF_INIT;
 	bool in_token = false, quoted = false;
+	for (const char *p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			sb_addf(err, "control character 0x%02x at offset %zu", (unsigned char)*p,
+				(size_t)(p - text));
+			return -EINVAL;
+		}
 	sb_init(&cur);
 	for (const char *p = text;; p++) {
 		unsigned char c = (unsigned char)*p;
-		if (c && (c < 0x20 || c == 0x7f)) {
-			sb_addf(err, "control character 0x%02x at offset %zu", c,
-				(size_t)(p - text));
-			goto fail;
-		}
 		if (quoted) {
 			if (!c) {
 				sb_addf(err, "token %zu: unterminated quote", out->n + 1);
@@ -428,7 +429,8 @@ static int next_opt(struct parser *p, const char *ext, const char *const *known,
 	o->invert = false;
 	if (strcmp(tok(p, p->i), "!") == 0) {
 		o->invert = true;
-		p->i++;
+		if (!tok(p, ++p->i))
+			return fail(p, p->i, "nothing to negate");
 	}
 	o->at = p->i;
 	o->name = tok(p, p->i);
@@ -583,7 +585,7 @@ static int match_set(struct parser *p, size_t m_at)
 	bool seen = false;
 	while (is_opt_of(p, p->i, known)) {
 		struct opt o;
-		const char *dirs;
+		const char *dirs = NULL;
 		int r = next_opt(p, "set", known, NULL, &o);
 		if (!r)
 			r = once(p, &o, &seen);
@@ -1027,7 +1029,7 @@ static int target_module(struct parser *p, size_t at, const char *name)
 
 static int parse_target(struct parser *p, size_t at, bool go)
 {
-	const char *name;
+	const char *name = NULL;
 	int r = arg(p, at, &name);
 	if (r)
 		return r;
@@ -1050,7 +1052,7 @@ static int parse_target(struct parser *p, size_t at, bool go)
 
 static int parse_ip_opt(struct parser *p, size_t at, bool invert)
 {
-	const char *o = tok(p, at), *v;
+	const char *o = tok(p, at), *v = NULL;
 	int r = arg(p, at, &v);
 	if (r)
 		return r;
@@ -1146,7 +1148,7 @@ int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, si
 		} else if (invert) {
 			r = fail(&p, at, "cannot be negated");
 		} else if (strcmp(s, "-m") == 0) {
-			const char *name;
+			const char *name = NULL;
 			size_t k;
 			r = arg(&p, at, &name);
 			if (r)
@@ -1568,7 +1570,9 @@ bool ipt_rule_text_id(const char *text, char *id)
 	if (tokenize(text, &t, &err) == 0) {
 		bool in_comment = false;
 		for (size_t i = 0; i + 1 < t.n && !found; i++) {
-			if (strcmp(t.v[i], "-m") == 0) {
+			if (strcmp(t.v[i], "-j") == 0 || strcmp(t.v[i], "-g") == 0) {
+				break;
+			} else if (strcmp(t.v[i], "-m") == 0) {
 				in_comment = strcmp(t.v[i + 1], "comment") == 0;
 			} else if (in_comment && strcmp(t.v[i], "--comment") == 0) {
 				found = id_from_comment(t.v[i + 1], strlen(t.v[i + 1]), id);
