@@ -130,7 +130,7 @@ struct ipt_chain_state {
 struct ipt_table_state {
 	struct ipt_chain_state *chains;
 	size_t n;
-	struct arena *mem; /* the ids, targets and their strings; NULL when empty */
+	struct arena *mem; /* owns the ids, targets and their strings */
 };
 
 void ipt_table_state_free(struct ipt_table_state *t);
@@ -146,9 +146,13 @@ struct ipt;
  * so far; commit writes it in one replace and releases the lock; abort
  * releases without writing. Only one session at a time per struct ipt.
  * Errors: -EBUSY when the lock was not had in time, -ENOENT for an unknown
- * chain or position, -EEXIST for a chain that exists, -EINVAL for a rule that
- * does not parse (message in ipt_last_error), other negative errno from the
- * kernel.
+ * table, chain or position or a jump to a missing chain, -EEXIST for a chain
+ * that exists, -EMLINK / -ENOTEMPTY for deleting a referenced / non-empty
+ * chain, -EINVAL for a rule that does not parse, a bad chain name or an edit
+ * outside a session, -EINPROGRESS for a second begin, other negative errno
+ * from the kernel (commit: -ELOOP for jumps that loop); the message is in
+ * ipt_last_error. A failed edit leaves the session open and unchanged; a
+ * failed commit ends it.
  */
 struct ipt_ops {
 	int (*begin)(struct ipt *t, const char *table, struct ipt_table_state *out);

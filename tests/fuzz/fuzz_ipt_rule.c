@@ -25,7 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 8192)
 		return 0;
-	char *text = xstrndup((const char *)data, size);
+	char *text = xmalloc(size + 1); /* not strndup: the input has no NUL to stop at */
+	memcpy(text, data, size);
+	text[size] = 0;
 	struct ipt_set_table sets;
 	struct strbuf err = STRBUF_INIT, out = STRBUF_INIT, again = STRBUF_INIT;
 	void *e = NULL, *e2 = NULL;
