@@ -244,7 +244,7 @@ static int k_new_chain(struct ipt *t, const char *chain)
 	int e = session(k);
 	if (e)
 		return e;
-	if (strlen(chain) > IPT_CHAIN_MAX || !chain[0])
+	if (!ipt_chain_name_valid(chain))
 		return fail(k, -EINVAL, "not a valid chain name: \"%s\"", chain);
 	if (!iptc_create_chain(chain, k->h))
 		return iptc_fail(k, "creating chain", chain);

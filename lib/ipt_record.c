@@ -179,27 +179,13 @@ static int rec_begin(struct ipt *t, const char *table, struct ipt_table_state *o
 	return 0;
 }
 
-static bool valid_chain_name(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > IPT_CHAIN_MAX || s[0] == '-' || s[0] == '!' ||
-	    strcspn(s, " \t\"'\\") != n)
-		return false;
-	static const char *const reserved[] = { "ACCEPT",     "DROP",  "RETURN", "QUEUE", "MARK",
-						"MASQUERADE", "NFLOG", "LOG",	 "REJECT" };
-	for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
-		if (strcmp(reserved[i], s) == 0)
-			return false;
-	return true;
-}
-
 static int rec_new_chain(struct ipt *t, const char *chain)
 {
 	struct ipt_record *r = R(t);
 	int e = session(r);
 	if (e)
 		return e;
-	if (!valid_chain_name(chain))
+	if (!ipt_chain_name_valid(chain))
 		return err(r, -EINVAL, "not a valid chain name: \"%s\"", chain);
 	if (find_chain(&r->work, chain))
 		return err(r, -EEXIST, "chain %s exists", chain);

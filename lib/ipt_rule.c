@@ -1027,6 +1027,12 @@ static int target_module(struct parser *p, size_t at, const char *name)
 	return 0;
 }
 
+bool ipt_chain_name_valid(const char *name)
+{
+	return plain_name(name, IPT_CHAIN_MAX) && !is_verdict(name) && !is_module_target(name) &&
+	       strcmp(name, "QUEUE") != 0;
+}
+
 static int parse_target(struct parser *p, size_t at, bool go)
 {
 	const char *name = NULL;

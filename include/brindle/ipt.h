@@ -114,6 +114,13 @@ void ipt_rule_format(const void *entry, const char *jump_target, const struct ip
 bool ipt_rule_text_id(const char *text, char *id);
 bool ipt_rule_entry_id(const void *entry, char *id);
 
+/*
+ * A name new_chain accepts: 1..IPT_CHAIN_MAX characters, no blanks, quotes or
+ * backslashes, not starting with '-' or '!', and not a verdict or a target
+ * of the subset ("ACCEPT", "MARK", ...), which a jump could not tell apart.
+ */
+bool ipt_chain_name_valid(const char *name);
+
 /* --- backends --------------------------------------------------------------------- */
 
 struct arena;

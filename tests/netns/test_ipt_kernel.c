@@ -319,6 +319,8 @@ static void test_positions_and_chains(void **state)
 	OK(t, t->ops->new_chain(t, "cali-p"));
 	OK(t, t->ops->new_chain(t, "cali-q"));
 	assert_int_equal(t->ops->new_chain(t, "cali-p"), -EEXIST);
+	assert_int_equal(t->ops->new_chain(t, "MARK"), -EINVAL);
+	assert_int_equal(t->ops->new_chain(t, "cali-0123456789012345678901234"), -EINVAL);
 	OK(t,
 	   t->ops->append(t, "cali-p", "-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j ACCEPT"));
 	OK(t,

@@ -227,7 +227,8 @@ static void test_bad_inputs(void **state)
 		{ "-s 10.0.0.0/8 !", "token 3 (\"!\"): nothing to negate" },
 		{ "-j LOG !", "token 3 (\"!\"): nothing to negate" },
 		{ "-m mark !", "token 2 (\"mark\"): -m mark needs --mark" },
-		{ "-m comment --comment \"a\\\x01\" -j ACCEPT", "control character 0x01 at offset 24" },
+		{ "-m comment --comment \"a\\\x01\" -j ACCEPT",
+		  "control character 0x01 at offset 24" },
 		{ "-m mark --mark 0x1/0x100000000 -j ACCEPT",
 		  "token 4 (\"0x1/0x100000000\"): not a mark (0xV or 0xV/0xM)" },
 		{ "-m mark --mark 1 --mark 2 -j ACCEPT", "token 5 (\"--mark\"): given twice" },
@@ -441,6 +442,22 @@ static void test_format_foreign(void **state)
 	sb_free(&out);
 }
 
+static void test_chain_names(void **state)
+{
+	assert_true(ipt_chain_name_valid("cali-FORWARD"));
+	assert_true(ipt_chain_name_valid("KUBE-SERVICES"));
+	assert_true(ipt_chain_name_valid("cali-pi-_0123456789abcdefghi")); /* 28 */
+	assert_false(ipt_chain_name_valid("cali-pi-_0123456789abcdefghij"));
+	assert_false(ipt_chain_name_valid(""));
+	assert_false(ipt_chain_name_valid("-cali"));
+	assert_false(ipt_chain_name_valid("!cali"));
+	assert_false(ipt_chain_name_valid("cali x"));
+	assert_false(ipt_chain_name_valid("cali\"x"));
+	assert_false(ipt_chain_name_valid("ACCEPT"));
+	assert_false(ipt_chain_name_valid("MARK"));
+	assert_false(ipt_chain_name_valid("QUEUE"));
+}
+
 static void test_ids(void **state)
 {
 	char id[IPT_ID_LEN + 1];
@@ -628,7 +645,8 @@ int main(void)
 		cmocka_unit_test(test_round_trips),    cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_bad_inputs),     cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_format_foreign), cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_record_session), cmocka_unit_test(test_record_errors),
+		cmocka_unit_test(test_chain_names),    cmocka_unit_test(test_record_session),
+		cmocka_unit_test(test_record_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
