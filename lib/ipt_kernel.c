@@ -225,6 +225,7 @@ static int k_begin(struct ipt *t, const char *table, struct ipt_table_state *out
 	if (strlen(table) >= sizeof(k->table))
 		return fail(k, -ENOENT, "no table %s", table);
 	snprintf(k->table, sizeof(k->table), "%s", table);
+	hmap_clear(&k->set_index); /* sets may have been recreated since */
 	int e = lock(k);
 	if (e)
 		return e;
