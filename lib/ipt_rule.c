@@ -714,6 +714,9 @@ static int match_icmp(struct parser *p, size_t m_at)
 			uint32_t t, c = 0;
 			if (!parse_dec(buf, 255, &t) || (slash && !parse_dec(slash, 255, &c)))
 				return fail(p, o.at + 1, "not an icmp type (T, T/C or any)");
+			if (t == 255 && slash)
+				return fail(p, o.at + 1,
+					    "type 255 prints as \"any\", whatever its code");
 			v.type = (uint8_t)t;
 			v.code[0] = (uint8_t)c;
 			v.code[1] = slash ? (uint8_t)c : 0xff;
@@ -824,6 +827,23 @@ static int parse_rate(struct parser *p, size_t i, const char *s, uint32_t *avg)
 	return 0;
 }
 
+/*
+ * xt_limit's check, with its u32 arithmetic: credits are HZ * CREDITS_PER_JIFFY
+ * per second, 32000 with HZ 250 or 1000 (Debian's and most kernels').
+ */
+static uint32_t user2credits(uint32_t user)
+{
+	const uint32_t per_sec = 32000;
+	if (user > UINT32_MAX / per_sec)
+		return (user / XT_LIMIT_SCALE) * per_sec;
+	return (user * per_sec) / XT_LIMIT_SCALE;
+}
+
+static bool limit_overflows(uint32_t avg, uint32_t burst)
+{
+	return user2credits(avg * burst) < user2credits(avg);
+}
+
 static int match_limit(struct parser *p, size_t m_at)
 {
 	static const char *const known[] = { "--limit", "--limit-burst", NULL };
@@ -854,8 +874,9 @@ static int match_limit(struct parser *p, size_t m_at)
 		if (r)
 			return r;
 	}
-	if ((uint64_t)avg * burst > UINT32_MAX)
-		return fail(p, burst_at, "rate times burst overflows: lower either");
+	if (limit_overflows(avg, burst))
+		return fail(p, burst_at,
+			    "rate times burst overflows the kernel's credits: lower either");
 	l = (void *)(p->buf + off);
 	l->avg = avg;
 	l->burst = burst;
@@ -1368,7 +1389,7 @@ static bool format_match(const struct xt_entry_match *m, const struct ipt_sets *
 		if (ic->invflags & ~IPT_ICMP_INV)
 			return false;
 		sb_addf(out, " -m icmp%s --icmp-type", ic->invflags ? " !" : "");
-		if (ic->type == 0xff && ic->code[0] == 0 && ic->code[1] == 0xff) {
+		if (ic->type == 0xff) { /* as iptables-save: whatever the codes */
 			sb_adds(out, " any");
 		} else {
 			sb_addf(out, " %u", ic->type);

@@ -84,11 +84,21 @@ static void restore(const char *input)
 	assert_int_equal(r, 0);
 }
 
+/* The handle of the running test; closed by close_handle even when the test fails. */
+static struct ipt *current;
+
 static struct ipt *open_kernel(void)
 {
-	struct ipt *t;
-	assert_int_equal(ipt_open_kernel(lock_path, 2000, &t), 0);
-	return t;
+	assert_null(current);
+	assert_int_equal(ipt_open_kernel(lock_path, 2000, &current), 0);
+	return current;
+}
+
+static int close_handle(void **state)
+{
+	ipt_close(current); /* aborts an open session: no lock stays held */
+	current = NULL;
+	return 0;
 }
 
 #define OK(t, call)                                                          \
@@ -173,8 +183,27 @@ static const char *const filter_rules[] = {
 	"-m limit --limit 7/sec --limit-burst 20 -j ACCEPT",
 	"-m limit --limit 3/hour -j ACCEPT",
 	"-m limit --limit 2/day --limit-burst 1 -j ACCEPT",
+	"-m limit --limit 1/day --limit-burst 3 -j ACCEPT",
+	"-m limit --limit 1/hour --limit-burst 119 -j ACCEPT",
+	"-m limit --limit 10000/sec -j ACCEPT",
+	"-m limit --limit 7/min --limit-burst 10000 -j ACCEPT",
+	"-m limit --limit 13/hour -j ACCEPT",
+	"-d 0.0.0.0/1 -j DROP",
+	"-p udplite -m multiport --dports 5:6 -j ACCEPT",
+	"-p dccp -m multiport ! --dports 7 -j ACCEPT",
+	"-p icmp -m icmp --icmp-type 0/255 -j ACCEPT",
+	/* the longest comment: 255 characters */
+	"-m comment --comment \""
+	"Unknown interface Unknown interface Unknown interface Unknown interface Unknown inter"
+	"face Unknown interface Unknown interface Unknown interface Unknown interface Unknown "
+	"interface Unknown interface Unknown interface Unknown interface Unknown interface Unk"
+	"\" -j ACCEPT",
 	"-j MARK --set-xmark 0x10000/0x10000",
 	"-j MARK --set-xmark 0x0/0x30000",
+	"-j MARK --set-xmark 0x1/0xffffffff",
+	"-j LOG --log-prefix 01234567890123456789012345678 --log-level 7",
+	"-j NFLOG --nflog-prefix "
+	"\"0123456789012345678901234567890123456789012345678901234567\\\"\\'x\" --nflog-group 3",
 	"-j NFLOG",
 	"-j NFLOG --nflog-prefix \"hello there\" --nflog-group 2 --nflog-threshold 3",
 	"-j NFLOG --nflog-prefix \"API0|default.allow\" --nflog-group 1",
@@ -197,6 +226,23 @@ static const char *const nat_rules[] = {
 	"-j MASQUERADE",
 };
 
+/* Fails naming the first line that differs (cmocka cuts long messages). */
+static void same_lines(const char *want, const char *got)
+{
+	for (size_t line = 1;; line++) {
+		size_t a = strcspn(want, "\n"), b = strcspn(got, "\n");
+		if (a != b || memcmp(want, got, a) != 0)
+			fail_msg("line %zu:\nwant: %.*s\ngot:  %.*s", line, (int)a, want, (int)b,
+				 got);
+		if (!want[a] || !got[b]) {
+			assert_int_equal(want[a], got[b]);
+			return;
+		}
+		want += a + 1;
+		got += b + 1;
+	}
+}
+
 static void write_and_check(const char *table, const char *const *rules, size_t n)
 {
 	struct ipt *t = open_kernel();
@@ -215,8 +261,7 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 	for (size_t i = 0; i < n; i++)
 		sb_addf(&want, "-A cali-t %s\n", rules[i]);
 	save_lines(table, "-A cali-t ", &got);
-	if (strcmp(sb_str(&got), sb_str(&want)) != 0)
-		fail_msg("want:\n%s\ngot:\n%s", sb_str(&want), sb_str(&got));
+	same_lines(sb_str(&want), sb_str(&got));
 
 	/* Ids and targets read back. */
 	OK(t, t->ops->begin(t, table, &st));
@@ -292,7 +337,7 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 	sb_free(&in);
 	sb_free(&got);
 	sb_free(&want);
-	ipt_close(t);
+	close_handle(NULL);
 }
 
 static void test_constructs_filter(void **state)
@@ -398,7 +443,7 @@ static void test_positions_and_chains(void **state)
 	assert_int_equal(t->ops->new_chain(t, "cali-r"), -EINVAL);
 	assert_int_equal(t->ops->begin(t, "nosuch", &st), -ENOENT);
 	sb_free(&got);
-	ipt_close(t);
+	close_handle(NULL);
 }
 
 /* Drops our lines (they all mention "cali") from a save. */
@@ -503,7 +548,7 @@ static void test_foreign_rules_survive(void **state)
 		"0x10000/0x10000 -j ACCEPT\n");
 	sb_free(&after);
 	sb_free(&stripped);
-	ipt_close(t);
+	close_handle(NULL);
 }
 
 /* A child that holds the flock on @path until its pipe is closed. */
@@ -516,6 +561,7 @@ static pid_t hold_lock(const char *path, int *release_fd)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(30); /* bounded even if the parent forgets us or the lock is taken */
 		close(release[1]);
 		int fd = open(path, O_CREAT | O_RDWR, 0600);
 		if (fd < 0 || flock(fd, LOCK_EX) < 0)
@@ -523,7 +569,6 @@ static pid_t hold_lock(const char *path, int *release_fd)
 		ssize_t w = write(ready[1], "x", 1);
 		(void)w;
 		char c;
-		alarm(30); /* bounded even if the parent forgets us */
 		ssize_t r = read(release[0], &c, 1);
 		(void)r;
 		_exit(0);
@@ -531,7 +576,7 @@ static pid_t hold_lock(const char *path, int *release_fd)
 	close(ready[1]);
 	close(release[0]);
 	char c;
-	assert_int_equal(read(ready[0], &c, 1), 1);
+	assert_int_equal(read(ready[0], &c, 1), 1); /* 0: the child could not take the lock */
 	close(ready[0]);
 	*release_fd = release[1];
 	return pid;
@@ -543,7 +588,8 @@ static void test_lock(void **state)
 	pid_t pid = hold_lock(lock_path, &release);
 	struct ipt *t;
 	struct ipt_table_state st;
-	assert_int_equal(ipt_open_kernel(lock_path, 300, &t), 0);
+	assert_int_equal(ipt_open_kernel(lock_path, 300, &current), 0);
+	t = current;
 	uint64_t t0 = now_ms();
 	assert_int_equal(t->ops->begin(t, "filter", &st), -EBUSY);
 	uint64_t waited = now_ms() - t0;
@@ -555,11 +601,12 @@ static void test_lock(void **state)
 	OK(t, t->ops->begin(t, "filter", &st));
 	ipt_table_state_free(&st);
 	t->ops->abort(t);
-	ipt_close(t);
+	close_handle(NULL);
 
 	/* Released during the wait: begin gets it. */
 	pid = hold_lock(lock_path, &release);
-	assert_int_equal(ipt_open_kernel(lock_path, 5000, &t), 0);
+	assert_int_equal(ipt_open_kernel(lock_path, 5000, &current), 0);
+	t = current;
 	pid_t releaser = fork();
 	assert_true(releaser >= 0);
 	if (releaser == 0) {
@@ -579,19 +626,20 @@ static void test_lock(void **state)
 	t->ops->abort(t);
 	assert_int_equal(waitpid(releaser, &status, 0), releaser);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	ipt_close(t);
+	close_handle(NULL);
 }
 
 static void test_default_lock_path(void **state)
 {
 	struct ipt *t;
 	struct ipt_table_state st;
-	assert_int_equal(ipt_open_kernel(NULL, 10000, &t), 0);
+	assert_int_equal(ipt_open_kernel(NULL, 10000, &current), 0);
+	t = current;
 	OK(t, t->ops->begin(t, "raw", &st));
 	assert_int_equal(st.n, 2);
 	ipt_table_state_free(&st);
 	OK(t, t->ops->commit(t));
-	ipt_close(t);
+	close_handle(NULL);
 }
 
 /* A DROP rule we write stops pings between two namespaces; deleting it lets them through. */
@@ -652,7 +700,7 @@ static void test_packets(void **state)
 	OK(t, t->ops->commit(t));
 	assert_int_equal(sh("ping -c 1 -W 1 198.51.100.2 >/dev/null 2>&1"), 0);
 	sb_free(&counters);
-	ipt_close(t);
+	close_handle(NULL);
 	assert_int_equal(sh("ip link del brv0"), 0);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
@@ -663,13 +711,13 @@ static void test_packets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_constructs_filter),
-		cmocka_unit_test(test_constructs_nat),
-		cmocka_unit_test(test_positions_and_chains),
-		cmocka_unit_test(test_foreign_rules_survive),
-		cmocka_unit_test(test_lock),
-		cmocka_unit_test(test_default_lock_path),
-		cmocka_unit_test(test_packets),
+		cmocka_unit_test_teardown(test_constructs_filter, close_handle),
+		cmocka_unit_test_teardown(test_constructs_nat, close_handle),
+		cmocka_unit_test_teardown(test_positions_and_chains, close_handle),
+		cmocka_unit_test_teardown(test_foreign_rules_survive, close_handle),
+		cmocka_unit_test_teardown(test_lock, close_handle),
+		cmocka_unit_test_teardown(test_default_lock_path, close_handle),
+		cmocka_unit_test_teardown(test_packets, close_handle),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -269,6 +269,8 @@ static void test_bad_inputs(void **state)
 		  "token 2 (\"icmp\"): needs -p icmp (not negated)" },
 		{ "-p icmp -m icmp --icmp-type echo-request -j ACCEPT",
 		  "token 6 (\"echo-request\"): not an icmp type (T, T/C or any)" },
+		{ "-p icmp -m icmp --icmp-type 255/0 -j ACCEPT",
+		  "token 6 (\"255/0\"): type 255 prints as \"any\", whatever its code" },
 		{ "-m addrtype --limit-iface-out -j ACCEPT",
 		  "token 2 (\"addrtype\"): -m addrtype needs --src-type or --dst-type" },
 		{ "-m addrtype --src-type LOCAL --limit-iface-in --limit-iface-out -j ACCEPT",
@@ -283,6 +285,16 @@ static void test_bad_inputs(void **state)
 		{ "-m limit --limit 10001/sec -j ACCEPT",
 		  "token 4 (\"10001/sec\"): rate too fast (at most 10000/sec)" },
 		{ "-m limit --limit-burst 0 -j ACCEPT", "token 4 (\"0\"): not a burst (1-10000)" },
+		/* The kernel refuses these (ERANGE); iptables-legacy -A says so too. */
+		{ "-m limit --limit 1/day -j ACCEPT",
+		  "token 2 (\"limit\"): rate times burst overflows the kernel's credits: lower "
+		  "either" },
+		{ "-m limit --limit 1/day --limit-burst 4 -j ACCEPT",
+		  "token 6 (\"4\"): rate times burst overflows the kernel's credits: lower "
+		  "either" },
+		{ "-m limit --limit 1/hour --limit-burst 120 -j ACCEPT",
+		  "token 6 (\"120\"): rate times burst overflows the kernel's credits: lower "
+		  "either" },
 		{ "-m limit ! --limit 1/sec -j ACCEPT",
 		  "token 4 (\"--limit\"): cannot be negated" },
 		{ "-j MARK", "token 1 (\"-j\"): -j MARK needs --set-xmark" },
