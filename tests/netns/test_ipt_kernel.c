@@ -12,6 +12,7 @@
 
 #include <brindle/ipt.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -114,6 +115,19 @@ static int setup(void **state)
 		print_error("unshare(CLONE_NEWNET): %s (needs root)\n", strerror(errno));
 		return -1;
 	}
+	/* A run that crashed cannot unlink its lock file: remove those of dead processes. */
+	DIR *d = opendir("/tmp");
+	for (struct dirent *de; d && (de = readdir(d));) {
+		int pid;
+		char path[300];
+		if (sscanf(de->d_name, "brindle-xtables-%d.lock", &pid) == 1 && pid > 0 &&
+		    kill(pid, 0) < 0 && errno == ESRCH) {
+			snprintf(path, sizeof(path), "/tmp/%s", de->d_name);
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
 	snprintf(lock_path, sizeof(lock_path), "/tmp/brindle-xtables-%d.lock", (int)getpid());
 	static const char *const sets[] = { "s1 hash:net", "s2 hash:ip,port",
 					    "cali40s:abcdefghijklmnopqrstuvw hash:net",
