@@ -18,19 +18,19 @@
  * preceded by "! " to negate it where iptables allows):
  *   -s CIDR  -d CIDR  -i IFACE[+]  -o IFACE[+]  -p PROTO (name or number)
  *   -m comment --comment "TEXT"                 (quoted as iptables-save quotes)
- *   -m mark [!] --mark 0xV/0xM
+ *   -m mark [!] --mark 0xV/0xM                  (0xV alone when the mask is 0xffffffff)
  *   -m conntrack [!] --ctstate S[,S...]         (INVALID NEW ESTABLISHED RELATED UNTRACKED SNAT DNAT)
  *   -m set [!] --match-set NAME DIRS            (DIRS: src | dst | src,dst | dst,dst | ...)
  *   -m multiport [!] --sports|--dports P[,P|P:Q...]   (at most 15 slots, a range takes 2)
  *   -m icmp [!] --icmp-type T[/C] | any         (after -p icmp)
  *   -m addrtype [!] --src-type T [!] --dst-type T [--limit-iface-out]
- *   -m limit --limit N/sec|min|hour|day --limit-burst B
+ *   -m limit --limit N/sec|min|hour|day [--limit-burst B]   (B = 5 is not printed)
  *   -j ACCEPT | DROP | RETURN | CHAIN
  *   -g CHAIN
  *   -j MARK --set-xmark 0xV/0xM
  *   -j MASQUERADE [--random-fully]
  *   -j NFLOG [--nflog-prefix "P"] [--nflog-group N] [--nflog-threshold N]
- *   -j LOG --log-prefix "P" [--log-level N]
+ *   -j LOG --log-prefix "P" [--log-level N]     (level 4 is not printed)
  *   -j REJECT --reject-with icmp-port-unreachable | tcp-reset | ...
  * Anything else is refused by the parser with a message naming the token.
  *
@@ -54,28 +54,76 @@
 
 /* --- pure: text <-> kernel entry ------------------------------------------------ */
 
+/* ip set names: 31 characters at most (the kernel's IPSET_MAXNAMELEN with the NUL). */
+#define IPT_SET_NAME_MAX 31
+
+/*
+ * `-m set` entries hold the kernel's index of the set, not its name, so
+ * parsing and formatting them needs a resolver: the kernel backend asks the
+ * kernel (ipt_sets_of), tests and the recording backend use an
+ * ipt_set_table. A NULL resolver refuses set matches when parsing and
+ * formats them with the index ("#3").
+ */
+struct ipt_sets {
+	/* The index of set @name; -ENOENT when there is no such set. */
+	int (*index_of)(void *ctx, const char *name, uint16_t *index);
+	/* The name of the set at @index into @name (IPT_SET_NAME_MAX + 1 bytes); -ENOENT. */
+	int (*name_of)(void *ctx, uint16_t index, char *name);
+	void *ctx;
+};
+
+/* A pure resolver: a set's index is its place in the order names were first asked for. */
+struct ipt_set_table {
+	struct ipt_sets sets;
+	char (*names)[IPT_SET_NAME_MAX + 1];
+	size_t n, cap;
+};
+
+void ipt_set_table_init(struct ipt_set_table *t);
+void ipt_set_table_free(struct ipt_set_table *t);
+
 /*
  * Parse @text (one rule, iptables-save syntax of the subset above) into the
  * kernel's layout: a struct ipt_entry followed by its matches and target,
- * allocated with malloc, in *out (*len bytes). A jump or goto target names a
- * chain in @out's target, as libiptc expects for iptc_append_entry. On error
- * returns -EINVAL and writes "token 7 (--foo): unknown option" style text to
- * @err.
+ * allocated with malloc, in *out (*len bytes), with the match and target
+ * revisions iptables 1.8.9 picks on a current kernel. A verdict, jump or
+ * goto is a standard target holding the verdict's or the chain's name, as
+ * libiptc expects for iptc_append_entry. On error returns -EINVAL and writes
+ * `token 7 ("--foo"): unknown option of mark` style text to @err (tokens
+ * count from 1).
  */
-int ipt_rule_parse(const char *text, void **out, size_t *len, struct strbuf *err) must_check;
+int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, size_t *len,
+		   struct strbuf *err) must_check;
 
 /*
- * Format an entry (as libiptc hands them out, with the target's chain name
- * given separately when it is a jump) back to the same text. Options outside
- * the subset come out as "-m NAME (unsupported)" so foreign rules can still
- * be logged. Appends to @out.
+ * Format an entry back to the same text, appending to @out. @jump_target is
+ * the target's name as libiptc reports it (iptc_get_target: "ACCEPT", a
+ * chain, "MARK") for entries libiptc hands out, whose standard targets carry
+ * a verdict rather than a name; NULL for entries from ipt_rule_parse.
+ * Options outside the subset come out as "-m NAME (unsupported)" (or
+ * "-j NAME (unsupported)") so foreign rules can still be logged.
  */
-void ipt_rule_format(const void *entry, const char *jump_target, struct strbuf *out);
+void ipt_rule_format(const void *entry, const char *jump_target, const struct ipt_sets *sets,
+		     struct strbuf *out);
 
-/* The rule's id ("cali:..."), copied into @id (IPT_ID_LEN + 1 bytes): false when it has none. */
+/*
+ * The rule's id: the first comment starting "cali:" with at least 16 more
+ * characters, cut to IPT_ID_LEN, copied into @id (IPT_ID_LEN + 1 bytes);
+ * false when it has none. The text and the entry forms give the same id.
+ */
 bool ipt_rule_text_id(const char *text, char *id);
+bool ipt_rule_entry_id(const void *entry, char *id);
+
+/*
+ * A name new_chain accepts: 1..IPT_CHAIN_MAX characters, no blanks, quotes or
+ * backslashes, not starting with '-' or '!', and not a verdict or a target
+ * of the subset ("ACCEPT", "MARK", ...), which a jump could not tell apart.
+ */
+bool ipt_chain_name_valid(const char *name);
 
 /* --- backends --------------------------------------------------------------------- */
+
+struct arena;
 
 /* One chain as read from the kernel: its rules' ids ("" for a rule without one). */
 struct ipt_chain_state {
@@ -89,6 +137,7 @@ struct ipt_chain_state {
 struct ipt_table_state {
 	struct ipt_chain_state *chains;
 	size_t n;
+	struct arena *mem; /* owns the ids, targets and their strings */
 };
 
 void ipt_table_state_free(struct ipt_table_state *t);
@@ -104,9 +153,13 @@ struct ipt;
  * so far; commit writes it in one replace and releases the lock; abort
  * releases without writing. Only one session at a time per struct ipt.
  * Errors: -EBUSY when the lock was not had in time, -ENOENT for an unknown
- * chain or position, -EEXIST for a chain that exists, -EINVAL for a rule that
- * does not parse (message in ipt_last_error), other negative errno from the
- * kernel.
+ * table, chain or position or a jump to a missing chain, -EEXIST for a chain
+ * that exists, -EMLINK / -ENOTEMPTY for deleting a referenced / non-empty
+ * chain, -EINVAL for a rule that does not parse, a bad chain name or an edit
+ * outside a session, -EINPROGRESS for a second begin, other negative errno
+ * from the kernel (commit: -ELOOP for jumps that loop); the message is in
+ * ipt_last_error. A failed edit leaves the session open and unchanged; a
+ * failed commit ends it.
  */
 struct ipt_ops {
 	int (*begin)(struct ipt *t, const char *table, struct ipt_table_state *out);
@@ -126,6 +179,7 @@ struct ipt_ops {
 struct ipt {
 	const struct ipt_ops *ops;
 	struct strbuf err;
+	const struct ipt_sets *sets;
 };
 
 /*
@@ -139,6 +193,8 @@ int ipt_open_kernel(const char *lock_path, unsigned lock_wait_ms, struct ipt **o
 struct ipt *ipt_open_recording(void);
 void ipt_close(struct ipt *t);
 const char *ipt_last_error(const struct ipt *t);
+/* The resolver of set names this backend parses rules with (the kernel's, or a table). */
+const struct ipt_sets *ipt_sets_of(struct ipt *t);
 
 /* Recording backend only: the whole table as iptables-save would print it (for tests). */
 void ipt_record_save(struct ipt *t, const char *table, struct strbuf *out);

@@ -1,0 +1,1632 @@
+/*
+ * iptables rules: text in iptables-save syntax <-> the kernel's entry layout.
+ * Pure: no sockets, no libiptc; only the kernel's uapi structures.
+ *
+ * Owns the subset listed in brindle/ipt.h. The entries are laid out as
+ * iptables 1.8.9 (legacy) builds them on a current kernel, with the same
+ * revisions (mark 1, conntrack 3, set 4, multiport 1, addrtype 1, MARK 2,
+ * the others 0), so that the kernel accepts them and iptables-legacy-save
+ * prints our text back. The formatter follows iptables-save's printing
+ * rules (quoting, masks, rates, the /etc/protocols names of Debian's
+ * netbase) so that format(parse(text)) == text exactly when text is written
+ * the way iptables-save writes it.
+ */
+#include <brindle/ipt.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/x_tables.h>
+#include <linux/netfilter/xt_LOG.h>
+#include <linux/netfilter/xt_NFLOG.h>
+#include <linux/netfilter/xt_addrtype.h>
+#include <linux/netfilter/xt_comment.h>
+#include <linux/netfilter/xt_conntrack.h>
+#include <linux/netfilter/xt_limit.h>
+#include <linux/netfilter/xt_mark.h>
+#include <linux/netfilter/xt_multiport.h>
+#include <linux/netfilter/xt_set.h>
+#include <linux/netfilter_ipv4/ip_tables.h>
+#include <linux/netfilter_ipv4/ipt_REJECT.h>
+
+#define MATCH_HDR	    XT_ALIGN(sizeof(struct xt_entry_match))
+#define TARGET_HDR	    XT_ALIGN(sizeof(struct xt_entry_target))
+#define STD_SIZE	    XT_ALIGN(sizeof(struct xt_standard_target))
+#define LOG_LEVEL_DEFAULT   4
+#define LIMIT_BURST_DEFAULT 5
+
+/* --- tables ------------------------------------------------------------------------ */
+
+/* What getprotobynumber() answers with Debian 12's netbase, which iptables-save prints. */
+static const struct {
+	uint8_t num;
+	const char *name;
+} protocols[] = {
+	{ 1, "icmp" },	      { 2, "igmp" },
+	{ 3, "ggp" },	      { 4, "ipencap" },
+	{ 5, "st" },	      { 6, "tcp" },
+	{ 8, "egp" },	      { 9, "igp" },
+	{ 12, "pup" },	      { 17, "udp" },
+	{ 20, "hmp" },	      { 22, "xns-idp" },
+	{ 27, "rdp" },	      { 29, "iso-tp4" },
+	{ 33, "dccp" },	      { 36, "xtp" },
+	{ 37, "ddp" },	      { 38, "idpr-cmtp" },
+	{ 41, "ipv6" },	      { 43, "ipv6-route" },
+	{ 44, "ipv6-frag" },  { 45, "idrp" },
+	{ 46, "rsvp" },	      { 47, "gre" },
+	{ 50, "esp" },	      { 51, "ah" },
+	{ 57, "skip" },	      { 58, "ipv6-icmp" },
+	{ 59, "ipv6-nonxt" }, { 60, "ipv6-opts" },
+	{ 73, "rspf" },	      { 81, "vmtp" },
+	{ 88, "eigrp" },      { 89, "ospf" },
+	{ 93, "ax.25" },      { 94, "ipip" },
+	{ 97, "etherip" },    { 98, "encap" },
+	{ 103, "pim" },	      { 108, "ipcomp" },
+	{ 112, "vrrp" },      { 115, "l2tp" },
+	{ 124, "isis" },      { 132, "sctp" },
+	{ 133, "fc" },	      { 135, "mobility-header" },
+	{ 136, "udplite" },   { 137, "mpls-in-ip" },
+	{ 138, "manet" },     { 139, "hip" },
+	{ 140, "shim6" },     { 141, "wesp" },
+	{ 142, "rohc" },      { 143, "ethernet" },
+};
+
+static const char *const addr_types[] = { "UNSPEC",   "UNICAST",   "LOCAL",	"BROADCAST",
+					  "ANYCAST",  "MULTICAST", "BLACKHOLE", "UNREACHABLE",
+					  "PROHIBIT", "THROW",	   "NAT",	"XRESOLVE" };
+
+/* In the order iptables-save prints them. */
+static const struct {
+	const char *name;
+	uint16_t bit;
+} ct_states[] = {
+	{ "INVALID", XT_CONNTRACK_STATE_INVALID },
+	{ "NEW", XT_CONNTRACK_STATE_BIT(IP_CT_NEW) },
+	{ "RELATED", XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) },
+	{ "ESTABLISHED", XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED) },
+	{ "UNTRACKED", XT_CONNTRACK_STATE_UNTRACKED },
+	{ "SNAT", XT_CONNTRACK_STATE_SNAT },
+	{ "DNAT", XT_CONNTRACK_STATE_DNAT },
+};
+
+static const struct {
+	const char *name;
+	int with;
+} reject_withs[] = {
+	{ "icmp-net-unreachable", IPT_ICMP_NET_UNREACHABLE },
+	{ "icmp-host-unreachable", IPT_ICMP_HOST_UNREACHABLE },
+	{ "icmp-port-unreachable", IPT_ICMP_PORT_UNREACHABLE },
+	{ "icmp-proto-unreachable", IPT_ICMP_PROT_UNREACHABLE },
+	{ "icmp-net-prohibited", IPT_ICMP_NET_PROHIBITED },
+	{ "icmp-host-prohibited", IPT_ICMP_HOST_PROHIBITED },
+	{ "tcp-reset", IPT_TCP_RESET },
+	{ "icmp-admin-prohibited", IPT_ICMP_ADMIN_PROHIBITED },
+};
+
+static const char *const log_levels[] = { "emerg",   "alert",  "crit", "error",
+					  "warning", "notice", "info", "debug" };
+
+/* iptables-save's rate units, largest first. */
+static const struct {
+	const char *name;
+	uint32_t mult;
+} rates[] = {
+	{ "day", XT_LIMIT_SCALE * 24 * 60 * 60 },
+	{ "hour", XT_LIMIT_SCALE * 60 * 60 },
+	{ "min", XT_LIMIT_SCALE * 60 },
+	{ "sec", XT_LIMIT_SCALE },
+};
+
+static const char *proto_name(uint16_t num)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(protocols); i++)
+		if (protocols[i].num == num)
+			return protocols[i].name;
+	return NULL;
+}
+
+/* --- set tables -------------------------------------------------------------------- */
+
+static int table_index_of(void *ctx, const char *name, uint16_t *index)
+{
+	struct ipt_set_table *t = ctx;
+	size_t i;
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->names[i], name) == 0)
+			break;
+	if (i == t->n) {
+		if (strlen(name) > IPT_SET_NAME_MAX || t->n >= UINT16_MAX)
+			return -ENOENT;
+		GROW(t->names, t->cap, t->n + 1);
+		snprintf(t->names[t->n++], sizeof(t->names[0]), "%s", name);
+	}
+	*index = (uint16_t)i;
+	return 0;
+}
+
+static int table_name_of(void *ctx, uint16_t index, char *name)
+{
+	struct ipt_set_table *t = ctx;
+	if (index >= t->n)
+		return -ENOENT;
+	memcpy(name, t->names[index], IPT_SET_NAME_MAX + 1);
+	return 0;
+}
+
+void ipt_set_table_init(struct ipt_set_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->sets.index_of = table_index_of;
+	t->sets.name_of = table_name_of;
+	t->sets.ctx = t;
+}
+
+void ipt_set_table_free(struct ipt_set_table *t)
+{
+	if (!t)
+		return;
+	free(t->names);
+	t->names = NULL;
+	t->n = t->cap = 0;
+}
+
+/* --- tokens ------------------------------------------------------------------------ */
+
+struct tokens {
+	char **v;
+	size_t n, cap;
+};
+
+static void tokens_free(struct tokens *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+}
+
+/*
+ * Split as iptables-restore does: blanks separate, double quotes group and
+ * inside them a backslash takes the next character literally. Control
+ * characters are refused: iptables-save would print them raw, breaking lines.
+ */
+static int tokenize(const char *text, struct tokens *out, struct strbuf *err)
+{
+	struct strbuf cur = STRBUF_INIT;
+	bool in_token = false, quoted = false;
+	for (const char *p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			sb_addf(err, "control character 0x%02x at offset %zu", (unsigned char)*p,
+				(size_t)(p - text));
+			return -EINVAL;
+		}
+	sb_init(&cur);
+	for (const char *p = text;; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (quoted) {
+			if (!c) {
+				sb_addf(err, "token %zu: unterminated quote", out->n + 1);
+				goto fail;
+			}
+			if (c == '\\') {
+				if (!p[1]) {
+					sb_addf(err, "token %zu: unterminated quote", out->n + 1);
+					goto fail;
+				}
+				sb_addc(&cur, *++p);
+			} else if (c == '"') {
+				quoted = false;
+			} else {
+				sb_addc(&cur, (char)c);
+			}
+			continue;
+		}
+		if (c == '"') {
+			quoted = in_token = true;
+			continue;
+		}
+		if (c == ' ' || c == '\0') {
+			if (in_token) {
+				GROW(out->v, out->cap, out->n + 1);
+				out->v[out->n++] = sb_detach(&cur);
+				sb_init(&cur);
+				in_token = false;
+			}
+			if (!c)
+				break;
+			continue;
+		}
+		sb_addc(&cur, (char)c);
+		in_token = true;
+	}
+	sb_free(&cur);
+	return 0;
+fail:
+	sb_free(&cur);
+	return -EINVAL;
+}
+
+/* --- building entries ------------------------------------------------------------- */
+
+struct parser {
+	struct tokens t;
+	size_t i; /* next token */
+	struct strbuf *err;
+	const struct ipt_sets *sets;
+	struct ipt_ip ip;
+	uint8_t *buf; /* matches, then the target */
+	size_t len, cap;
+	bool has_src, has_dst, has_in, has_out, has_proto;
+	/* checks that need the whole rule */
+	size_t multiport_tok, icmp_tok, reset_tok;
+};
+
+static const char *tok(struct parser *p, size_t i)
+{
+	return i < p->t.n ? p->t.v[i] : NULL;
+}
+
+printf_like(3, 4) static int fail(struct parser *p, size_t i, const char *fmt, ...)
+{
+	va_list ap;
+	if (i >= p->t.n && p->t.n)
+		i = p->t.n - 1;
+	sb_addf(p->err, "token %zu (\"%s\"): ", i + 1, p->t.n ? p->t.v[i] : "");
+	va_start(ap, fmt);
+	sb_vaddf(p->err, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* The argument of the option at token i (i + 1), or an error naming the option. */
+static int arg(struct parser *p, size_t i, const char **out)
+{
+	if (i + 1 >= p->t.n)
+		return fail(p, i, "missing argument");
+	*out = p->t.v[i + 1];
+	return 0;
+}
+
+/* Adds an extension of @data_size bytes; returns its data, zeroed. */
+static void *add_ext(struct parser *p, const char *name, uint8_t revision, size_t data_size)
+{
+	size_t size = MATCH_HDR + XT_ALIGN(data_size);
+	GROW(p->buf, p->cap, p->len + size);
+	struct xt_entry_match *m = (void *)(p->buf + p->len);
+	memset(m, 0, size);
+	m->u.user.match_size = (uint16_t)size;
+	snprintf(m->u.user.name, sizeof(m->u.user.name), "%s", name);
+	m->u.user.revision = revision;
+	p->len += size;
+	return m->data;
+}
+
+static bool parse_u32(const char *s, int base, uint32_t max, uint32_t *out)
+{
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, base);
+	if (errno || *end || v > max)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* A decimal number without sign, leading zeros or blanks. */
+static bool parse_dec(const char *s, uint32_t max, uint32_t *out)
+{
+	if (s[0] == '0' && s[1])
+		return false;
+	for (const char *c = s; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return parse_u32(s, 10, max, out);
+}
+
+/* Names we print raw: no blanks, quotes, backslashes, and not an option or "!". */
+static bool plain_name(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max || s[0] == '-' || s[0] == '!')
+		return false;
+	return strcspn(s, " \"'\\") == n;
+}
+
+/* --- the IP header part ----------------------------------------------------------- */
+
+static int parse_cidr(struct parser *p, size_t i, const char *s, struct in_addr *addr,
+		      struct in_addr *mask)
+{
+	char ip[INET_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	uint32_t len = 32;
+	if (n >= sizeof(ip))
+		return fail(p, i, "not an IPv4 address or CIDR");
+	memcpy(ip, s, n);
+	ip[n] = 0;
+	if (inet_pton(AF_INET, ip, addr) != 1 || (slash && !parse_dec(slash + 1, 32, &len)))
+		return fail(p, i, "not an IPv4 address or CIDR");
+	mask->s_addr = len ? htonl(~0u << (32 - len)) : 0;
+	addr->s_addr &= mask->s_addr;
+	return 0;
+}
+
+static int parse_iface(struct parser *p, size_t i, const char *s, char *name, unsigned char *mask)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= IFNAMSIZ || !plain_name(s, IFNAMSIZ - 1) || strchr(s, '/'))
+		return fail(p, i,
+			    "not an interface name (1-15 characters, no '/', blanks or quotes)");
+	if (strcmp(s, "+") == 0)
+		return fail(p, i, "\"+\" matches every interface: leave the option out");
+	memset(name, 0, IFNAMSIZ);
+	memset(mask, 0, IFNAMSIZ);
+	memcpy(name, s, n);
+	if (s[n - 1] == '+')
+		memset(mask, 0xff, n - 1);
+	else
+		memset(mask, 0xff, n + 1);
+	return 0;
+}
+
+static int parse_proto(struct parser *p, size_t i, const char *s, uint16_t *out)
+{
+	uint32_t v;
+	if (parse_dec(s, 255, &v)) {
+		if (v == 0)
+			return fail(p, i, "protocol 0 matches every protocol: leave -p out");
+		*out = (uint16_t)v;
+		return 0;
+	}
+	for (size_t k = 0; k < ARRAY_SIZE(protocols); k++)
+		if (strcmp(protocols[k].name, s) == 0) {
+			*out = protocols[k].num;
+			return 0;
+		}
+	if (strcmp(s, "all") == 0)
+		return fail(p, i, "\"all\" matches every protocol: leave -p out");
+	return fail(p, i, "unknown protocol");
+}
+
+/* --- matches ---------------------------------------------------------------------- */
+
+/*
+ * Each match parser starts at token p->i (the first token after "-m NAME")
+ * and consumes its options; it stops at the first token that is not one of
+ * them. A "!" before an option of the match negates it.
+ */
+static bool is_opt_of(struct parser *p, size_t i, const char *const *opts)
+{
+	const char *s = tok(p, i);
+	if (s && strcmp(s, "!") == 0)
+		s = tok(p, i + 1);
+	/* Every long option here belongs to the match: one of @opts or an error of it. */
+	(void)opts;
+	return s && strncmp(s, "--", 2) == 0;
+}
+
+struct opt {
+	size_t at;   /* token of the option */
+	bool invert; /* preceded by "!" */
+	const char *name;
+	const char *val; /* its argument, or NULL for a flag */
+};
+
+/* Reads "[!] --name [arg]" at p->i. @flags: options that take no argument. */
+static int next_opt(struct parser *p, const char *ext, const char *const *known,
+		    const char *const *flags, struct opt *o)
+{
+	o->invert = false;
+	if (strcmp(tok(p, p->i), "!") == 0) {
+		o->invert = true;
+		if (!tok(p, ++p->i))
+			return fail(p, p->i, "nothing to negate");
+	}
+	o->at = p->i;
+	o->name = tok(p, p->i);
+	o->val = NULL;
+	bool found = false;
+	for (const char *const *k = known; *k; k++)
+		if (strcmp(*k, o->name) == 0)
+			found = true;
+	if (!found)
+		return fail(p, o->at, "unknown option of %s", ext);
+	for (const char *const *f = flags; f && *f; f++)
+		if (strcmp(*f, o->name) == 0) {
+			p->i++;
+			return 0;
+		}
+	int r = arg(p, o->at, &o->val);
+	if (r)
+		return r;
+	p->i += 2;
+	return 0;
+}
+
+static int no_invert(struct parser *p, const struct opt *o)
+{
+	if (o->invert)
+		return fail(p, o->at, "cannot be negated");
+	return 0;
+}
+
+static int once(struct parser *p, const struct opt *o, bool *seen)
+{
+	if (*seen)
+		return fail(p, o->at, "given twice");
+	*seen = true;
+	return 0;
+}
+
+static int match_comment(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--comment", NULL };
+	struct xt_comment_info *c = add_ext(p, "comment", 0, sizeof(*c));
+	size_t off = (size_t)((uint8_t *)c - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "comment", known, NULL, &o);
+		if (!r)
+			r = no_invert(p, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (r)
+			return r;
+		if (strlen(o.val) >= XT_MAX_COMMENT_LEN)
+			return fail(p, o.at + 1, "longer than %d characters",
+				    XT_MAX_COMMENT_LEN - 1);
+		c = (void *)(p->buf + off);
+		snprintf(c->comment, sizeof(c->comment), "%s", o.val);
+	}
+	if (!seen)
+		return fail(p, m_at, "-m comment needs --comment");
+	return 0;
+}
+
+static int parse_mark_mask(struct parser *p, size_t i, const char *s, uint32_t *mark,
+			   uint32_t *mask)
+{
+	char buf[32];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	if (n >= sizeof(buf))
+		return fail(p, i, "not a mark (0xV or 0xV/0xM)");
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	*mask = 0xffffffffu;
+	if (!parse_u32(buf, 0, UINT32_MAX, mark) ||
+	    (slash && !parse_u32(slash + 1, 0, UINT32_MAX, mask)))
+		return fail(p, i, "not a mark (0xV or 0xV/0xM)");
+	return 0;
+}
+
+static int match_mark(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--mark", NULL };
+	struct xt_mark_mtinfo1 *m = add_ext(p, "mark", 1, sizeof(*m));
+	size_t off = (size_t)((uint8_t *)m - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		uint32_t mark, mask;
+		int r = next_opt(p, "mark", known, NULL, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (!r)
+			r = parse_mark_mask(p, o.at + 1, o.val, &mark, &mask);
+		if (r)
+			return r;
+		m = (void *)(p->buf + off);
+		m->mark = mark;
+		m->mask = mask;
+		m->invert = o.invert;
+	}
+	if (!seen)
+		return fail(p, m_at, "-m mark needs --mark");
+	return 0;
+}
+
+static int match_conntrack(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--ctstate", NULL };
+	struct xt_conntrack_mtinfo3 *c = add_ext(p, "conntrack", 3, sizeof(*c));
+	size_t off = (size_t)((uint8_t *)c - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "conntrack", known, NULL, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (r)
+			return r;
+		uint16_t states = 0;
+		for (const char *s = o.val;;) {
+			size_t n = strcspn(s, ",");
+			size_t k;
+			for (k = 0; k < ARRAY_SIZE(ct_states); k++)
+				if (strlen(ct_states[k].name) == n &&
+				    strncasecmp(ct_states[k].name, s, n) == 0)
+					break;
+			if (k == ARRAY_SIZE(ct_states))
+				return fail(p, o.at + 1, "unknown conntrack state \"%.*s\"", (int)n,
+					    s);
+			states |= ct_states[k].bit;
+			if (!s[n])
+				break;
+			s += n + 1;
+		}
+		c = (void *)(p->buf + off);
+		c->state_mask = states;
+		c->match_flags |= XT_CONNTRACK_STATE;
+		if (o.invert)
+			c->invert_flags |= XT_CONNTRACK_STATE;
+	}
+	if (!seen)
+		return fail(p, m_at, "-m conntrack needs --ctstate");
+	return 0;
+}
+
+static int match_set(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--match-set", NULL };
+	struct xt_set_info_match_v4 *s = add_ext(p, "set", 4, sizeof(*s));
+	size_t off = (size_t)((uint8_t *)s - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		const char *dirs = NULL;
+		int r = next_opt(p, "set", known, NULL, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (!r)
+			r = arg(p, o.at + 1, &dirs);
+		if (r)
+			return r;
+		p->i++;
+		if (!plain_name(o.val, IPT_SET_NAME_MAX))
+			return fail(p, o.at + 1, "not an ip set name (1-%d characters)",
+				    IPT_SET_NAME_MAX);
+		uint16_t index;
+		if (!p->sets)
+			return fail(p, o.at + 1, "no resolver of ip set names");
+		if (p->sets->index_of(p->sets->ctx, o.val, &index) < 0)
+			return fail(p, o.at + 1, "no such ip set");
+		uint8_t dim = 0, flags = o.invert ? IPSET_INV_MATCH : 0;
+		for (const char *d = dirs;;) {
+			size_t n = strcspn(d, ",");
+			if (dim == IPSET_DIM_MAX)
+				return fail(p, o.at + 2, "more than %d directions", IPSET_DIM_MAX);
+			dim++;
+			if (n == 3 && strncmp(d, "src", 3) == 0)
+				flags |= (uint8_t)(1 << dim);
+			else if (n != 3 || strncmp(d, "dst", 3) != 0)
+				return fail(p, o.at + 2,
+					    "directions are src or dst, comma separated");
+			if (!d[n])
+				break;
+			d += n + 1;
+		}
+		s = (void *)(p->buf + off);
+		s->match_set.index = index;
+		s->match_set.dim = dim;
+		s->match_set.flags = flags;
+	}
+	if (!seen)
+		return fail(p, m_at, "-m set needs --match-set");
+	return 0;
+}
+
+static int match_multiport(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--sports", "--dports", NULL };
+	struct xt_multiport_v1 *mp = add_ext(p, "multiport", 1, sizeof(*mp));
+	size_t off = (size_t)((uint8_t *)mp - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "multiport", known, NULL, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (r)
+			return r;
+		struct xt_multiport_v1 v = { 0 };
+		v.flags = strcmp(o.name, "--sports") == 0 ? XT_MULTIPORT_SOURCE
+							  : XT_MULTIPORT_DESTINATION;
+		v.invert = o.invert;
+		unsigned n = 0;
+		for (const char *s = o.val;;) {
+			size_t len = strcspn(s, ",");
+			char one[16];
+			if (len >= sizeof(one))
+				return fail(p, o.at + 1, "not a port or range");
+			memcpy(one, s, len);
+			one[len] = 0;
+			char *colon = strchr(one, ':');
+			if (colon)
+				*colon++ = 0;
+			uint32_t lo, hi;
+			if (!parse_dec(one, 65535, &lo) || (colon && !parse_dec(colon, 65535, &hi)))
+				return fail(p, o.at + 1, "not a port or range");
+			if (n + (colon ? 2 : 1) > XT_MULTI_PORTS)
+				return fail(p, o.at + 1,
+					    "more than %d port slots (a range takes 2)",
+					    XT_MULTI_PORTS);
+			v.ports[n] = (uint16_t)lo;
+			if (colon) {
+				if (lo >= hi)
+					return fail(p, o.at + 1, "range %u:%u is empty or one port",
+						    lo, hi);
+				v.pflags[n] = 1;
+				v.ports[++n] = (uint16_t)hi;
+			}
+			n++;
+			if (!s[len])
+				break;
+			s += len + 1;
+		}
+		v.count = (uint8_t)n;
+		memcpy(p->buf + off, &v, sizeof(v));
+	}
+	if (!seen)
+		return fail(p, m_at, "-m multiport needs --sports or --dports");
+	p->multiport_tok = m_at + 1;
+	return 0;
+}
+
+static int match_icmp(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--icmp-type", NULL };
+	struct ipt_icmp *ic = add_ext(p, "icmp", 0, sizeof(*ic));
+	size_t off = (size_t)((uint8_t *)ic - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "icmp", known, NULL, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (r)
+			return r;
+		struct ipt_icmp v = { .invflags = o.invert ? IPT_ICMP_INV : 0 };
+		if (strcmp(o.val, "any") == 0) {
+			v.type = 0xff;
+			v.code[0] = 0;
+			v.code[1] = 0xff;
+		} else {
+			char buf[16];
+			size_t len = strlen(o.val);
+			if (len >= sizeof(buf))
+				return fail(p, o.at + 1, "not an icmp type (T, T/C or any)");
+			memcpy(buf, o.val, len + 1);
+			char *slash = strchr(buf, '/');
+			if (slash)
+				*slash++ = 0;
+			uint32_t t, c = 0;
+			if (!parse_dec(buf, 255, &t) || (slash && !parse_dec(slash, 255, &c)))
+				return fail(p, o.at + 1, "not an icmp type (T, T/C or any)");
+			if (t == 255 && slash)
+				return fail(p, o.at + 1,
+					    "type 255 prints as \"any\", whatever its code");
+			v.type = (uint8_t)t;
+			v.code[0] = (uint8_t)c;
+			v.code[1] = slash ? (uint8_t)c : 0xff;
+		}
+		memcpy(p->buf + off, &v, sizeof(v));
+	}
+	if (!seen)
+		return fail(p, m_at, "-m icmp needs --icmp-type");
+	p->icmp_tok = m_at + 1;
+	return 0;
+}
+
+static int parse_addr_types(struct parser *p, size_t i, const char *s, uint16_t *out)
+{
+	uint16_t v = 0;
+	for (;;) {
+		size_t n = strcspn(s, ","), k;
+		for (k = 0; k < ARRAY_SIZE(addr_types); k++)
+			if (strlen(addr_types[k]) == n && strncasecmp(addr_types[k], s, n) == 0)
+				break;
+		if (k == ARRAY_SIZE(addr_types))
+			return fail(p, i, "unknown address type \"%.*s\"", (int)n, s);
+		v |= (uint16_t)(1u << k);
+		if (!s[n])
+			break;
+		s += n + 1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int match_addrtype(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--src-type", "--dst-type", "--limit-iface-in",
+					     "--limit-iface-out", NULL };
+	static const char *const flags[] = { "--limit-iface-in", "--limit-iface-out", NULL };
+	struct xt_addrtype_info_v1 *a = add_ext(p, "addrtype", 1, sizeof(*a));
+	size_t off = (size_t)((uint8_t *)a - p->buf);
+	struct xt_addrtype_info_v1 v = { 0 };
+	bool src = false, dst = false, lin = false, lout = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "addrtype", known, flags, &o);
+		if (r)
+			return r;
+		if (strcmp(o.name, "--src-type") == 0) {
+			r = once(p, &o, &src);
+			if (!r)
+				r = parse_addr_types(p, o.at + 1, o.val, &v.source);
+			if (o.invert)
+				v.flags |= XT_ADDRTYPE_INVERT_SOURCE;
+		} else if (strcmp(o.name, "--dst-type") == 0) {
+			r = once(p, &o, &dst);
+			if (!r)
+				r = parse_addr_types(p, o.at + 1, o.val, &v.dest);
+			if (o.invert)
+				v.flags |= XT_ADDRTYPE_INVERT_DEST;
+		} else {
+			bool in = strcmp(o.name, "--limit-iface-in") == 0;
+			r = no_invert(p, &o);
+			if (!r)
+				r = once(p, &o, in ? &lin : &lout);
+			if (!r && lin && lout)
+				r = fail(p, o.at,
+					 "--limit-iface-in and --limit-iface-out exclude each "
+					 "other");
+			v.flags |= in ? XT_ADDRTYPE_LIMIT_IFACE_IN : XT_ADDRTYPE_LIMIT_IFACE_OUT;
+		}
+		if (r)
+			return r;
+	}
+	if (!src && !dst)
+		return fail(p, m_at, "-m addrtype needs --src-type or --dst-type");
+	memcpy(p->buf + off, &v, sizeof(v));
+	return 0;
+}
+
+static int parse_rate(struct parser *p, size_t i, const char *s, uint32_t *avg)
+{
+	char buf[16];
+	size_t n = strcspn(s, "/");
+	uint32_t mult = 1, r;
+	if (n >= sizeof(buf))
+		return fail(p, i, "not a rate (N/sec, N/min, N/hour or N/day)");
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	if (s[n]) {
+		const char *u = s + n + 1;
+		static const struct {
+			const char *name;
+			uint32_t mult;
+		} units[] = {
+			{ "second", 1 }, { "minute", 60 }, { "hour", 3600 }, { "day", 86400 }
+		};
+		size_t k, ul = strlen(u);
+		for (k = 0; k < ARRAY_SIZE(units); k++)
+			if (ul && strncasecmp(units[k].name, u, ul) == 0)
+				break;
+		if (k == ARRAY_SIZE(units))
+			return fail(p, i, "not a rate (N/sec, N/min, N/hour or N/day)");
+		mult = units[k].mult;
+	}
+	if (!parse_dec(buf, UINT32_MAX, &r) || r == 0)
+		return fail(p, i, "not a rate (N/sec, N/min, N/hour or N/day)");
+	*avg = (uint32_t)((uint64_t)XT_LIMIT_SCALE * mult / r);
+	if (*avg == 0)
+		return fail(p, i, "rate too fast (at most %d/sec)", XT_LIMIT_SCALE);
+	return 0;
+}
+
+/*
+ * xt_limit's check, with its u32 arithmetic: credits are HZ * CREDITS_PER_JIFFY
+ * per second, 32000 with HZ 250 or 1000 (Debian's and most kernels').
+ */
+static uint32_t user2credits(uint32_t user)
+{
+	const uint32_t per_sec = 32000;
+	if (user > UINT32_MAX / per_sec)
+		return (user / XT_LIMIT_SCALE) * per_sec;
+	return (user * per_sec) / XT_LIMIT_SCALE;
+}
+
+static bool limit_overflows(uint32_t avg, uint32_t burst)
+{
+	return user2credits(avg * burst) < user2credits(avg);
+}
+
+static int match_limit(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--limit", "--limit-burst", NULL };
+	struct xt_rateinfo *l = add_ext(p, "limit", 0, sizeof(*l));
+	size_t off = (size_t)((uint8_t *)l - p->buf);
+	uint32_t avg = XT_LIMIT_SCALE * 3600 / 3, burst = LIMIT_BURST_DEFAULT; /* 3/hour */
+	bool seen_limit = false, seen_burst = false;
+	size_t burst_at = m_at;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "limit", known, NULL, &o);
+		if (!r)
+			r = no_invert(p, &o);
+		if (r)
+			return r;
+		if (strcmp(o.name, "--limit") == 0) {
+			r = once(p, &o, &seen_limit);
+			if (!r)
+				r = parse_rate(p, o.at + 1, o.val, &avg);
+		} else {
+			r = once(p, &o, &seen_burst);
+			if (!r && !parse_dec(o.val, 10000, &burst))
+				r = fail(p, o.at + 1, "not a burst (1-10000)");
+			if (!r && burst == 0)
+				r = fail(p, o.at + 1, "not a burst (1-10000)");
+			burst_at = o.at + 1;
+		}
+		if (r)
+			return r;
+	}
+	if (limit_overflows(avg, burst))
+		return fail(p, burst_at,
+			    "rate times burst overflows the kernel's credits: lower either");
+	l = (void *)(p->buf + off);
+	l->avg = avg;
+	l->burst = burst;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*parse)(struct parser *p, size_t m_at);
+} matches[] = {
+	{ "comment", match_comment },	  { "mark", match_mark },
+	{ "conntrack", match_conntrack }, { "set", match_set },
+	{ "multiport", match_multiport }, { "icmp", match_icmp },
+	{ "addrtype", match_addrtype },	  { "limit", match_limit },
+};
+
+/* --- targets ---------------------------------------------------------------------- */
+
+static bool is_verdict(const char *s)
+{
+	return strcmp(s, "ACCEPT") == 0 || strcmp(s, "DROP") == 0 || strcmp(s, "RETURN") == 0;
+}
+
+static const char *const module_targets[] = { "MARK", "MASQUERADE", "NFLOG", "LOG", "REJECT" };
+
+static bool is_module_target(const char *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(module_targets); i++)
+		if (strcmp(module_targets[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int target_standard(struct parser *p, size_t at, const char *name)
+{
+	struct xt_standard_target *t;
+	GROW(p->buf, p->cap, p->len + STD_SIZE);
+	t = (void *)(p->buf + p->len);
+	memset(t, 0, STD_SIZE);
+	t->target.u.user.target_size = STD_SIZE;
+	snprintf(t->target.u.user.name, sizeof(t->target.u.user.name), "%s", name);
+	p->len += STD_SIZE;
+	if (tok(p, p->i))
+		return fail(p, p->i, "unexpected after the target");
+	(void)at;
+	return 0;
+}
+
+static int check_prefix(struct parser *p, size_t i, const char *s, size_t max)
+{
+	if (strlen(s) > max)
+		return fail(p, i, "longer than %zu characters", max);
+	return 0;
+}
+
+static int target_module(struct parser *p, size_t at, const char *name)
+{
+	static const char *const mark_opts[] = { "--set-xmark", "--set-mark", NULL };
+	static const char *const masq_opts[] = { "--random-fully", NULL };
+	static const char *const nflog_opts[] = { "--nflog-prefix", "--nflog-group",
+						  "--nflog-threshold", NULL };
+	static const char *const log_opts[] = { "--log-prefix", "--log-level", NULL };
+	static const char *const reject_opts[] = { "--reject-with", NULL };
+	const char *const *known = NULL, *const *flags = NULL;
+	size_t size = 0;
+	uint8_t rev = 0;
+	if (strcmp(name, "MARK") == 0) {
+		known = mark_opts;
+		size = sizeof(struct xt_mark_tginfo2);
+		rev = 2;
+	} else if (strcmp(name, "MASQUERADE") == 0) {
+		known = flags = masq_opts;
+		size = sizeof(struct nf_nat_ipv4_multi_range_compat);
+	} else if (strcmp(name, "NFLOG") == 0) {
+		known = nflog_opts;
+		size = sizeof(struct xt_nflog_info);
+	} else if (strcmp(name, "LOG") == 0) {
+		known = log_opts;
+		size = sizeof(struct xt_log_info);
+	} else {
+		known = reject_opts;
+		size = sizeof(struct ipt_reject_info);
+	}
+	uint8_t *data = add_ext(p, name, rev, size);
+	size_t off = (size_t)(data - p->buf);
+	union {
+		struct xt_mark_tginfo2 mark;
+		struct nf_nat_ipv4_multi_range_compat masq;
+		struct xt_nflog_info nflog;
+		struct xt_log_info log;
+		struct ipt_reject_info reject;
+	} v;
+	memset(&v, 0, sizeof(v));
+	bool seen[4] = { false };
+	if (strcmp(name, "MASQUERADE") == 0)
+		v.masq.rangesize = 1;
+	else if (strcmp(name, "LOG") == 0)
+		v.log.level = LOG_LEVEL_DEFAULT;
+	else if (strcmp(name, "REJECT") == 0)
+		v.reject.with = IPT_ICMP_PORT_UNREACHABLE;
+	while (tok(p, p->i)) {
+		struct opt o;
+		const char *s = tok(p, p->i);
+		if (strcmp(s, "!") != 0 && strncmp(s, "--", 2) != 0)
+			return fail(p, p->i, "unexpected after the target");
+		int r = next_opt(p, name, known, flags, &o);
+		if (!r)
+			r = no_invert(p, &o);
+		if (r)
+			return r;
+		size_t which = 0;
+		while (known[which] && strcmp(known[which], o.name) != 0)
+			which++;
+		if (strcmp(name, "MARK") == 0) /* two spellings of one option */
+			which = 0;
+		r = once(p, &o, &seen[which]);
+		if (r)
+			return r;
+		uint32_t u;
+		if (strcmp(o.name, "--set-xmark") == 0 || strcmp(o.name, "--set-mark") == 0) {
+			uint32_t mark, mask;
+			r = parse_mark_mask(p, o.at + 1, o.val, &mark, &mask);
+			v.mark.mark = mark;
+			v.mark.mask = strcmp(o.name, "--set-xmark") == 0 ? mask : mask | mark;
+		} else if (strcmp(o.name, "--random-fully") == 0) {
+			v.masq.range[0].flags |= NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+		} else if (strcmp(o.name, "--nflog-prefix") == 0) {
+			r = check_prefix(p, o.at + 1, o.val, sizeof(v.nflog.prefix) - 1);
+			if (!r)
+				snprintf(v.nflog.prefix, sizeof(v.nflog.prefix), "%s", o.val);
+		} else if (strcmp(o.name, "--nflog-group") == 0) {
+			if (!parse_dec(o.val, UINT16_MAX, &u))
+				r = fail(p, o.at + 1, "not a group (0-65535)");
+			v.nflog.group = (uint16_t)u;
+		} else if (strcmp(o.name, "--nflog-threshold") == 0) {
+			if (!parse_dec(o.val, UINT16_MAX, &u))
+				r = fail(p, o.at + 1, "not a threshold (0-65535)");
+			v.nflog.threshold = (uint16_t)u;
+		} else if (strcmp(o.name, "--log-prefix") == 0) {
+			r = check_prefix(p, o.at + 1, o.val, sizeof(v.log.prefix) - 1);
+			if (!r)
+				snprintf(v.log.prefix, sizeof(v.log.prefix), "%s", o.val);
+		} else if (strcmp(o.name, "--log-level") == 0) {
+			u = 8;
+			for (uint32_t k = 0; k < ARRAY_SIZE(log_levels); k++)
+				if (strcasecmp(log_levels[k], o.val) == 0)
+					u = k;
+			if (u == 8 && !parse_dec(o.val, 7, &u))
+				r = fail(p, o.at + 1, "not a log level (0-7)");
+			v.log.level = (uint8_t)u;
+		} else { /* --reject-with */
+			size_t k;
+			for (k = 0; k < ARRAY_SIZE(reject_withs); k++)
+				if (strcmp(reject_withs[k].name, o.val) == 0)
+					break;
+			if (k == ARRAY_SIZE(reject_withs))
+				r = fail(p, o.at + 1, "unknown reject type");
+			else
+				v.reject.with = reject_withs[k].with;
+			if (!r && v.reject.with == IPT_TCP_RESET)
+				p->reset_tok = o.at + 1;
+		}
+		if (r)
+			return r;
+	}
+	if (strcmp(name, "MARK") == 0 && !seen[0])
+		return fail(p, at, "-j MARK needs --set-xmark");
+	memcpy(p->buf + off, &v, size);
+	return 0;
+}
+
+bool ipt_chain_name_valid(const char *name)
+{
+	return plain_name(name, IPT_CHAIN_MAX) && !is_verdict(name) && !is_module_target(name) &&
+	       strcmp(name, "QUEUE") != 0;
+}
+
+static int parse_target(struct parser *p, size_t at, bool go)
+{
+	const char *name = NULL;
+	int r = arg(p, at, &name);
+	if (r)
+		return r;
+	p->i = at + 2;
+	if (go) {
+		if (is_verdict(name) || is_module_target(name))
+			return fail(p, at + 1, "-g needs a chain");
+		p->ip.flags |= IPT_F_GOTO;
+	}
+	if (is_verdict(name))
+		return target_standard(p, at, name);
+	if (is_module_target(name))
+		return target_module(p, at, name);
+	if (!plain_name(name, IPT_CHAIN_MAX))
+		return fail(p, at + 1, "not a chain name (1-%d characters)", IPT_CHAIN_MAX);
+	return target_standard(p, at, name);
+}
+
+/* --- the rule --------------------------------------------------------------------- */
+
+static int parse_ip_opt(struct parser *p, size_t at, bool invert)
+{
+	const char *o = tok(p, at), *v = NULL;
+	int r = arg(p, at, &v);
+	if (r)
+		return r;
+	struct ipt_ip *ip = &p->ip;
+	bool *seen;
+	uint8_t inv;
+	switch (o[1]) {
+	case 's':
+		seen = &p->has_src;
+		inv = IPT_INV_SRCIP;
+		r = parse_cidr(p, at + 1, v, &ip->src, &ip->smsk);
+		break;
+	case 'd':
+		seen = &p->has_dst;
+		inv = IPT_INV_DSTIP;
+		r = parse_cidr(p, at + 1, v, &ip->dst, &ip->dmsk);
+		break;
+	case 'i':
+		seen = &p->has_in;
+		inv = IPT_INV_VIA_IN;
+		r = parse_iface(p, at + 1, v, ip->iniface, ip->iniface_mask);
+		break;
+	case 'o':
+		seen = &p->has_out;
+		inv = IPT_INV_VIA_OUT;
+		r = parse_iface(p, at + 1, v, ip->outiface, ip->outiface_mask);
+		break;
+	default:
+		seen = &p->has_proto;
+		inv = IPT_INV_PROTO;
+		r = parse_proto(p, at + 1, v, &ip->proto);
+		break;
+	}
+	if (r)
+		return r;
+	if (*seen)
+		return fail(p, at, "given twice");
+	*seen = true;
+	if (invert)
+		ip->invflags |= inv;
+	p->i = at + 2;
+	return 0;
+}
+
+static bool is_ip_opt(const char *s)
+{
+	return s && s[0] == '-' && s[1] && !s[2] && strchr("sdiop", s[1]);
+}
+
+static int final_checks(struct parser *p)
+{
+	uint16_t proto = p->ip.proto;
+	bool inv = p->ip.invflags & IPT_INV_PROTO;
+	if (p->multiport_tok &&
+	    (inv || (proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_UDPLITE &&
+		     proto != IPPROTO_SCTP && proto != IPPROTO_DCCP)))
+		return fail(p, p->multiport_tok - 1,
+			    "needs -p tcp, udp, udplite, sctp or dccp (not negated)");
+	if (p->icmp_tok && (inv || proto != IPPROTO_ICMP))
+		return fail(p, p->icmp_tok - 1, "needs -p icmp (not negated)");
+	if (p->reset_tok && (inv || proto != IPPROTO_TCP))
+		return fail(p, p->reset_tok, "needs -p tcp (not negated)");
+	return 0;
+}
+
+int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, size_t *len,
+		   struct strbuf *err)
+{
+	struct parser p = { .err = err, .sets = sets };
+	bool have_target = false;
+	int r = tokenize(text, &p.t, err);
+	if (r)
+		goto done;
+	if (p.t.n == 0) {
+		sb_adds(err, "empty rule");
+		r = -EINVAL;
+		goto done;
+	}
+	while (!r && p.i < p.t.n) {
+		size_t at = p.i;
+		const char *s = tok(&p, at);
+		bool invert = false;
+		if (strcmp(s, "!") == 0) {
+			invert = true;
+			s = tok(&p, ++at);
+			if (!s) {
+				r = fail(&p, at, "nothing to negate");
+				break;
+			}
+		}
+		if (is_ip_opt(s)) {
+			r = parse_ip_opt(&p, at, invert);
+		} else if (invert) {
+			r = fail(&p, at, "cannot be negated");
+		} else if (strcmp(s, "-m") == 0) {
+			const char *name = NULL;
+			size_t k;
+			r = arg(&p, at, &name);
+			if (r)
+				break;
+			for (k = 0; k < ARRAY_SIZE(matches); k++)
+				if (strcmp(matches[k].name, name) == 0)
+					break;
+			if (k == ARRAY_SIZE(matches)) {
+				r = fail(&p, at + 1, "unknown match");
+				break;
+			}
+			p.i = at + 2;
+			r = matches[k].parse(&p, at + 1);
+		} else if (strcmp(s, "-j") == 0 || strcmp(s, "-g") == 0) {
+			r = parse_target(&p, at, s[1] == 'g');
+			have_target = true;
+		} else {
+			r = fail(&p, at, "unknown option");
+		}
+	}
+	if (!r && !have_target)
+		r = fail(&p, p.t.n, "no target (-j or -g)");
+	if (!r)
+		r = final_checks(&p);
+	if (r)
+		goto done;
+
+	/* The target is the last extension added; find where it starts. */
+	size_t target_off = 0;
+	for (size_t off = 0; off < p.len;) {
+		const struct xt_entry_match *m = (const void *)(p.buf + off);
+		target_off = off;
+		off += m->u.match_size;
+	}
+	size_t total = sizeof(struct ipt_entry) + p.len;
+	if (total > UINT16_MAX) {
+		sb_adds(err, "rule too long for the kernel's 16-bit offsets");
+		r = -EINVAL;
+		goto done;
+	}
+	struct ipt_entry *e = xcalloc(1, total);
+	e->ip = p.ip;
+	e->target_offset = (uint16_t)(sizeof(*e) + target_off);
+	e->next_offset = (uint16_t)total;
+	memcpy(e->elems, p.buf, p.len);
+	*out = e;
+	*len = total;
+done:
+	free(p.buf);
+	tokens_free(&p.t);
+	return r;
+}
+
+/* --- formatting ------------------------------------------------------------------- */
+
+/* As xtables_save_string: bare when only [-_0-9a-zA-Z], else quoted with \ before " \ '. */
+static void put_string(struct strbuf *out, const char *s)
+{
+	static const char bare[] =
+		"_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	size_t n = strspn(s, bare);
+	sb_addc(out, ' ');
+	if (n > 0 && s[n] == 0) {
+		sb_adds(out, s);
+		return;
+	}
+	sb_addc(out, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\' || *s == '\'')
+			sb_addc(out, '\\');
+		sb_addc(out, *s);
+	}
+	sb_addc(out, '"');
+}
+
+static void put_ip(struct strbuf *out, const char *opt, struct in_addr a, struct in_addr m,
+		   bool inv)
+{
+	if (!a.s_addr && !m.s_addr && !inv)
+		return;
+	uint32_t ip = ntohl(a.s_addr), hm = ntohl(m.s_addr);
+	sb_addf(out, "%s %s %u.%u.%u.%u", inv ? " !" : "", opt, ip >> 24, (ip >> 16) & 0xff,
+		(ip >> 8) & 0xff, ip & 0xff);
+	int len = -1;
+	for (int i = 0; i <= 32; i++)
+		if (hm == (i ? ~0u << (32 - i) : 0u))
+			len = i;
+	if (len >= 0)
+		sb_addf(out, "/%d", len);
+	else
+		sb_addf(out, "/%u.%u.%u.%u", hm >> 24, (hm >> 16) & 0xff, (hm >> 8) & 0xff,
+			hm & 0xff);
+}
+
+static void put_iface(struct strbuf *out, char letter, const char *name, const unsigned char *mask,
+		      bool inv)
+{
+	if (!mask[0])
+		return;
+	sb_addf(out, "%s -%c ", inv ? " !" : "", letter);
+	for (int i = 0; i < IFNAMSIZ; i++) {
+		if (mask[i]) {
+			if (name[i])
+				sb_addc(out, name[i]);
+		} else {
+			if (name[i - 1])
+				sb_addc(out, '+');
+			break;
+		}
+	}
+}
+
+static bool sized(const struct xt_entry_match *m, size_t data)
+{
+	return m->u.match_size == MATCH_HDR + XT_ALIGN(data);
+}
+
+static void put_addr_types(struct strbuf *out, uint16_t types)
+{
+	const char *sep = " ";
+	for (size_t i = 0; i < ARRAY_SIZE(addr_types); i++)
+		if (types & (1u << i)) {
+			sb_addf(out, "%s%s", sep, addr_types[i]);
+			sep = ",";
+		}
+}
+
+static void put_rate(struct strbuf *out, uint32_t period)
+{
+	size_t i;
+	for (i = 1; i < ARRAY_SIZE(rates); ++i)
+		if (period > rates[i].mult || rates[i].mult / period < rates[i].mult % period)
+			break;
+	sb_addf(out, " %u/%s", rates[i - 1].mult / period, rates[i - 1].name);
+}
+
+/* False when the match holds something outside the subset. */
+static bool format_match(const struct xt_entry_match *m, const struct ipt_sets *sets,
+			 struct strbuf *out)
+{
+	const char *name = m->u.user.name;
+	uint8_t rev = m->u.user.revision;
+	const void *d = m->data;
+	if (strcmp(name, "comment") == 0 && rev == 0 && sized(m, sizeof(struct xt_comment_info))) {
+		const struct xt_comment_info *c = d;
+		char text[XT_MAX_COMMENT_LEN];
+		snprintf(text, sizeof(text), "%.*s", XT_MAX_COMMENT_LEN - 1, c->comment);
+		sb_adds(out, " -m comment --comment");
+		put_string(out, text);
+		return true;
+	}
+	if (strcmp(name, "mark") == 0 && rev == 1 && sized(m, sizeof(struct xt_mark_mtinfo1))) {
+		const struct xt_mark_mtinfo1 *k = d;
+		sb_addf(out, " -m mark%s --mark 0x%x", k->invert ? " !" : "", k->mark);
+		if (k->mask != 0xffffffffu)
+			sb_addf(out, "/0x%x", k->mask);
+		return true;
+	}
+	if (strcmp(name, "conntrack") == 0 && rev == 3 &&
+	    sized(m, sizeof(struct xt_conntrack_mtinfo3))) {
+		const struct xt_conntrack_mtinfo3 *c = d;
+		if (c->match_flags != XT_CONNTRACK_STATE || (c->invert_flags & ~XT_CONNTRACK_STATE))
+			return false;
+		sb_addf(out, " -m conntrack%s --ctstate",
+			c->invert_flags & XT_CONNTRACK_STATE ? " !" : "");
+		const char *sep = " ";
+		for (size_t i = 0; i < ARRAY_SIZE(ct_states); i++)
+			if (c->state_mask & ct_states[i].bit) {
+				sb_addf(out, "%s%s", sep, ct_states[i].name);
+				sep = ",";
+			}
+		return true;
+	}
+	if (strcmp(name, "set") == 0 && rev == 4 && sized(m, sizeof(struct xt_set_info_match_v4))) {
+		const struct xt_set_info_match_v4 *s = d;
+		const struct xt_set_info_match_v4 zero = { 0 };
+		if (memcmp(&s->packets, &zero.packets, sizeof(s->packets)) ||
+		    memcmp(&s->bytes, &zero.bytes, sizeof(s->bytes)) || s->flags ||
+		    s->match_set.dim == 0 || s->match_set.dim > IPSET_DIM_MAX ||
+		    (s->match_set.flags & ~(uint8_t)((2u << s->match_set.dim) - 1)))
+			return false;
+		char set[IPT_SET_NAME_MAX + 1];
+		if (!sets || sets->name_of(sets->ctx, s->match_set.index, set) < 0)
+			snprintf(set, sizeof(set), "#%u", s->match_set.index);
+		sb_addf(out, " -m set%s --match-set %s",
+			s->match_set.flags & IPSET_INV_MATCH ? " !" : "", set);
+		for (int i = 1; i <= s->match_set.dim; i++)
+			sb_addf(out, "%s%s", i == 1 ? " " : ",",
+				s->match_set.flags & (1 << i) ? "src" : "dst");
+		return true;
+	}
+	if (strcmp(name, "multiport") == 0 && rev == 1 &&
+	    sized(m, sizeof(struct xt_multiport_v1))) {
+		const struct xt_multiport_v1 *mp = d;
+		if (mp->flags > XT_MULTIPORT_DESTINATION || mp->count > XT_MULTI_PORTS)
+			return false;
+		for (unsigned i = 0; i < mp->count; i++)
+			if (mp->pflags[i] && (i + 1 >= mp->count || mp->pflags[i] > 1))
+				return false;
+		sb_addf(out, " -m multiport%s --%s ", mp->invert ? " !" : "",
+			mp->flags == XT_MULTIPORT_SOURCE ? "sports" : "dports");
+		for (unsigned i = 0; i < mp->count; i++) {
+			sb_addf(out, "%s%u", i ? "," : "", mp->ports[i]);
+			if (mp->pflags[i])
+				sb_addf(out, ":%u", mp->ports[++i]);
+		}
+		return true;
+	}
+	if (strcmp(name, "icmp") == 0 && rev == 0 && sized(m, sizeof(struct ipt_icmp))) {
+		const struct ipt_icmp *ic = d;
+		if (ic->invflags & ~IPT_ICMP_INV)
+			return false;
+		sb_addf(out, " -m icmp%s --icmp-type", ic->invflags ? " !" : "");
+		if (ic->type == 0xff) { /* as iptables-save: whatever the codes */
+			sb_adds(out, " any");
+		} else {
+			sb_addf(out, " %u", ic->type);
+			if (ic->code[0] != 0 || ic->code[1] != 0xff)
+				sb_addf(out, "/%u", ic->code[0]);
+		}
+		return true;
+	}
+	if (strcmp(name, "addrtype") == 0 && rev == 1 &&
+	    sized(m, sizeof(struct xt_addrtype_info_v1))) {
+		const struct xt_addrtype_info_v1 *a = d;
+		sb_adds(out, " -m addrtype");
+		if (a->source) {
+			if (a->flags & XT_ADDRTYPE_INVERT_SOURCE)
+				sb_adds(out, " !");
+			sb_adds(out, " --src-type");
+			put_addr_types(out, a->source);
+		}
+		if (a->dest) {
+			if (a->flags & XT_ADDRTYPE_INVERT_DEST)
+				sb_adds(out, " !");
+			sb_adds(out, " --dst-type");
+			put_addr_types(out, a->dest);
+		}
+		if (a->flags & XT_ADDRTYPE_LIMIT_IFACE_IN)
+			sb_adds(out, " --limit-iface-in");
+		if (a->flags & XT_ADDRTYPE_LIMIT_IFACE_OUT)
+			sb_adds(out, " --limit-iface-out");
+		return true;
+	}
+	if (strcmp(name, "limit") == 0 && rev == 0 && sized(m, sizeof(struct xt_rateinfo))) {
+		const struct xt_rateinfo *l = d;
+		if (l->avg == 0)
+			return false;
+		sb_adds(out, " -m limit --limit");
+		put_rate(out, l->avg);
+		if (l->burst != LIMIT_BURST_DEFAULT)
+			sb_addf(out, " --limit-burst %u", l->burst);
+		return true;
+	}
+	return false;
+}
+
+static bool format_target(const struct xt_entry_target *t, struct strbuf *out)
+{
+	const char *name = t->u.user.name;
+	const void *d = t->data;
+	uint8_t rev = t->u.user.revision;
+	size_t size = t->u.target_size;
+#define TSIZED(type) (size == TARGET_HDR + XT_ALIGN(sizeof(type)))
+	if (strcmp(name, "MARK") == 0 && rev == 2 && TSIZED(struct xt_mark_tginfo2)) {
+		const struct xt_mark_tginfo2 *k = d;
+		sb_addf(out, " -j MARK --set-xmark 0x%x/0x%x", k->mark, k->mask);
+		return true;
+	}
+	if (strcmp(name, "MASQUERADE") == 0 && rev == 0 &&
+	    TSIZED(struct nf_nat_ipv4_multi_range_compat)) {
+		const struct nf_nat_ipv4_multi_range_compat *r = d;
+		if (r->rangesize != 1 || (r->range[0].flags & ~NF_NAT_RANGE_PROTO_RANDOM_FULLY))
+			return false;
+		sb_adds(out, " -j MASQUERADE");
+		if (r->range[0].flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY)
+			sb_adds(out, " --random-fully");
+		return true;
+	}
+	if (strcmp(name, "NFLOG") == 0 && rev == 0 && TSIZED(struct xt_nflog_info)) {
+		const struct xt_nflog_info *n = d;
+		char prefix[sizeof(n->prefix)];
+		if (n->flags || n->len)
+			return false;
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)sizeof(prefix) - 1, n->prefix);
+		sb_adds(out, " -j NFLOG");
+		if (prefix[0]) {
+			sb_adds(out, " --nflog-prefix");
+			put_string(out, prefix);
+		}
+		if (n->group)
+			sb_addf(out, " --nflog-group %u", n->group);
+		if (n->threshold != XT_NFLOG_DEFAULT_THRESHOLD)
+			sb_addf(out, " --nflog-threshold %u", n->threshold);
+		return true;
+	}
+	if (strcmp(name, "LOG") == 0 && rev == 0 && TSIZED(struct xt_log_info)) {
+		const struct xt_log_info *l = d;
+		char prefix[sizeof(l->prefix)];
+		if (l->logflags || l->level > 7)
+			return false;
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)sizeof(prefix) - 1, l->prefix);
+		sb_adds(out, " -j LOG");
+		if (prefix[0]) {
+			sb_adds(out, " --log-prefix");
+			put_string(out, prefix);
+		}
+		if (l->level != LOG_LEVEL_DEFAULT)
+			sb_addf(out, " --log-level %u", l->level);
+		return true;
+	}
+	if (strcmp(name, "REJECT") == 0 && rev == 0 && TSIZED(struct ipt_reject_info)) {
+		const struct ipt_reject_info *r = d;
+		for (size_t i = 0; i < ARRAY_SIZE(reject_withs); i++)
+			if ((int)r->with == reject_withs[i].with) {
+				sb_addf(out, " -j REJECT --reject-with %s", reject_withs[i].name);
+				return true;
+			}
+		return false;
+	}
+#undef TSIZED
+	return false;
+}
+
+static const char *verdict_name(int v)
+{
+	switch (v) {
+	case -NF_ACCEPT - 1:
+		return "ACCEPT";
+	case -NF_DROP - 1:
+		return "DROP";
+	case XT_RETURN:
+		return "RETURN";
+	default:
+		return NULL;
+	}
+}
+
+void ipt_rule_format(const void *entry, const char *jump_target, const struct ipt_sets *sets,
+		     struct strbuf *out)
+{
+	const struct ipt_entry *e = entry;
+	const struct ipt_ip *ip = &e->ip;
+	size_t start = out->len;
+	put_ip(out, "-s", ip->src, ip->smsk, ip->invflags & IPT_INV_SRCIP);
+	put_ip(out, "-d", ip->dst, ip->dmsk, ip->invflags & IPT_INV_DSTIP);
+	put_iface(out, 'i', ip->iniface, ip->iniface_mask, ip->invflags & IPT_INV_VIA_IN);
+	put_iface(out, 'o', ip->outiface, ip->outiface_mask, ip->invflags & IPT_INV_VIA_OUT);
+	if (ip->proto) {
+		const char *pn = proto_name(ip->proto);
+		sb_addf(out, "%s -p ", ip->invflags & IPT_INV_PROTO ? " !" : "");
+		if (pn)
+			sb_adds(out, pn);
+		else
+			sb_addf(out, "%u", ip->proto);
+	}
+	if (ip->flags & IPT_F_FRAG)
+		sb_addf(out, "%s -f (unsupported)", ip->invflags & IPT_INV_FRAG ? " !" : "");
+
+	size_t toff = e->target_offset, next = e->next_offset;
+	if (toff < sizeof(*e) || toff > next)
+		toff = next = sizeof(*e);
+	for (size_t off = sizeof(*e); off + MATCH_HDR <= toff;) {
+		const struct xt_entry_match *m = (const void *)((const char *)e + off);
+		if (m->u.match_size < MATCH_HDR || off + m->u.match_size > toff)
+			break;
+		struct xt_entry_match hdr = *m;
+		hdr.u.user.name[sizeof(hdr.u.user.name) - 1] = 0;
+		if (!format_match(m, sets, out))
+			sb_addf(out, " -m %s (unsupported)", hdr.u.user.name);
+		off += m->u.match_size;
+	}
+
+	if (toff + TARGET_HDR <= next) {
+		const struct xt_entry_target *t = (const void *)((const char *)e + toff);
+		char name[XT_EXTENSION_MAXNAMELEN];
+		snprintf(name, sizeof(name), "%.*s", XT_EXTENSION_MAXNAMELEN - 1, t->u.user.name);
+		const char *dash = ip->flags & IPT_F_GOTO ? "-g" : "-j";
+		bool standard_size = t->u.target_size == STD_SIZE;
+		if (is_module_target(name)) {
+			if (!format_target(t, out))
+				sb_addf(out, " -j %s (unsupported)", name);
+		} else if (name[0] == 0 && standard_size) {
+			const char *v = jump_target;
+			if (!v || !*v)
+				v = verdict_name(((const struct xt_standard_target *)t)->verdict);
+			if (v && *v)
+				sb_addf(out, " %s %s", dash, v);
+		} else if (standard_size && !jump_target) {
+			sb_addf(out, " %s %s", dash, name); /* from ipt_rule_parse */
+		} else if (name[0]) {
+			sb_addf(out, " -j %s (unsupported)", name);
+		}
+	}
+	/* iptables-save's line starts with "-A CHAIN"; ours without it, so no leading blank. */
+	if (out->len > start && out->buf[start] == ' ') {
+		memmove(out->buf + start, out->buf + start + 1, out->len - start);
+		out->len--;
+	}
+}
+
+/* --- ids ----------------------------------------------------------------------------- */
+
+static bool id_from_comment(const char *c, size_t n, char *id)
+{
+	if (n < IPT_ID_LEN || strncmp(c, IPT_ID_PREFIX, strlen(IPT_ID_PREFIX)) != 0)
+		return false;
+	memcpy(id, c, IPT_ID_LEN);
+	id[IPT_ID_LEN] = 0;
+	return true;
+}
+
+bool ipt_rule_text_id(const char *text, char *id)
+{
+	struct tokens t = { 0 };
+	struct strbuf err = STRBUF_INIT;
+	bool found = false;
+	sb_init(&err);
+	if (tokenize(text, &t, &err) == 0) {
+		bool in_comment = false;
+		for (size_t i = 0; i + 1 < t.n && !found; i++) {
+			if (strcmp(t.v[i], "-j") == 0 || strcmp(t.v[i], "-g") == 0) {
+				break;
+			} else if (strcmp(t.v[i], "-m") == 0) {
+				in_comment = strcmp(t.v[i + 1], "comment") == 0;
+			} else if (in_comment && strcmp(t.v[i], "--comment") == 0) {
+				found = id_from_comment(t.v[i + 1], strlen(t.v[i + 1]), id);
+				i++;
+			}
+		}
+	}
+	tokens_free(&t);
+	sb_free(&err);
+	return found;
+}
+
+bool ipt_rule_entry_id(const void *entry, char *id)
+{
+	const struct ipt_entry *e = entry;
+	for (size_t off = sizeof(*e); off + MATCH_HDR <= e->target_offset;) {
+		const struct xt_entry_match *m = (const void *)((const char *)e + off);
+		if (m->u.match_size < MATCH_HDR || off + m->u.match_size > e->target_offset)
+			break;
+		if (strcmp(m->u.user.name, "comment") == 0 &&
+		    sized(m, sizeof(struct xt_comment_info))) {
+			const struct xt_comment_info *c = (const void *)m->data;
+			if (id_from_comment(c->comment, strnlen(c->comment, XT_MAX_COMMENT_LEN),
+					    id))
+				return true;
+		}
+		off += m->u.match_size;
+	}
+	return false;
+}
