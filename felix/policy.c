@@ -11,6 +11,7 @@
 #include "policy_internal.h"
 
 #include <brindle/hash.h>
+#include <brindle/ipt.h>
 #include <brindle/log.h>
 #include <brindle/util.h>
 
@@ -1083,7 +1084,7 @@ static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 		cb_target(&b, "-j DROP");
 		cb_emit(&b);
 		cb_comment(&b, "Drop IPinIP encapped packets originating in workloads");
-		cb_generic(&b, "-p 4");
+		cb_generic(&b, "-p %s", ipt_proto_name(4));
 		cb_target(&b, "-j DROP");
 		cb_emit(&b);
 	}

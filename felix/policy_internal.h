@@ -150,8 +150,6 @@ void chain_name(char out[32], const char *prefix, const char *suffix);
 /* The rules of one direction of a policy or profile, into @b (which the caller started). */
 void render_policy_rules(struct chain_builder *b, const struct render_ctx *rc,
 			 const struct ppolicy *p, bool ingress);
-/* "tcp" etc. for the protocols iptables-save prints by name; NULL for others. */
-const char *ipt_proto_name(uint8_t p);
 /* The short form of a policy's id in NFLOG prefixes (12 characters). */
 void policy_log_hash(const char *id, char out[13]);
 

@@ -195,23 +195,6 @@ int pmarks_from_mask(uint32_t mask, struct pmarks *out)
 
 /* --- rules of policies and profiles -------------------------------------------------------- */
 
-const char *ipt_proto_name(uint8_t p)
-{
-	switch (p) {
-	case 1:
-		return "icmp";
-	case 6:
-		return "tcp";
-	case 17:
-		return "udp";
-	case 132:
-		return "sctp";
-	case 136:
-		return "udplite";
-	}
-	return NULL;
-}
-
 static void add_proto(struct chain_builder *b, bool neg, uint8_t p)
 {
 	const char *name = ipt_proto_name(p);

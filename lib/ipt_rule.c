@@ -133,6 +133,11 @@ static const char *proto_name(uint16_t num)
 	return NULL;
 }
 
+const char *ipt_proto_name(uint8_t num)
+{
+	return proto_name(num);
+}
+
 /* --- set tables -------------------------------------------------------------------- */
 
 static int table_index_of(void *ctx, const char *name, uint16_t *index)

@@ -112,6 +112,8 @@ void ipt_rule_format(const void *entry, const char *jump_target, const struct ip
  * false when it has none. The text and the entry forms give the same id.
  */
 bool ipt_rule_text_id(const char *text, char *id);
+/* How iptables-save names protocol @num ("tcp", "ipencap"); NULL when it prints the number. */
+const char *ipt_proto_name(uint8_t num);
 bool ipt_rule_entry_id(const void *entry, char *id);
 
 /*
