@@ -111,6 +111,30 @@ struct psetrec {
 	bool is_static;
 };
 
+/* A bag of pointers; order does not matter (swap-remove). */
+struct pvec {
+	void **v;
+	size_t n, cap;
+};
+
+static void pvec_add(struct pvec *pv, void *x)
+{
+	if (pv->n == pv->cap) {
+		pv->cap = pv->cap ? pv->cap * 2 : 4;
+		pv->v = xrealloc(pv->v, sizeof(*pv->v) * pv->cap);
+	}
+	pv->v[pv->n++] = x;
+}
+
+static void pvec_del(struct pvec *pv, const void *x)
+{
+	for (size_t i = pv->n; i-- > 0;)
+		if (pv->v[i] == x) {
+			pv->v[i] = pv->v[--pv->n];
+			return;
+		}
+}
+
 struct ppool {
 	struct br_cidr cidr;
 	bool nat_outgoing;
@@ -129,6 +153,18 @@ struct pol {
 	struct hmap sets;     /* name → struct psetrec */
 	struct psetrec **active;
 	size_t n_active, cap_active;
+	/*
+	 * Label index, so that matching costs what can match rather than every
+	 * endpoint times every set: "key\x1fvalue" of every effective label →
+	 * the endpoints carrying it (struct pvec of struct pep *), and → the
+	 * active selector sets that require it (struct pvec of struct psetrec *;
+	 * sel_required_label). Active selector sets without such a label are in
+	 * unindexed.
+	 */
+	struct hmap ep_index;
+	struct hmap set_index;
+	struct pvec unindexed;
+	struct hmap *verify_want; /* pol_verify_sets */
 	struct hmap pools; /* name → struct ppool */
 	struct pol_desired d;
 	struct hmap dirty_eps; /* key → (void *)1 */
@@ -181,6 +217,66 @@ static bool ep_matches(const struct pol *p, const struct pep *e, const struct se
 	struct lctx c = { p, e };
 	struct sel_labels l = { ep_label, &c };
 	return sel_eval(s, &l);
+}
+
+/* --- label index ------------------------------------------------------------------------- */
+
+static void index_key(struct strbuf *b, const char *key, const char *value)
+{
+	sb_reset(b);
+	sb_adds(b, key);
+	sb_addc(b, '\x1f');
+	sb_adds(b, value);
+}
+
+static struct pvec *index_bucket(struct hmap *index, const char *key, bool create)
+{
+	struct pvec *pv = hmap_get(index, key);
+	if (!pv && create) {
+		pv = xcalloc(1, sizeof(*pv));
+		hmap_put(index, key, pv);
+	}
+	return pv;
+}
+
+static void index_drop(struct hmap *index, const char *key, const void *x)
+{
+	struct pvec *pv = hmap_get(index, key);
+	if (!pv)
+		return;
+	pvec_del(pv, x);
+	if (!pv->n) {
+		hmap_del(index, key);
+		free(pv->v);
+		free(pv);
+	}
+}
+
+/*
+ * Calls @fn once per effective label of @e (the value ep_label gives for its
+ * key): its own, the namespace and orchestrator ones, then its profiles'.
+ */
+static void ep_each_label(struct pol *p, const struct pep *e,
+			  void (*fn)(struct pol *, const struct pep *, const char *, const char *,
+				     void *),
+			  void *arg)
+{
+	struct lctx c = { p, e };
+	for (size_t i = 0; i < e->labels.n; i++)
+		fn(p, e, e->labels.v[i].key, e->labels.v[i].value, arg);
+	if (e->ns && ep_label(&c, NS_LABEL) == e->ns)
+		fn(p, e, NS_LABEL, e->ns, arg);
+	if (e->orchestrator && ep_label(&c, ORCH_LABEL) == e->orchestrator)
+		fn(p, e, ORCH_LABEL, e->orchestrator, arg);
+	for (uint32_t i = 0; i < e->n_profiles; i++) {
+		const struct pprof *pr = hmap_get(&p->profiles, e->profiles[i]);
+		const struct ppolicy *pp = pr ? prof_effective(pr) : NULL;
+		if (!pp)
+			continue;
+		for (size_t k = 0; k < pp->labels.n; k++)
+			if (ep_label(&c, pp->labels.v[k].key) == pp->labels.v[k].value)
+				fn(p, e, pp->labels.v[k].key, pp->labels.v[k].value, arg);
+	}
 }
 
 /* --- ip sets ------------------------------------------------------------------------------ */
@@ -261,16 +357,60 @@ static void contributions(struct pol *p, const struct pep *e, struct psetrec *s,
 	}
 }
 
-static void ep_assert(struct pol *p, const struct pep *e)
+typedef void member_fn(struct pol *, struct psetrec *, const char *);
+
+/* The active sets that require label key=value, for one endpoint. */
+static void ep_label_sets(struct pol *p, const struct pep *e, const char *key, const char *value,
+			  void *arg)
 {
-	for (size_t i = 0; i < p->n_active; i++)
-		contributions(p, e, p->active[i], member_add);
+	index_key(&p->scratch, key, value);
+	struct pvec *pv = hmap_get(&p->set_index, sb_str(&p->scratch));
+	for (size_t i = 0; pv && i < pv->n; i++)
+		contributions(p, e, pv->v[i], (member_fn *)arg);
 }
 
+static void ep_index_add(struct pol *p, const struct pep *e, const char *key, const char *value,
+			 void *arg)
+{
+	(void)arg;
+	index_key(&p->scratch, key, value);
+	pvec_add(index_bucket(&p->ep_index, sb_str(&p->scratch), true), (void *)e);
+}
+
+static void ep_index_del(struct pol *p, const struct pep *e, const char *key, const char *value,
+			 void *arg)
+{
+	(void)arg;
+	index_key(&p->scratch, key, value);
+	index_drop(&p->ep_index, sb_str(&p->scratch), e);
+}
+
+/* @e enters the sets it matches and the index (after any change to its labels). */
+static void ep_assert(struct pol *p, const struct pep *e)
+{
+	ep_each_label(p, e, ep_index_add, NULL);
+	ep_each_label(p, e, ep_label_sets, (void *)member_add);
+	for (size_t i = 0; i < p->unindexed.n; i++)
+		contributions(p, e, p->unindexed.v[i], member_add);
+}
+
+/* The reverse of ep_assert, with the labels @e had then. */
 static void ep_retract(struct pol *p, const struct pep *e)
 {
-	for (size_t i = 0; i < p->n_active; i++)
-		contributions(p, e, p->active[i], member_del);
+	ep_each_label(p, e, ep_label_sets, (void *)member_del);
+	for (size_t i = 0; i < p->unindexed.n; i++)
+		contributions(p, e, p->unindexed.v[i], member_del);
+	ep_each_label(p, e, ep_index_del, NULL);
+}
+
+/* The label a selector set is indexed under, or false (unindexed). */
+static bool set_index_key(struct pol *p, const struct psetrec *s)
+{
+	const char *k, *v;
+	if (!s->sel || !sel_required_label(s->sel, &k, &v))
+		return false;
+	index_key(&p->scratch, k, v);
+	return true;
 }
 
 static void static_members(struct pol *p, struct psetrec *s,
@@ -299,8 +439,16 @@ static void set_activate(struct pol *p, struct psetrec *s)
 			member_add(p, s, s->nets[i]);
 		return;
 	}
-	for (struct hmap_iter it = hmap_iter(&p->eps); hmap_next(&it);)
-		contributions(p, it.value, s, member_add);
+	if (!set_index_key(p, s)) {
+		pvec_add(&p->unindexed, s);
+		for (struct hmap_iter it = hmap_iter(&p->eps); hmap_next(&it);)
+			contributions(p, it.value, s, member_add);
+		return;
+	}
+	pvec_add(index_bucket(&p->set_index, sb_str(&p->scratch), true), s);
+	struct pvec *eps = hmap_get(&p->ep_index, sb_str(&p->scratch));
+	for (size_t i = 0; eps && i < eps->n; i++)
+		contributions(p, eps->v[i], s, member_add);
 }
 
 static void set_deactivate(struct pol *p, struct psetrec *s)
@@ -310,6 +458,12 @@ static void set_deactivate(struct pol *p, struct psetrec *s)
 	hmap_clear(&s->out->members);
 	free(s->out);
 	s->out = NULL;
+	if (s->kind != PSET_NETS && !s->is_static) {
+		if (set_index_key(p, s))
+			index_drop(&p->set_index, sb_str(&p->scratch), s);
+		else
+			pvec_del(&p->unindexed, s);
+	}
 	struct psetrec *last = p->active[--p->n_active];
 	p->active[s->active_at] = last;
 	last->active_at = s->active_at;
@@ -330,11 +484,11 @@ static void psetrec_free(struct psetrec *s)
 static void net_member(const struct br_cidr *c, char out[20])
 {
 	char ip[IP_STRLEN];
-	ip_str(&c->ip, ip);
+	ip_str(&c->ip, ip); /* IPv4: at most 15 characters */
 	if (c->len == 32)
-		snprintf(out, 20, "%s", ip);
+		snprintf(out, 20, "%.15s", ip);
 	else
-		snprintf(out, 20, "%s/%u", ip, c->len);
+		snprintf(out, 20, "%.15s/%u", ip, c->len & 63u);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -385,7 +539,7 @@ static struct psetrec *set_for(struct pol *p, const struct pset_ref *ref)
 	}
 	char h[32], name[32];
 	hash_b64url(HASH_SHA224, sb_str(id), h, 23);
-	snprintf(name, sizeof(name), "cali40%c:%s", prefix, h);
+	snprintf(name, sizeof(name), "cali40%c:%.23s", prefix, h);
 	struct psetrec *s = hmap_get(&p->sets, name);
 	if (s) {
 		for (uint32_t i = 0; i < n_nets; i++)
@@ -1786,6 +1940,16 @@ void pol_free(struct pol *p)
 	}
 	hmap_clear(&p->sets);
 	free(p->active);
+	for (int i = 0; i < 2; i++) {
+		struct hmap *index = i ? &p->set_index : &p->ep_index;
+		for (struct hmap_iter it = hmap_iter(index); hmap_next(&it);) {
+			struct pvec *pv = it.value;
+			free(pv->v);
+			free(pv);
+		}
+		hmap_clear(index);
+	}
+	free(p->unindexed.v);
 	for (struct hmap_iter it = hmap_iter(&p->pools); hmap_next(&it);)
 		free(it.value);
 	hmap_clear(&p->pools);
@@ -1875,4 +2039,44 @@ void pol_stats(const struct pol *p, struct pol_stats *out)
 		for (struct hmap_iter it = hmap_iter(&p->d.tables[t].chains); hmap_next(&it);)
 			out->rules += ((const struct pchain *)it.value)->n;
 	}
+}
+
+/* --- self-check (tests) -------------------------------------------------------------------- */
+
+static void verify_add(struct pol *p, struct psetrec *s, const char *m)
+{
+	(void)s;
+	struct hmap *want = p->verify_want;
+	hmap_put(want, m, (void *)((uintptr_t)hmap_get(want, m) + 1));
+}
+
+int pol_verify_sets(struct pol *p, struct strbuf *err)
+{
+	int rc = 0;
+	for (size_t i = 0; i < p->n_active; i++) {
+		struct psetrec *s = p->active[i];
+		if (s->is_static || s->kind == PSET_NETS)
+			continue;
+		struct hmap want = HMAP_INIT;
+		p->verify_want = &want;
+		for (struct hmap_iter it = hmap_iter(&p->eps); hmap_next(&it);)
+			contributions(p, it.value, s, verify_add);
+		p->verify_want = NULL;
+		const struct hmap *have = &s->out->members;
+		for (struct hmap_iter it = hmap_iter(&want); hmap_next(&it);)
+			if (hmap_get(have, it.key) != it.value) {
+				sb_addf(err, "%s: %s counted %zu, expected %zu\n", s->name, it.key,
+					(size_t)(uintptr_t)hmap_get(have, it.key),
+					(size_t)(uintptr_t)it.value);
+				rc = -1;
+			}
+		for (struct hmap_iter it = hmap_iter(have); hmap_next(&it);)
+			if (!hmap_has(&want, it.key)) {
+				sb_addf(err, "%s: %s is a member but matches nothing\n", s->name,
+					it.key);
+				rc = -1;
+			}
+		hmap_clear(&want);
+	}
+	return rc;
 }

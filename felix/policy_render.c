@@ -165,13 +165,17 @@ void chain_name(char out[32], const char *prefix, const char *suffix)
 {
 	size_t lp = strlen(prefix), ls = strlen(suffix);
 	if (lp + ls <= IPT_CHAIN_MAX && !(lp + ls == IPT_CHAIN_MAX && suffix[0] == '_')) {
-		snprintf(out, 32, "%s%s", prefix, suffix);
+		memcpy(out, prefix, lp);
+		memcpy(out + lp, suffix, ls + 1);
 		return;
 	}
 	char h[32];
 	size_t keep = IPT_CHAIN_MAX - 1 - lp;
 	hash_b64url(HASH_SHA256, suffix, h, keep);
-	snprintf(out, 32, "%s_%s", prefix, h);
+	memcpy(out, prefix, lp);
+	out[lp] = '_';
+	memcpy(out + lp + 1, h, keep);
+	out[lp + 1 + keep] = '\0';
 }
 
 /* --- marks -------------------------------------------------------------------------------- */

@@ -585,6 +585,109 @@ static void test_event_log_rules(void **state)
 			    "WorkloadEndpoint a/db");
 }
 
+/* --- the label index against brute force ---------------------------------------------------- */
+
+static unsigned rnd_state = 12345;
+static unsigned rnd(unsigned n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return (rnd_state >> 16) % n;
+}
+
+static void verify(int step)
+{
+	pol_flush(P);
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (pol_verify_sets(P, &err) < 0)
+		fail_msg("step %d: sets differ from a full recomputation:\n%s", step, sb_str(&err));
+	sb_free(&err);
+}
+
+static void random_policy(unsigned which, unsigned id, const char *n, const char *app)
+{
+	char buf[1024];
+	switch (which) {
+	case 0: /* K8s: required labels app, and pcns.team alone (from the profile) */
+		snprintf(buf, sizeof(buf),
+			 "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+			 "metadata: {name: k%u, namespace: %s}\nspec:\n  podSelector: {}\n"
+			 "  ingress:\n  - from:\n    - podSelector: {matchLabels: {app: %s}}\n"
+			 "      namespaceSelector: {matchLabels: {team: a}}\n"
+			 "    - namespaceSelector: {matchLabels: {team: b}}\n"
+			 "    ports: [{port: http}, {port: 53, protocol: UDP}]\n",
+			 id, n, app);
+		break;
+	case 1: /* Calico: selectors the index cannot serve */
+		snprintf(buf, sizeof(buf),
+			 "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+			 "metadata: {name: c%u, namespace: %s}\nspec:\n  selector: all()\n"
+			 "  ingress: [{action: Allow, source: {selector: \"app in {'%s', 'q'} || "
+			 "has(role)\"}}, {action: Deny, source: {selector: app != 'x', "
+			 "namespaceSelector: team != 'b'}}]\n",
+			 id, n, app);
+		break;
+	default: /* Calico: only the endpoint's own label decides */
+		snprintf(buf, sizeof(buf),
+			 "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+			 "metadata: {name: e%u, namespace: %s}\nspec:\n  selector: all()\n"
+			 "  egress: [{action: Allow, protocol: TCP, destination: {selector: app == '%s', ports: "
+			 "[http]}}]\n",
+			 id, n, app);
+	}
+	apply(buf);
+}
+
+/*
+ * Random pods, namespace labels and policies, with selectors the index can
+ * serve (k == v, namespace labels through profiles) and ones it cannot (in,
+ * has, !=, named ports): after every change each active set must hold exactly
+ * what evaluating every endpoint against it gives.
+ */
+static void test_label_index_matches_full_scan(void **state)
+{
+	static const char *const nss[] = { "n0", "n1", "n2", "n3" };
+	static const char *const apps[] = { "x", "y", "z" };
+	static const char *const teams[] = { "a", "b", "" };
+	char buf[1024];
+	for (size_t i = 0; i < 4; i++)
+		ns(nss[i], "team: a");
+	for (int step = 0; step < 400; step++) {
+		unsigned op = rnd(10), k = rnd(24);
+		const char *n = nss[k % 4];
+		char name[16], iface[16], ip[20], labels[64], ports[64];
+		snprintf(name, sizeof(name), "p%u", k);
+		if (op < 5) { /* a pod created or relabelled */
+			snprintf(iface, sizeof(iface), "calip%010u", k);
+			snprintf(ip, sizeof(ip), "10.1.0.%u", k + 1);
+			snprintf(labels, sizeof(labels), "app: %s%s", apps[rnd(3)],
+				 rnd(2) ? ", role: r" : "");
+			snprintf(ports, sizeof(ports), "[{name: http, port: %u, protocol: TCP}]",
+				 8000 + rnd(3));
+			pod(n, name, rnd(2) ? "node-a" : "node-b", iface, ip, labels,
+			    rnd(2) ? ports : NULL);
+		} else if (op < 6) {
+			del(KIND_WORKLOADENDPOINT, n, name);
+		} else if (op < 8) { /* a namespace's labels change */
+			const char *t = teams[rnd(3)];
+			snprintf(buf, sizeof(buf), "%s%s", t[0] ? "team: " : "", t);
+			ns(nss[rnd(4)], buf);
+		} else if (op < 9) {
+			unsigned which = rnd(3), id = rnd(6);
+			random_policy(which, id, nss[id % 4], apps[rnd(3)]);
+		} else {
+			unsigned id = rnd(6);
+			snprintf(name, sizeof(name), "%c%u", "kce"[rnd(3)], id);
+			del(name[0] == 'k' ? KIND_K8S_NETWORKPOLICY : KIND_NETWORKPOLICY,
+			    nss[id % 4], name);
+		}
+		verify(step);
+	}
+	struct pol_stats st;
+	pol_stats(P, &st);
+	assert_true(st.active_sets > 3); /* the test exercised sets at all */
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -605,6 +708,7 @@ int main(void)
 		T(test_dispatch_tree),
 		T(test_endpoint_to_host_action),
 		T(test_event_log_rules),
+		T(test_label_index_matches_full_scan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
