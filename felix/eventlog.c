@@ -32,10 +32,20 @@ static const char *proto_name(uint8_t p)
 	return NULL;
 }
 
+/*
+ * Everything written is ASCII (names and prefixes felix made); a byte outside
+ * it (a prefix from someone else's NFLOG rule) becomes "?", so a line is
+ * always valid JSON.
+ */
 static void field_str(struct strbuf *out, const char *key, const char *v)
 {
+	char clean[256];
+	size_t n = 0;
+	for (; v[n] && n < sizeof(clean) - 1; n++)
+		clean[n] = (unsigned char)v[n] < 0x80 ? v[n] : '?';
+	clean[n] = '\0';
 	sb_addf(out, ",\"%s\":", key);
-	json_write_string(out, v);
+	json_write_string(out, clean);
 }
 
 void eventlog_format(const struct pol *p, const struct nflog_event *ev, const char *in_ifname,
@@ -48,7 +58,13 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 	uint64_t t = ev->time_us ? ev->time_us : now_us;
 	time_t secs = (time_t)(t / 1000000);
 	struct tm tm;
-	gmtime_r(&secs, &tm);
+	if (!gmtime_r(&secs, &tm) || tm.tm_year > 9999 - 1900) {
+		/* a timestamp no calendar holds: the time it was read */
+		t = now_us;
+		secs = (time_t)(t / 1000000);
+		if (!gmtime_r(&secs, &tm))
+			memset(&tm, 0, sizeof(tm));
+	}
 	char ts[64];
 	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
