@@ -24,7 +24,12 @@ static struct br_object *one(const char *yaml)
 
 void policy_scenario_iface(int j, char out[16])
 {
-	snprintf(out, 16, "calibench%06d", j);
+	/* hex of a hash, as the CNI plugin names them, so dispatch bins are as even as in life */
+	uint64_t x = (uint64_t)j + 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	snprintf(out, 16, "cali%011llx", (unsigned long long)(x & 0xfffffffffffull));
 }
 
 void policy_scenario_ip(int j, char out[20])
