@@ -3,13 +3,18 @@
 # VXLAN (5,000 routes, VTEP neighbours and FDB entries), against a private
 # etcd, felix in a node namespace of its own. Reports VmRSS and VmHWM once
 # felix is ready, next to an idle felix (empty datastore) of the same run.
-#   sudo bench/felix-rss.sh [NODES] [LOCAL]
+# With REMOTE and POLICIES, the endpoints are the policy benchmark's cluster
+# (bench/policy_scenario.h): LOCAL on this node, REMOTE elsewhere, POLICIES
+# Kubernetes NetworkPolicies, all programmed as chains and ip sets.
+#   sudo bench/felix-rss.sh [NODES] [LOCAL] [REMOTE POLICIES]
+#   sudo bench/felix-rss.sh 5000 250 10000 500   # the policy issue's scale
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/build" release >/dev/null
 export BRINDLE_BUILD_DIR=$top/build/release BRINDLECTL=$top/build/release/ctl/brindlectl
 . "$top/tests/lib/common.sh"
-NODES=${1:-5000} LOCAL=${2:-250}
+NODES=${1:-5000} LOCAL=${2:-250} REMOTE=${3:-} POLICIES=${4:-}
+
 FELIX=$BT_BUILD_DIR/felix/brindle-felix
 
 bt_netns node1
@@ -18,9 +23,11 @@ bt_netns peer
 ip -n "$NODE" link add eth0 type veth peer name eth0 netns "$BT_PREFIX-peer"
 ip -n "$NODE" addr add 172.16.0.1/12 dev eth0
 ip -n "$NODE" link set eth0 up
-for i in $(seq 0 $((LOCAL - 1))); do
-	printf 'link add cali%011d type veth peer name p%d\nlink set cali%011d up\n' "$i" "$i" "$i"
-done >"$BT_DIR/links"
+if [ -n "$REMOTE" ]; then
+	"$BT_BUILD_DIR/bench/bench_felix_populate" --ifaces "$LOCAL"
+else
+	for i in $(seq 0 $((LOCAL - 1))); do printf 'cali%011d\n' "$i"; done
+fi | awk '{printf "link add %s type veth peer name p%d\nlink set %s up\n", $1, NR, $1}' >"$BT_DIR/links"
 ip -n "$NODE" -batch "$BT_DIR/links"
 
 rss() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
@@ -39,12 +46,20 @@ run_felix() { # NAME: start, wait until ready, print RSS and high-water mark in 
 bt_start_etcd
 read -r idle_rss idle_hwm < <(run_felix felix-idle)
 start=$SECONDS
-"$BT_BUILD_DIR/bench/bench_felix_populate" "$NODES" "$LOCAL"
+"$BT_BUILD_DIR/bench/bench_felix_populate" "$NODES" "$LOCAL" $REMOTE $POLICIES
 echo "datastore populated in $((SECONDS - start)) s" >&2
 read -r rss hwm < <(run_felix felix-scale)
 routes=$(ip -n "$NODE" route show proto 80 | wc -l)
 fdbs=$(bridge -n "$NODE" fdb show dev vxlan.calico | grep -c permanent || true)
 printf 'felix memory (release build)\n'
 printf '  %-52s %7s kB RSS  %7s kB peak\n' "idle (empty datastore, baseline)" "$idle_rss" "$idle_hwm"
-printf '  %-52s %7s kB RSS  %7s kB peak\n' "$LOCAL local endpoints, $NODES remote VXLAN nodes" "$rss" "$hwm"
-printf '  (felix programmed %s routes and %s FDB entries)\n' "$routes" "$fdbs"
+what="$LOCAL local endpoints, $NODES remote VXLAN nodes"
+[ -n "$REMOTE" ] && what="$what, $REMOTE remote endpoints, $POLICIES policies"
+printf '  %-52s %7s kB RSS  %7s kB peak\n' "$what" "$rss" "$hwm"
+printf '  (felix programmed %s routes and %s FDB entries' "$routes" "$fdbs"
+if [ -n "$REMOTE" ]; then
+	printf ', %s iptables rules, %s ip sets' \
+		"$(ip netns exec "$NODE" iptables-legacy-save | grep -c '^-A')" \
+		"$(ip netns exec "$NODE" ipset list -n | wc -l)"
+fi
+printf ')\n' 

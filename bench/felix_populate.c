@@ -1,13 +1,20 @@
 /*
  * Fill a datastore (BRINDLE_ETCD_ENDPOINTS) for felix's scale benchmarks:
- *   felix_populate NODES LOCAL_ENDPOINTS
+ *   felix_populate NODES LOCAL_ENDPOINTS [REMOTE_ENDPOINTS POLICIES]
  * A VXLAN pool; nodes node1..NODES, each with an address, a VTEP and one
  * confirmed block; LOCAL_ENDPOINTS endpoints on node1 using interfaces
  * cali00000000000.. (the benchmark script makes them).
+ * With REMOTE_ENDPOINTS and POLICIES, the endpoints are instead those of
+ * policy_scenario.h (namespaces, LOCAL endpoints on node1 using interfaces
+ * policy_scenario_iface(0..), REMOTE ones on node2..node41, POLICIES
+ * NetworkPolicies).
+ *   felix_populate --ifaces N   prints the first N of those interface names
  */
 #include <brindle/ds.h>
 #include <brindle/log.h>
 #include <brindle/net.h>
+
+#include "policy_scenario.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +34,24 @@ static const char *dup(struct br_object *o, const char *s)
 	return arena_strdup(o->arena, s);
 }
 
+static void create_cb(struct br_object *o, void *ctx)
+{
+	create(ctx, o);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s NODES LOCAL_ENDPOINTS\n", argv[0]);
+	if (argc == 3 && streq(argv[1], "--ifaces")) {
+		char name[16];
+		for (int i = 0; i < atoi(argv[2]); i++) {
+			policy_scenario_iface(i, name);
+			printf("%s\n", name);
+		}
+		return 0;
+	}
+	if (argc != 3 && argc != 5) {
+		fprintf(stderr, "usage: %s NODES LOCAL_ENDPOINTS [REMOTE_ENDPOINTS POLICIES]\n",
+			argv[0]);
 		return 2;
 	}
 	int nodes = atoi(argv[1]), local = atoi(argv[2]);
@@ -43,11 +64,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", sb_str(&err));
 		return 1;
 	}
-	struct br_object *o = model_new(model_kind(KIND_IPPOOL), NULL, "pool");
-	struct br_ippool *p = (struct br_ippool *)o;
-	p->spec.cidr = dup(o, "10.0.0.0/8");
-	p->spec.vxlan_mode = "Always";
-	create(d, o);
+	struct br_object *o;
+	if (nodes > 0) { /* NODES 0: only endpoints (and policies), into a cluster that exists */
+		o = model_new(model_kind(KIND_IPPOOL), NULL, "pool");
+		struct br_ippool *p = (struct br_ippool *)o;
+		p->spec.cidr = dup(o, "10.0.0.0/8");
+		p->spec.vxlan_mode = "Always";
+		create(d, o);
+	}
 	char buf[128];
 	for (int i = 1; i <= nodes; i++) {
 		/* Node i: 172.16.x.y/12, block 10.<i>/26, VTEP at the block's first address. */
@@ -71,6 +95,10 @@ int main(int argc, char **argv)
 		af->spec.cidr = dup(o, buf);
 		af->spec.state = "confirmed";
 		create(d, o);
+	}
+	if (argc == 5) {
+		policy_scenario(local, atoi(argv[3]), atoi(argv[4]), create_cb, d);
+		local = 0;
 	}
 	for (int i = 0; i < local; i++) {
 		char name[32], iface[16];

@@ -1,4 +1,5 @@
 #include "calc.h"
+#include "policy.h"
 
 #include <brindle/hash.h>
 
@@ -36,11 +37,12 @@ struct calc {
 	struct felix_config cfg;
 	struct hmap nodes; /* name → struct cnode * */
 	struct hmap pools; /* name → struct br_ippool * */
-	struct hmap weps;  /* "ns/name" → struct br_workloadendpoint * */
+	struct hmap weps;  /* "ns/name" → struct br_workloadendpoint * (this node's only) */
 	struct br_felixconfig *fc_global, *fc_node;
 	unsigned fc_generation;
 	size_t local_weps;
 	struct dp_desired desired;
+	struct pol *pol;
 };
 
 struct calc *calc_new(const char *nodename)
@@ -49,6 +51,7 @@ struct calc *calc_new(const char *nodename)
 	c->nodename = xstrdup(nodename);
 	felix_config_defaults(&c->cfg);
 	dp_init(&c->desired);
+	c->pol = pol_new(nodename);
 	return c;
 }
 
@@ -82,6 +85,7 @@ void calc_free(struct calc *c)
 	free_felixconfig(c->fc_global);
 	free_felixconfig(c->fc_node);
 	dp_free(&c->desired);
+	pol_free(c->pol);
 	free(c->nodename);
 	free(c);
 }
@@ -109,6 +113,11 @@ const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node)
 unsigned calc_felixconfig_generation(const struct calc *c)
 {
 	return c->fc_generation;
+}
+
+struct pol *calc_policy(struct calc *c)
+{
+	return c->pol;
 }
 
 size_t calc_local_endpoints(const struct calc *c)
@@ -411,15 +420,25 @@ void calc_update(struct calc *c, const struct ds_update *u)
 		snprintf(key, sizeof(key), "%s/%s", u->scope, u->name);
 	else
 		snprintf(key, sizeof(key), "%s", u->name);
+	/* Policy reads every update it cares about; the kinds that are only policy's it keeps. */
+	if (pol_update(c->pol, u))
+		return;
 	switch (u->kind->id) {
 	case KIND_WORKLOADENDPOINT: {
-		const struct br_workloadendpoint *old = hmap_get(&c->weps, key);
-		bool was_local = old && old->spec.node && strcmp(old->spec.node, c->nodename) == 0;
-		store(&c->weps, key, u->obj);
+		/* Routing needs this node's endpoints only; policy kept what it needs of others. */
 		const struct br_workloadendpoint *w = (const void *)u->obj;
 		bool is_local = w && w->spec.node && strcmp(w->spec.node, c->nodename) == 0;
+		bool was_local = hmap_has(&c->weps, key);
+		if (is_local) {
+			store(&c->weps, key, u->obj);
+		} else {
+			store(&c->weps, key, NULL);
+			model_free(u->obj);
+			w = NULL;
+		}
 		c->local_weps += (size_t)is_local - (size_t)was_local;
-		recompute_wep(c, key, w);
+		if (is_local || was_local)
+			recompute_wep(c, key, w);
 		return;
 	}
 	case KIND_BLOCKAFFINITY: {
@@ -503,5 +522,6 @@ void calc_update(struct calc *c, const struct ds_update *u)
 void calc_set_config(struct calc *c, const struct felix_config *cfg)
 {
 	c->cfg = *cfg;
+	pol_set_config(c->pol, cfg);
 	recompute_all(c);
 }

@@ -37,6 +37,9 @@ const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node);
 /* Bumped whenever a FelixConfiguration that applies to this node changes. */
 unsigned calc_felixconfig_generation(const struct calc *c);
 
+/* The policy core, fed by calc_update (see policy.h). */
+struct pol *calc_policy(struct calc *c);
+
 /* Counts, for metrics and tests. */
 size_t calc_local_endpoints(const struct calc *c);
 

@@ -61,6 +61,9 @@ void felix_config_defaults(struct felix_config *c)
 							      .port = default_out[i].port };
 	c->n_failsafe_out = ARRAY_SIZE(default_out);
 	c->route_grace_ms = 10000;
+	snprintf(c->log_prefix, sizeof(c->log_prefix), "calico-packet");
+	snprintf(c->event_log_file, sizeof(c->event_log_file),
+		 "/var/log/brindle/policy-events.log");
 }
 
 static const char *canonical_proto(const char *p)
@@ -126,6 +129,15 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 	if (s->chain_insert_mode)
 		snprintf(c->chain_insert_mode, sizeof(c->chain_insert_mode), "%s",
 			 s->chain_insert_mode);
+	if (s->log_prefix)
+		snprintf(c->log_prefix, sizeof(c->log_prefix), "%s", s->log_prefix);
+	if (s->policy_event_log_enabled.set)
+		c->event_log_enabled = s->policy_event_log_enabled.v;
+	if (s->policy_event_log_allowed.set)
+		c->event_log_allowed = s->policy_event_log_allowed.v;
+	if (s->policy_event_log_file)
+		snprintf(c->event_log_file, sizeof(c->event_log_file), "%s",
+			 s->policy_event_log_file);
 	if (s->failsafe_inbound_host_ports_set)
 		copy_ports(c->failsafe_in, &c->n_failsafe_in, s->failsafe_inbound_host_ports,
 			   s->n_failsafe_inbound_host_ports);
@@ -267,6 +279,8 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 	} bools[] = {
 		{ "FELIX_HEALTHENABLED", &c->health_enabled },
 		{ "FELIX_PROMETHEUSMETRICSENABLED", &c->metrics_enabled },
+		{ "FELIX_POLICYEVENTLOGENABLED", &c->event_log_enabled },
+		{ "FELIX_POLICYEVENTLOGALLOWED", &c->event_log_allowed },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bools); i++)
 		if ((v = getenv_in(env, bools[i].name))) {
@@ -282,6 +296,8 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 	} hosts[] = {
 		{ "FELIX_HEALTHHOST", c->health_host, sizeof(c->health_host) },
 		{ "FELIX_PROMETHEUSMETRICSHOST", c->metrics_host, sizeof(c->metrics_host) },
+		{ "FELIX_POLICYEVENTLOGFILE", c->event_log_file, sizeof(c->event_log_file) },
+		{ "FELIX_LOGPREFIX", c->log_prefix, sizeof(c->log_prefix) },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(hosts); i++)
 		if ((v = getenv_in(env, hosts[i].name)))

@@ -46,6 +46,11 @@ struct felix_config {
 	struct felix_failsafe failsafe_out[32];
 	size_t n_failsafe_out;
 	uint64_t route_grace_ms; /* CNI routes of endpoints not known yet */
+	char log_prefix[24];	 /* of Log rules ("calico-packet") */
+	/* the connection event log */
+	bool event_log_enabled;
+	bool event_log_allowed;
+	char event_log_file[256];
 };
 
 /* Built-in defaults. */

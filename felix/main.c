@@ -9,6 +9,9 @@
 #include "calc.h"
 #include "config.h"
 #include "dataplane.h"
+#include "dp_policy.h"
+#include "eventlog.h"
+#include "policy.h"
 
 #include <brindle/ds.h>
 #include <brindle/httpd.h>
@@ -19,6 +22,7 @@
 
 #include <errno.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,11 @@ struct felix {
 	struct ds_syncer *syncer;
 	struct calc *calc;
 	struct dataplane *dp;
+	struct dp_policy *dpp;
+	struct ipt *ipt;
+	struct ips *ips;
+	struct nflog *nflog;
+	struct eventlog *evlog;
 	struct nl *nl;
 	struct sysctl *sys;
 	struct nl_monitor *mon;
@@ -50,6 +59,9 @@ struct felix {
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
 		*m_errors, *m_in_sync, *m_writes;
+	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
+		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
+	size_t reported_errors;
 };
 
 static const char *const error_kind_names[DP_ERR_KINDS] = { "netlink", "dump", "sysctl", "tunnel",
@@ -84,6 +96,64 @@ static void on_status(void *ctx, enum ds_sync_status st)
 }
 
 static const struct ds_syncer_ops syncer_ops = { on_update, on_status };
+
+/* --- the connection event log -------------------------------------------------------------- */
+
+static void on_nflog_event(const struct nflog_event *ev, void *ctx)
+{
+	struct felix *f = ctx;
+	char in[IF_NAMESIZE] = "", out[IF_NAMESIZE] = "";
+	if (ev->indev && !if_indextoname(ev->indev, in))
+		in[0] = '\0';
+	if (ev->outdev && !if_indextoname(ev->outdev, out))
+		out[0] = '\0';
+	struct strbuf line = STRBUF_INIT;
+	sb_init(&line);
+	eventlog_format(calc_policy(f->calc), ev, in[0] ? in : NULL, out[0] ? out : NULL,
+			now_ns() / 1000, &line);
+	eventlog_write(f->evlog, sb_str(&line));
+	sb_free(&line);
+}
+
+static void on_nflog(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct felix *f = ctx;
+	if (nflog_read(f->nflog, on_nflog_event, f) == -ENOBUFS)
+		log_warn("event log: the kernel dropped events (a burst larger than the socket)");
+}
+
+/* Start or stop the event log to match the configuration. */
+static void event_log_configure(struct felix *f)
+{
+	bool want = f->cfg.event_log_enabled;
+	if (f->nflog && (!want || !f->evlog)) {
+		loop_del_fd(f->loop, nflog_fd(f->nflog));
+		nflog_close(f->nflog);
+		f->nflog = NULL;
+	}
+	if (f->evlog && !want) {
+		eventlog_free(f->evlog);
+		f->evlog = NULL;
+		log_info("event log: off");
+	}
+	if (!want || f->nflog)
+		return;
+	static const uint16_t groups[] = { 1, 2 };
+	int r = nflog_open(groups, ARRAY_SIZE(groups), 128, &f->nflog);
+	if (r < 0) {
+		log_error("event log: cannot bind NFLOG groups 1 and 2: %s", strerror(-r));
+		return;
+	}
+	if (loop_add_fd(f->loop, nflog_fd(f->nflog), EPOLLIN, on_nflog, f) < 0) {
+		nflog_close(f->nflog);
+		f->nflog = NULL;
+		return;
+	}
+	if (!f->evlog)
+		f->evlog = eventlog_new(f->cfg.event_log_file, 100, 200);
+	log_info("event log: denied%s connections to %s", f->cfg.event_log_allowed ? " and allowed" : "",
+		 f->cfg.event_log_file);
+}
 
 /* --- configuration ---------------------------------------------------------------------------- */
 
@@ -120,7 +190,18 @@ static void maybe_reconfigure(struct felix *f)
 	if (next.route_refresh_ms != f->cfg.route_refresh_ms && f->refresh)
 		loop_timer_arm(f->refresh, next.route_refresh_ms, next.route_refresh_ms);
 	log_info("configuration changed (FelixConfiguration); recomputing the dataplane");
+	bool evlog_changed = strcmp(next.event_log_file, f->cfg.event_log_file) != 0;
 	f->cfg = next;
+	if (evlog_changed && f->evlog) {
+		eventlog_free(f->evlog);
+		f->evlog = NULL;
+		if (f->nflog) {
+			loop_del_fd(f->loop, nflog_fd(f->nflog));
+			nflog_close(f->nflog);
+			f->nflog = NULL;
+		}
+	}
+	event_log_configure(f);
 	calc_set_config(f->calc, &f->cfg);
 	f->dirty = true;
 }
@@ -140,6 +221,46 @@ static void update_metrics(struct felix *f)
 	for (int k = 0; k < DP_ERR_KINDS; k++)
 		metric_set(f->m_errors, error_kind_names[k], (double)st->errors[k]);
 	metric_set(f->m_errors, "datastore", (double)f->invalid_values);
+	const struct dp_policy_status *ps = dp_policy_status(f->dpp);
+	struct pol_stats s;
+	pol_stats(calc_policy(f->calc), &s);
+	metric_set(f->m_chains, NULL, (double)s.chains);
+	metric_set(f->m_rules, NULL, (double)s.rules);
+	metric_set(f->m_sets, NULL, (double)s.active_sets);
+	metric_set(f->m_members, NULL, (double)s.members);
+	metric_set(f->m_policies, NULL, (double)s.active_policies);
+	metric_set(f->m_policy_errors, NULL, (double)pol_n_errors(calc_policy(f->calc)));
+	for (int t = 0; t < PT_TABLES; t++)
+		metric_set(f->m_commits, pt_table_name(t), (double)ps->commits[t]);
+	metric_set(f->m_rule_writes, NULL, (double)ps->rule_writes);
+	metric_set(f->m_set_writes, NULL, (double)ps->set_writes);
+	metric_set(f->m_errors, "iptables", (double)ps->ipt_errors);
+	metric_set(f->m_errors, "ipset", (double)ps->ips_errors);
+	metric_set(f->m_errors, "policy", (double)pol_n_errors(calc_policy(f->calc)));
+	if (f->evlog) {
+		metric_set(f->m_events_logged, "written", (double)eventlog_written(f->evlog));
+		metric_set(f->m_events_logged, "dropped", (double)eventlog_dropped(f->evlog));
+	}
+}
+
+/* Policies that cannot be rendered: said once each time the list changes. */
+static void report_policy_errors(struct felix *f)
+{
+	const struct pol *p = calc_policy(f->calc);
+	size_t n = pol_n_errors(p);
+	if (n == f->reported_errors)
+		return;
+	f->reported_errors = n;
+	for (size_t i = 0; i < n; i++)
+		log_error("policy: %s; the endpoints it selects are denied (fail closed)",
+			  pol_error(p, i));
+}
+
+/* When something must run without new data: the earliest of the writers' deadlines. */
+static uint64_t next_deadline(struct felix *f)
+{
+	uint64_t a = dataplane_next_deadline(f->dp), b = dp_policy_next_deadline(f->dpp);
+	return !a ? b : !b ? a : a < b ? a : b;
 }
 
 static void apply(struct loop *l, void *ctx)
@@ -150,12 +271,24 @@ static void apply(struct loop *l, void *ctx)
 		return;
 	maybe_reconfigure(f);
 	uint64_t now = now_ms();
-	uint64_t deadline = dataplane_next_deadline(f->dp);
+	uint64_t deadline = next_deadline(f);
 	if (!f->dirty && !(deadline && now >= deadline))
 		return;
 	f->dirty = false;
 	uint64_t t0 = now_ns();
-	int r = dataplane_apply(f->dp, calc_desired(f->calc), &f->cfg, now);
+	/* Sets before the rules that use them, rules before routes, unused sets last. */
+	struct pol *pol = calc_policy(f->calc);
+	pol_flush(pol);
+	report_policy_errors(f);
+	struct pol_desired *pd = pol_desired(pol);
+	int r = dp_policy_apply_sets(f->dpp, pd, &f->cfg, now);
+	if (r == 0)
+		r = dp_policy_apply_tables(f->dpp, pd, &f->cfg, now);
+	int rr = dataplane_apply(f->dp, calc_desired(f->calc), &f->cfg, now);
+	if (r == 0)
+		dp_policy_cleanup(f->dpp, pd);
+	pol_clear_dirty(pol);
+	r = r ? r : rr;
 	double secs = (double)(now_ns() - t0) / 1e9;
 	metric_observe(f->m_apply, NULL, secs);
 	if (f->applies++ == 0)
@@ -168,7 +301,7 @@ static void apply(struct loop *l, void *ctx)
 		malloc_trim(0);
 	}
 	update_metrics(f);
-	deadline = dataplane_next_deadline(f->dp);
+	deadline = next_deadline(f);
 	if (deadline)
 		loop_timer_arm(f->wake, deadline > now ? deadline - now : 1, 0);
 }
@@ -242,6 +375,16 @@ static void on_health(void *ctx, const char *path, struct httpd_response *resp)
 		ready = false;
 		sb_addf(&resp->body, "dataplane: %s\n", st->problem);
 	}
+	const struct dp_policy_status *ps = dp_policy_status(f->dpp);
+	if (ps->problem[0]) {
+		ready = false;
+		sb_addf(&resp->body, "policy dataplane: %s\n", ps->problem);
+	}
+	/* A policy that cannot be rendered fails closed; it is reported, it does not make felix
+	 * unready (the rest of the node's policy is in force). */
+	const struct pol *pol = calc_policy(f->calc);
+	for (size_t i = 0; i < pol_n_errors(pol); i++)
+		sb_addf(&resp->body, "policy: %s (fail closed)\n", pol_error(pol, i));
 	resp->status = ready ? 200 : 503;
 	if (ready)
 		sb_adds(&resp->body, "ready\n");
@@ -282,9 +425,35 @@ static void make_metrics(struct felix *f)
 		metrics_gauge(f->m, "felix_in_sync", "1 when the datastore is in sync.", NULL);
 	f->m_writes = metrics_counter(f->m, "felix_kernel_writes_total", "Netlink changes applied.",
 				      NULL);
+	f->m_chains = metrics_gauge(f->m, "felix_iptables_chains",
+				    "iptables chains felix wants (filter and nat).", NULL);
+	f->m_rules = metrics_gauge(f->m, "felix_iptables_rules",
+				   "iptables rules in those chains.", NULL);
+	f->m_sets = metrics_gauge(f->m, "felix_ipsets", "ip sets felix wants.", NULL);
+	f->m_members = metrics_gauge(f->m, "felix_ipset_members",
+				     "Members of those ip sets.", NULL);
+	f->m_policies = metrics_gauge(f->m, "felix_active_policies",
+				      "Policies that apply to an endpoint of this node.", NULL);
+	f->m_policy_errors = metrics_gauge(
+		f->m, "felix_policy_errors",
+		"Policies and profiles that cannot be rendered (their endpoints fail closed).",
+		NULL);
+	f->m_commits = metrics_counter(f->m, "felix_iptables_commits_total",
+				       "iptables table commits, by table.", "table");
+	f->m_rule_writes = metrics_counter(f->m, "felix_iptables_rule_writes_total",
+					   "iptables rules inserted, replaced or deleted.", NULL);
+	f->m_set_writes = metrics_counter(f->m, "felix_ipset_writes_total",
+					  "ip set operations applied.", NULL);
+	f->m_events_logged = metrics_counter(
+		f->m, "felix_event_log_lines_total",
+		"Connection events written to the event log, or dropped by its rate limit.",
+		"result");
 	for (int k = 0; k < DP_ERR_KINDS; k++)
 		metric_set(f->m_errors, error_kind_names[k], 0);
 	metric_set(f->m_errors, "datastore", 0);
+	metric_set(f->m_errors, "iptables", 0);
+	metric_set(f->m_errors, "ipset", 0);
+	metric_set(f->m_errors, "policy", 0);
 }
 
 /* --- main ------------------------------------------------------------------------------------- */
@@ -373,6 +542,11 @@ int main(int argc, char **argv)
 	}
 	f.sys = sysctl_open_kernel();
 	f.dp = dataplane_new(f.nl, f.sys);
+	if ((r = ipt_open_kernel(NULL, 10000, &f.ipt)) < 0 || (r = ips_open_kernel(&f.ips)) < 0) {
+		log_error("%s: %s", f.ipt ? "ip sets" : "iptables", strerror(-r));
+		goto out;
+	}
+	f.dpp = dp_policy_new(f.ipt, f.ips);
 	f.loop = loop_new();
 	make_metrics(&f);
 	if (loop_add_signal(f.loop, SIGTERM, on_signal, &f) < 0 ||
@@ -383,6 +557,7 @@ int main(int argc, char **argv)
 	}
 	if (start_http(&f) < 0)
 		goto out;
+	event_log_configure(&f);
 	f.refresh = loop_timer_new(f.loop, on_refresh, &f);
 	f.wake = loop_timer_new(f.loop, on_wake, &f);
 	loop_timer_arm(f.refresh, f.cfg.route_refresh_ms, f.cfg.route_refresh_ms);
@@ -392,6 +567,14 @@ int main(int argc, char **argv)
 		{ KIND_IPPOOL, NULL },
 		{ KIND_BLOCKAFFINITY, NULL },
 		{ KIND_WORKLOADENDPOINT, NULL },
+		{ KIND_HOSTENDPOINT, NULL },
+		{ KIND_NETWORKPOLICY, NULL },
+		{ KIND_GLOBALNETWORKPOLICY, NULL },
+		{ KIND_K8S_NETWORKPOLICY, NULL },
+		{ KIND_NETWORKSET, NULL },
+		{ KIND_GLOBALNETWORKSET, NULL },
+		{ KIND_PROFILE, NULL },
+		{ KIND_NAMESPACE, NULL },
 	};
 	f.sync = DS_RESYNC;
 	if (ds_syncer_start(f.ds, f.loop, specs, ARRAY_SIZE(specs), &syncer_ops, &f, &f.syncer) <
@@ -408,6 +591,11 @@ out:
 	loop_timer_free(f.refresh);
 	loop_timer_free(f.wake);
 	dataplane_free(f.dp);
+	dp_policy_free(f.dpp);
+	nflog_close(f.nflog);
+	eventlog_free(f.evlog);
+	ipt_close(f.ipt);
+	ips_close(f.ips);
 	calc_free(f.calc);
 	nl_monitor_close(f.mon);
 	nl_close(f.nl);

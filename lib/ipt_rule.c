@@ -133,6 +133,11 @@ static const char *proto_name(uint16_t num)
 	return NULL;
 }
 
+const char *ipt_proto_name(uint8_t num)
+{
+	return proto_name(num);
+}
+
 /* --- set tables -------------------------------------------------------------------- */
 
 static int table_index_of(void *ctx, const char *name, uint16_t *index)
@@ -1588,8 +1593,51 @@ static bool id_from_comment(const char *c, size_t n, char *id)
 	return true;
 }
 
+/*
+ * The common shape, without tokenizing (felix reads the id of every rule it
+ * wants at every apply): plain words, then `-m comment --comment "cali:..."`.
+ * Taken only when the words before it hold no quote, backslash or control
+ * character and no -j or -g, and the comment is a quoted word without
+ * escapes or a bare word; anything else goes the long way.
+ */
+static bool plain_comment_id(const char *text, char *id)
+{
+	static const char lead[] = "-m comment --comment ";
+	const char *m = text;
+	while ((m = strstr(m, lead)) && m != text && m[-1] != ' ')
+		m++;
+	if (!m)
+		return false;
+	for (const char *w = text; w < m;) {
+		size_t n = strcspn(w, " ");
+		if ((n == 2 && (memcmp(w, "-j", 2) == 0 || memcmp(w, "-g", 2) == 0)))
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)w[i] < 0x20 || w[i] == 0x7f || w[i] == '"' || w[i] == '\\')
+				return false;
+		w += n + (w[n] == ' ');
+	}
+	const char *c = m + sizeof(lead) - 1, *end;
+	if (*c == '"') {
+		c++;
+		end = strpbrk(c, "\"\\");
+		if (!end || *end != '"' || (end[1] && end[1] != ' '))
+			return false;
+	} else {
+		end = c + strcspn(c, " \"\\");
+		if (*end && *end != ' ')
+			return false;
+	}
+	for (const char *p = c; p < end; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
+	return id_from_comment(c, (size_t)(end - c), id);
+}
+
 bool ipt_rule_text_id(const char *text, char *id)
 {
+	if (plain_comment_id(text, id))
+		return true;
 	struct tokens t = { 0 };
 	struct strbuf err = STRBUF_INIT;
 	bool found = false;

@@ -930,6 +930,12 @@ static const struct model_field felixconfig_fields[] = {
 	MF("deviceRouteProtocol", MF_OPT_INT, struct br_felixconfig_spec, device_route_protocol,
 	   .min = 1, .max = 255),
 	MF("removeExternalRoutes", MF_OPT_BOOL, struct br_felixconfig_spec, remove_external_routes),
+	/* Brindle's own: the connection event log (docs/policy.md) */
+	MF("policyEventLogEnabled", MF_OPT_BOOL, struct br_felixconfig_spec,
+	   policy_event_log_enabled),
+	MF("policyEventLogAllowed", MF_OPT_BOOL, struct br_felixconfig_spec,
+	   policy_event_log_allowed),
+	MF("policyEventLogFile", MF_STRING, struct br_felixconfig_spec, policy_event_log_file),
 };
 static MODEL_STRUCT(felixconfig_desc, struct br_felixconfig_spec, felixconfig_fields);
 

@@ -109,9 +109,13 @@ void ipt_rule_format(const void *entry, const char *jump_target, const struct ip
 /*
  * The rule's id: the first comment starting "cali:" with at least 16 more
  * characters, cut to IPT_ID_LEN, copied into @id (IPT_ID_LEN + 1 bytes);
- * false when it has none. The text and the entry forms give the same id.
+ * false when it has none. For text that parses, the text and the entry forms
+ * give the same id (text that does not parse may still yield one when it
+ * opens with its comment).
  */
 bool ipt_rule_text_id(const char *text, char *id);
+/* How iptables-save names protocol @num ("tcp", "ipencap"); NULL when it prints the number. */
+const char *ipt_proto_name(uint8_t num);
 bool ipt_rule_entry_id(const void *entry, char *id);
 
 /*

@@ -586,6 +586,9 @@ struct br_felixconfig_spec {
 	const char *log_prefix;
 	struct opt_int device_route_protocol;
 	struct opt_bool remove_external_routes;
+	struct opt_bool policy_event_log_enabled;
+	struct opt_bool policy_event_log_allowed;
+	const char *policy_event_log_file;
 };
 
 struct br_felixconfig {

@@ -2,7 +2,7 @@
  * iptables rule text fuzz target. Besides not crashing, checks the
  * formatter's contract: when text parses, its formatted form parses again to
  * the same entry, byte for byte, and formats identically; and the id read
- * from that text is the id read from the entry.
+ * from that text, and from the input, is the id read from the entry.
  */
 #include <brindle/ipt.h>
 
@@ -50,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char id1[IPT_ID_LEN + 1], id2[IPT_ID_LEN + 1];
 		bool h1 = ipt_rule_entry_id(e, id1), h2 = ipt_rule_text_id(sb_str(&out), id2);
 		check(h1 == h2 && (!h1 || strcmp(id1, id2) == 0), "ids differ", text);
+		h2 = ipt_rule_text_id(text, id2);
+		check(h1 == h2 && (!h1 || strcmp(id1, id2) == 0), "input's id differs", text);
 	} else {
 		check(err.len > 0, "no error text", text);
 	}

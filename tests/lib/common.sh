@@ -13,6 +13,7 @@ BT_PREFIX="bt$(printf '%04x' $(($$ % 65536)))"
 BT_SOURCE_DIR=${BRINDLE_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BT_BUILD_DIR=${BRINDLE_BUILD_DIR:-$BT_SOURCE_DIR/build/test}
 BRINDLECTL=${BRINDLECTL:-$BT_BUILD_DIR/ctl/brindlectl}
+PROBE=${BRINDLE_PROBE:-$BT_BUILD_DIR/lab/brindle-probe}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 

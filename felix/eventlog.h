@@ -1,0 +1,42 @@
+/*
+ * The connection event log: packets that policy rules sent to NFLOG (denied
+ * new connections, and allowed ones when configured), written as JSON lines.
+ * Decoding a packet and its rule's prefix into a line is pure
+ * (eventlog_format); the writer appends to a file, rate-limited so a flood
+ * cannot fill the disk or take the node (the rules themselves are limited in
+ * the kernel too: 10 a second per rule, bursts of 20).
+ *
+ * NFLOG prefixes, as the renderer writes them:
+ *   "<V><d>:p:<policy hash>:<rule>"  a policy's rule decided (V: A allow, D deny;
+ *                                   d: i to the endpoint, o from it)
+ *   "<V><d>:r:<profile hash>:<rule>" a profile's rule decided
+ *   "D<d>:e:<iface>"                 policies applied and none allowed
+ *   "D<d>:n:<iface>"                 no policy applied and no profile allowed
+ *   "D<d>:f:<iface>"                 fail closed: a policy of the endpoint cannot be rendered
+ */
+#ifndef FELIX_EVENTLOG_H
+#define FELIX_EVENTLOG_H
+
+#include "policy.h"
+
+#include <brindle/nflog.h>
+#include <brindle/strbuf.h>
+
+/*
+ * One line (no newline) for @ev. @ifname is the interface the packet came in
+ * on or went out of (from the event's ifindex; NULL when unknown).
+ */
+void eventlog_format(const struct pol *p, const struct nflog_event *ev, const char *in_ifname,
+		     const char *out_ifname, uint64_t now_us, struct strbuf *out);
+
+struct eventlog;
+
+/* Appends to @path (created, with its directory, when needed). */
+struct eventlog *eventlog_new(const char *path, unsigned per_second, unsigned burst);
+void eventlog_free(struct eventlog *l);
+/* Write one line; false when the rate limit dropped it. */
+bool eventlog_write(struct eventlog *l, const char *line);
+uint64_t eventlog_written(const struct eventlog *l);
+uint64_t eventlog_dropped(const struct eventlog *l);
+
+#endif

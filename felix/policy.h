@@ -1,0 +1,127 @@
+/*
+ * felix's calculation core for policy: from policies, profiles, namespaces,
+ * endpoints and network sets to this node's desired iptables chains and ip
+ * sets. Pure: datastore updates in, rule text and set members out.
+ *
+ * What is computed, and when:
+ *   - which policies apply to each local endpoint (workload or host), in
+ *     order; re-evaluated for one endpoint when it changes, for one policy
+ *     against the local endpoints when it changes;
+ *   - each policy's and profile's chains, rendered once per change;
+ *   - the endpoint chains, dispatch chains and the static chains;
+ *   - only chains reachable from the hooks are in the desired tables, and
+ *     only ip sets that a desired chain uses are active;
+ *   - an active set's members: the addresses of every endpoint or network set
+ *     in the cluster its selector matches (or the endpoints' named ports, or
+ *     a CIDR list), kept up to date as endpoints and labels change.
+ * pol_flush() does the rendering that updates queued, so a burst of updates
+ * costs one render.
+ *
+ * Fail closed: a policy that cannot be rendered turns every endpoint it
+ * selects into drop-all (in the directions it applies to), and is reported in
+ * pol_errors(); a workload interface felix does not know is dropped by the
+ * dispatch chains.
+ */
+#ifndef FELIX_POLICY_H
+#define FELIX_POLICY_H
+
+#include "config.h"
+
+#include <brindle/ds.h>
+#include <brindle/hmap.h>
+#include <brindle/ipset.h>
+#include <brindle/strbuf.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pt_table {
+	PT_FILTER,
+	PT_NAT,
+	PT_TABLES
+};
+
+const char *pt_table_name(enum pt_table t);
+
+/* A rendered chain: rule texts as iptables-save prints them (after "-A <name> "). */
+struct pchain {
+	char name[32];
+	char **rules;
+	uint32_t n;
+};
+
+/* Our rules in a built-in chain: inserted at the top, or appended. */
+struct phook {
+	const char *chain; /* "FORWARD" */
+	char **insert;	   /* in order, from position 0 */
+	uint32_t n_insert;
+	char **append; /* in order, at the end */
+	uint32_t n_append;
+};
+
+struct ptable {
+	struct hmap chains; /* name → struct pchain * (only reachable ones) */
+	struct phook hooks[5];
+	size_t n_hooks;
+	bool dirty; /* something changed since the last pol_clear_dirty */
+};
+
+/* An active ip set: what the kernel should hold. */
+struct pset {
+	struct ips_info info;
+	struct hmap members; /* canonical member → (void *)count */
+};
+
+struct pol_desired {
+	struct ptable tables[PT_TABLES];
+	struct hmap sets;	   /* name → struct pset * (active only) */
+	struct hmap dirty_sets;	   /* name → (void *)1: created, removed or membership changed */
+	struct hmap dirty_members; /* "set\nmember" → (void *)1 */
+};
+
+struct pol;
+
+struct pol *pol_new(const char *nodename);
+void pol_free(struct pol *p);
+void pol_set_config(struct pol *p, const struct felix_config *cfg);
+
+/*
+ * Take one datastore update. Returns true when the update was about policy
+ * (its object is then owned by the policy core), false when the caller keeps
+ * it. WorkloadEndpoints are read (their labels, addresses, ports) but never
+ * kept: the function returns false for them.
+ */
+bool pol_update(struct pol *p, const struct ds_update *u);
+
+/* Render what the updates since the last flush changed. */
+void pol_flush(struct pol *p);
+struct pol_desired *pol_desired(struct pol *p);
+/* Forget the dirty marks (after the dataplane applied them). */
+void pol_clear_dirty(struct pol *p);
+
+/* Policies that cannot be rendered: "GlobalNetworkPolicy x: services match not supported". */
+size_t pol_n_errors(const struct pol *p);
+const char *pol_error(const struct pol *p, size_t i);
+
+/* For the event log: what an NFLOG prefix stands for ("np/ns/name ingress rule 2"). */
+const char *pol_describe_prefix(const struct pol *p, const char *prefix);
+
+/* The endpoint on local interface @iface ("WorkloadEndpoint ns/name"), or NULL. */
+const char *pol_endpoint_of_iface(const struct pol *p, const char *iface);
+
+/* Counts, for metrics and tests. */
+struct pol_stats {
+	size_t policies, profiles, endpoints, local_endpoints, netsets;
+	size_t active_policies, active_sets, members, chains, rules;
+};
+void pol_stats(const struct pol *p, struct pol_stats *out);
+
+/*
+ * For tests: recomputes every active set's members from scratch (every
+ * endpoint against every set, without the label index) and compares them with
+ * the incrementally kept ones. Returns 0, or -1 with what differs in @err.
+ */
+int pol_verify_sets(struct pol *p, struct strbuf *err);
+
+#endif

@@ -1,0 +1,185 @@
+# Policy tests' shared setup (source after common.sh): one node namespace
+# with felix and a private etcd, an "outside" namespace on the node's uplink,
+# pods as namespaces wired like the CNI plugin wires them, each running
+# brindle-probe as its workload, and checks that make real connections.
+#
+#   pt_node [FELIX_ENV...]       the node, the outside, the pool, felix
+#   pt_pod NS POD IP 'LABELS' ['PORTS']   a pod serving TCP 80 443 5978 6379 8080 9090, UDP 53
+#   pt_ns NS 'LABELS'            a Namespace resource
+#   pt_apply <<YAML              brindlectl apply -f -
+#   pt_allowed FROM_NS FROM_POD IP PORT [tcp|udp]   eventually connects
+#   pt_denied  FROM_NS FROM_POD IP PORT [tcp|udp]   eventually times out (dropped)
+#   pt_settled                   felix has applied everything written so far
+# Addresses: node 192.168.100.11 (eth0), outside 192.168.100.1 and 10.0.0.5,
+# pods from 10.244.1.0/26.
+
+FELIX=$BT_BUILD_DIR/felix/brindle-felix
+NODE=$BT_PREFIX-node
+OUT=$BT_PREFIX-out
+PT_FELIX_ENV=()
+
+pt_node() {
+	PT_FELIX_ENV=("$@")
+	bt_start_etcd
+	bt_netns node
+	bt_netns out
+	ip -n "$NODE" link add eth0 type veth peer name eth0 netns "$OUT"
+	ip -n "$NODE" addr add 192.168.100.11/24 dev eth0
+	ip -n "$NODE" link set eth0 up
+	ip -n "$OUT" addr add 192.168.100.1/24 dev eth0
+	ip -n "$OUT" addr add 10.0.0.5/24 dev lo
+	ip -n "$OUT" addr add 10.0.1.5/24 dev lo
+	ip -n "$OUT" link set eth0 up
+	ip -n "$OUT" route add 10.244.0.0/16 via 192.168.100.11
+	ip -n "$NODE" route add default via 192.168.100.1
+	ip netns exec "$NODE" sysctl -qw net.ipv4.ip_forward=1
+	"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool}
+spec: {cidr: 10.244.0.0/16}
+---
+apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node1}
+spec: {bgp: {ipv4Address: 192.168.100.11/24}}
+YAML
+	bt_affinity node1 10.244.1.0/26
+	bt_affinity node1 10.244.1.64/26
+	bt_affinity node1 10.244.2.0/24
+	# The outside serves too: TCP 80 and the endPort range's edges, UDP 53.
+	bt_run_bg out-probe ip netns exec "$OUT" "$PROBE" serve --tcp 80 --tcp 5978 --tcp 31999 \
+		--tcp 32000 --tcp 32768 --tcp 32769 --udp 53
+	[ "${PT_NO_FELIX:-0}" = 1 ] || pt_start_felix
+}
+
+pt_start_felix() {
+	bt_run_bg "felix-$SECONDS" ip netns exec "$NODE" env NODENAME=node1 \
+		BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" FELIX_PROMETHEUSMETRICSENABLED=true \
+		FELIX_IPTABLESREFRESHINTERVAL=2 FELIX_IPSETSREFRESHINTERVAL=2 \
+		FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept "${PT_FELIX_ENV[@]}" "$FELIX"
+	FELIX_PID=${bt_pids[-1]}
+	bt_wait_for 30 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
+}
+
+pt_stop_felix() {
+	kill "$FELIX_PID"
+	for _ in $(seq 50); do kill -0 "$FELIX_PID" 2>/dev/null || return 0; sleep 0.1; done
+	bt_fail "felix did not stop"
+}
+
+pt_ns() {
+	"$BRINDLECTL" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: $1, labels: {$2}}
+YAML
+}
+
+pt_apply() {
+	"$BRINDLECTL" apply -f - >/dev/null || bt_fail "brindlectl apply failed"
+}
+
+pt_pod() {
+	local ns=$1 pod=$2 ip=$3 labels=$4 ports=${5:-[]}
+	bt_pod "$NODE" "$ns" "$pod" "$ip"
+	local mac=$BT_POD_MAC
+	"$BRINDLECTL" apply -f - >/dev/null <<YAML
+apiVersion: projectcalico.org/v3
+kind: WorkloadEndpoint
+metadata:
+  name: node1-k8s-$pod-eth0
+  namespace: $ns
+  labels: {$labels${labels:+, }projectcalico.org/namespace: $ns, projectcalico.org/orchestrator: k8s}
+spec: {node: node1, orchestrator: k8s, pod: $pod, endpoint: eth0, ports: $ports,
+  interfaceName: $(bt_cali "$ns" "$pod"), mac: '$mac', ipNetworks: [$ip/32], profiles: [kns.$ns]}
+YAML
+	bt_run_bg "probe-$ns-$pod" ip netns exec "$BT_PREFIX-$ns-$pod" "$PROBE" serve --tcp 80 \
+		--tcp 443 --tcp 5978 --tcp 6379 --tcp 8080 --tcp 9090 --udp 53
+}
+
+# Relabel a pod's endpoint (same spec).
+pt_label() {
+	local ns=$1 pod=$2 ip=$3 labels=$4 ports=${5:-[]}
+	"$BRINDLECTL" apply -f - >/dev/null <<YAML
+apiVersion: projectcalico.org/v3
+kind: WorkloadEndpoint
+metadata:
+  name: node1-k8s-$pod-eth0
+  namespace: $ns
+  labels: {$labels${labels:+, }projectcalico.org/namespace: $ns, projectcalico.org/orchestrator: k8s}
+spec: {node: node1, orchestrator: k8s, pod: $pod, endpoint: eth0, ports: $ports,
+  interfaceName: $(bt_cali "$ns" "$pod"), ipNetworks: [$ip/32], profiles: [kns.$ns]}
+YAML
+}
+
+# One attempt: 0 connected, 1 refused, 2 timed out (dropped).
+pt_try() {
+	local src=$1 ip=$2 port=$3 proto=${4:-tcp}
+	ip netns exec "$src" "$PROBE" "$proto" "$ip" "$port" --timeout 700 >/dev/null 2>&1
+}
+
+# The source of a check: "out" (the outside), "node" (the node itself) or NS POD.
+pt_src() {
+	case $1 in
+	out) echo "$OUT" ;;
+	node) echo "$NODE" ;;
+	*) echo "$BT_PREFIX-$1-$2" ;;
+	esac
+}
+
+pt_allowed() {
+	local src
+	if [ "$1" = out ] || [ "$1" = node ]; then
+		src=$(pt_src "$1")
+		shift 1
+	else
+		src=$(pt_src "$1" "$2")
+		shift 2
+	fi
+	local ip=$1 port=$2 proto=${3:-tcp} deadline=$((SECONDS + 15)) r=0
+	while :; do
+		pt_try "$src" "$ip" "$port" "$proto" && return 0
+		[ $SECONDS -lt $deadline ] || bt_fail "${src#"$BT_PREFIX"-} -> $ip:$port/$proto should connect"
+		sleep 0.2
+	done
+}
+
+pt_denied() {
+	local src
+	if [ "$1" = out ] || [ "$1" = node ]; then
+		src=$(pt_src "$1")
+		shift 1
+	else
+		src=$(pt_src "$1" "$2")
+		shift 2
+	fi
+	local ip=$1 port=$2 proto=${3:-tcp} deadline=$((SECONDS + 15)) r
+	while :; do
+		r=0
+		pt_try "$src" "$ip" "$port" "$proto" || r=$?
+		[ $r -eq 2 ] && return 0
+		[ $SECONDS -lt $deadline ] ||
+			bt_fail "${src#"$BT_PREFIX"-} -> $ip:$port/$proto should be dropped (probe said $r)"
+		sleep 0.2
+	done
+}
+
+# Policy takes effect after felix applied it; checks poll anyway, this makes
+# "still allowed" checks meaningful: wait until felix is idle again.
+pt_settled() {
+	local before after
+	before=$(bt_metric "$NODE" http://localhost:9091/metrics felix_datastore_events_total)
+	sleep 0.5
+	after=$(bt_metric "$NODE" http://localhost:9091/metrics felix_datastore_events_total)
+	while [ "$before" != "$after" ]; do
+		before=$after
+		sleep 0.5
+		after=$(bt_metric "$NODE" http://localhost:9091/metrics felix_datastore_events_total)
+	done
+	sleep 0.3
+}
+
+# Our rules and chains, and everybody else's, as the kernel has them.
+pt_save() { ip netns exec "$NODE" iptables-legacy-save "$@" | grep -v '^#'; }
+pt_foreign() { pt_save | grep -v -e 'cali:' -e '^:cali-' | sed 's/\[[0-9]*:[0-9]*\]//'; }

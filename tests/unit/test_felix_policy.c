@@ -1,0 +1,714 @@
+/*
+ * felix's policy core over plain data: policies, namespaces and endpoints in;
+ * chains and ip set members out. What each rule looks like exactly is the
+ * golden tests' business; these check the semantics and the incremental
+ * behaviour.
+ */
+#include "harness.h"
+
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct pol *P;
+
+static int setup(void **state)
+{
+	P = pol_new("node-a");
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	pol_set_config(P, &cfg);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	pol_free(P);
+	P = NULL;
+	return 0;
+}
+
+static void apply(const char *yaml)
+{
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	if (model_read("t", yaml, strlen(yaml), NULL, &objs, &n, &errs) < 0)
+		fail_msg("bad input: %s", errs.v[0]);
+	for (size_t i = 0; i < n; i++) {
+		struct br_object *o = objs[i];
+		struct ds_update u = { .kind = o->kind,
+				       .scope = o->kind->namespaced ? o->meta.namespace : NULL,
+				       .name = o->meta.name,
+				       .obj = o };
+		if (!pol_update(P, &u))
+			model_free(o);
+	}
+	free(objs);
+}
+
+static void del(enum br_kind_id k, const char *ns, const char *name)
+{
+	struct ds_update u = { .kind = model_kind(k), .scope = ns, .name = name };
+	pol_update(P, &u);
+}
+
+static void pod(const char *ns, const char *name, const char *node, const char *iface,
+		const char *ip, const char *labels, const char *ports)
+{
+	char buf[2048];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		 "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s%sprojectcalico.org/namespace: "
+		 "%s, projectcalico.org/orchestrator: k8s}\n"
+		 "spec:\n  orchestrator: k8s\n  node: %s\n  pod: %s\n  endpoint: eth0\n"
+		 "  interfaceName: %s\n  ipNetworks: [%s/32]\n  profiles: [kns.%s]\n%s%s\n",
+		 name, ns, labels, labels[0] ? ", " : "", ns, node, name, iface, ip, ns,
+		 ports ? "  ports: " : "", ports ? ports : "");
+	apply(buf);
+}
+
+static void ns(const char *name, const char *labels)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {%s}}\n", name,
+		 labels);
+	apply(buf);
+}
+
+static const struct pchain *chain(const char *name)
+{
+	pol_flush(P);
+	return hmap_get(&pol_desired(P)->tables[PT_FILTER].chains, name);
+}
+
+/* The first rule of @c containing @needle, or NULL. */
+static const char *rule_with(const struct pchain *c, const char *needle)
+{
+	for (uint32_t i = 0; c && i < c->n; i++)
+		if (strstr(c->rules[i], needle))
+			return c->rules[i];
+	return NULL;
+}
+
+/* Every chain of the filter table, concatenated (for searching). */
+static char *all_rules(void)
+{
+	pol_flush(P);
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	const struct hmap *m = &pol_desired(P)->tables[PT_FILTER].chains;
+	for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);) {
+		const struct pchain *c = it.value;
+		for (uint32_t i = 0; i < c->n; i++)
+			sb_addf(&sb, "-A %s %s\n", c->name, c->rules[i]);
+	}
+	return sb_detach(&sb);
+}
+
+/* The members of the set a rule containing @needle matches on (its first --match-set). */
+static char *members_of_rule(const char *needle, const char *which)
+{
+	char *rules = all_rules();
+	const char *r = strstr(rules, needle);
+	if (!r)
+		fail_msg("no rule with %s in:\n%s", needle, rules);
+	const char *eol = strchr(r, '\n');
+	char name[40] = "", dirs[40];
+	for (const char *ms = r; (ms = strstr(ms, "--match-set ")) && ms < eol; ms += 12) {
+		if (sscanf(ms + 12, "%39s %39s", name, dirs) == 2 && (!which || streq(dirs, which)))
+			break;
+		name[0] = '\0';
+	}
+	if (!name[0])
+		fail_msg("no set matched %s in the rule with %s", which ? which : "", needle);
+	free(rules);
+	const struct pset *s = hmap_get(&pol_desired(P)->sets, name);
+	if (!s)
+		fail_msg("set %s is not active", name);
+	const char *v[256];
+	size_t n = 0;
+	for (struct hmap_iter it = hmap_iter(&s->members); hmap_next(&it);)
+		v[n++] = it.key;
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			const char *t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	for (size_t i = 0; i < n; i++)
+		sb_addf(&sb, "%s%s", i ? " " : "", v[i]);
+	return sb_detach(&sb);
+}
+
+#define assert_members(needle, which, want)                       \
+	do {                                                      \
+		char *got_ = members_of_rule(needle, which);      \
+		assert_string_equal(got_, want);                  \
+		free(got_);                                       \
+	} while (0)
+
+/* --- Kubernetes NetworkPolicy ------------------------------------------------------------- */
+
+static void cluster(void)
+{
+	ns("a", "team: a");
+	ns("b", "team: b");
+	pod("a", "db", "node-a", "calidb000000001", "10.0.0.1", "role: db", NULL);
+	pod("a", "x1", "node-b", "calix1000000001", "10.0.1.1", "role: x", NULL);
+	pod("a", "y1", "node-b", "caliy1000000001", "10.0.1.2", "role: y", NULL);
+	pod("b", "x2", "node-b", "calix2000000002", "10.0.2.1", "role: x", NULL);
+	pod("b", "y2", "node-b", "caliy2000000002", "10.0.2.2", "role: y", NULL);
+}
+
+static void test_k8s_peer_and_vs_or(void **state)
+{
+	cluster();
+	/* One peer with both selectors: pods with role=x in namespaces with team=b. */
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: and, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {role: db}}\n"
+	      "  ingress:\n  - from:\n    - namespaceSelector: {matchLabels: {team: b}}\n"
+	      "      podSelector: {matchLabels: {role: x}}\n");
+	assert_members("KubernetesNetworkPolicy a/and", NULL, "10.0.2.1");
+	del(KIND_K8S_NETWORKPOLICY, "a", "and");
+	/* Two peers: any pod in team=b namespaces, or role=x pods of the policy's namespace. */
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: or, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {role: db}}\n"
+	      "  ingress:\n  - from:\n    - namespaceSelector: {matchLabels: {team: b}}\n"
+	      "    - podSelector: {matchLabels: {role: x}}\n");
+	char *rules = all_rules();
+	assert_null(strstr(rules, "KubernetesNetworkPolicy a/and"));
+	free(rules);
+	assert_members("KubernetesNetworkPolicy a/or", NULL, "10.0.2.1 10.0.2.2");
+	/* the second rule of the policy chain pair */
+	const struct pchain *c = NULL;
+	const struct hmap *m = &pol_desired(P)->tables[PT_FILTER].chains;
+	for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);)
+		if (rule_with(it.value, "a/or"))
+			c = it.value;
+	assert_non_null(c);
+	assert_int_equal(c->n, 4); /* two allow rules, each with its return */
+	char name[40];
+	sscanf(strstr(c->rules[2], "--match-set ") + 12, "%39s", name);
+	const struct pset *s = hmap_get(&pol_desired(P)->sets, name);
+	assert_non_null(s);
+	assert_int_equal(s->members.n, 1);
+	assert_true(hmap_has(&s->members, "10.0.1.1"));
+}
+
+static void test_k8s_default_deny_and_allow_all(void **state)
+{
+	cluster();
+	/* default deny ingress: an empty podSelector, no rules */
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: deny, namespace: a}\nspec: {podSelector: {}}\n");
+	const struct pchain *tw = chain("cali-tw-calidb000000001");
+	assert_non_null(tw);
+	assert_non_null(rule_with(tw, "Drop if no policies passed packet"));
+	/* egress is not isolated: the profile allows */
+	const struct pchain *fw = chain("cali-fw-calidb000000001");
+	assert_null(rule_with(fw, "Drop if no policies passed packet"));
+	/* allow all ingress: an empty rule */
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: all, namespace: a}\nspec:\n  podSelector: {}\n  ingress: [{}]\n");
+	char *rules = all_rules();
+	/* the allow-all rule has no match besides its comments */
+	const char *r = strstr(rules, "KubernetesNetworkPolicy a/all");
+	assert_non_null(r);
+	const char *eol = strchr(r, '\n');
+	char line[512];
+	snprintf(line, sizeof(line), "%.*s", (int)(eol - r), r);
+	assert_null(strstr(line, "--match-set"));
+	assert_null(strstr(line, " -s "));
+	assert_non_null(strstr(line, "-j MARK --set-xmark 0x10000/0x10000"));
+	free(rules);
+	/* egress default deny with policyTypes */
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: deny-egress, namespace: a}\n"
+	      "spec: {podSelector: {}, policyTypes: [Egress]}\n");
+	fw = chain("cali-fw-calidb000000001");
+	assert_non_null(rule_with(fw, "Drop if no policies passed packet"));
+}
+
+static void test_k8s_named_port_per_pod(void **state)
+{
+	ns("a", "team: a");
+	pod("a", "web1", "node-a", "caliweb00000001", "10.0.0.1", "app: web",
+	    "[{name: http, protocol: TCP, port: 8080}]");
+	pod("a", "web2", "node-b", "caliweb00000002", "10.0.0.2", "app: web",
+	    "[{name: http, protocol: TCP, port: 9090}, {name: dns, protocol: UDP, port: 53}]");
+	/* same name, other protocol: not a match for TCP "http" */
+	pod("a", "web3", "node-b", "caliweb00000003", "10.0.0.3", "app: web",
+	    "[{name: http, protocol: UDP, port: 8081}]");
+	pod("a", "other", "node-b", "calioth00000001", "10.0.0.4", "app: other",
+	    "[{name: http, protocol: TCP, port: 80}]");
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: named, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {app: web}}\n"
+	      "  ingress:\n  - ports: [{port: http}]\n");
+	/* resolved over the pods the policy selects, each with its own number */
+	assert_members("KubernetesNetworkPolicy a/named", "dst,dst",
+		       "10.0.0.1,tcp:8080 10.0.0.2,tcp:9090");
+	/* a renumbered port follows */
+	pod("a", "web1", "node-a", "caliweb00000001", "10.0.0.1", "app: web",
+	    "[{name: http, protocol: TCP, port: 8000}]");
+	assert_members("KubernetesNetworkPolicy a/named", "dst,dst",
+		       "10.0.0.1,tcp:8000 10.0.0.2,tcp:9090");
+}
+
+static void test_k8s_endport_and_ipblock(void **state)
+{
+	cluster();
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: range, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {role: db}}\n  policyTypes: [Egress]\n"
+	      "  egress:\n  - to: [{ipBlock: {cidr: 10.0.0.0/24}}]\n"
+	      "    ports: [{protocol: TCP, port: 32000, endPort: 32768}]\n");
+	char *rules = all_rules();
+	assert_non_null(strstr(rules, "-d 10.0.0.0/24 -p tcp"));
+	assert_non_null(strstr(rules, "-m multiport --dports 32000:32768"));
+	free(rules);
+}
+
+static void test_k8s_namespace_expressions(void **state)
+{
+	ns("frontend", "tier: frontend");
+	ns("backend", "tier: backend");
+	ns("db", "tier: db");
+	pod("frontend", "f", "node-b", "califront000001", "10.0.5.1", "app: f", NULL);
+	pod("backend", "b", "node-b", "caliback0000001", "10.0.5.2", "app: b", NULL);
+	pod("db", "d", "node-a", "calidb000000009", "10.0.5.3", "app: d", NULL);
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: nsexpr, namespace: db}\n"
+	      "spec:\n  podSelector: {}\n"
+	      "  ingress:\n  - from:\n    - namespaceSelector:\n        matchExpressions:\n"
+	      "        - {key: tier, operator: In, values: [frontend, backend]}\n");
+	assert_members("KubernetesNetworkPolicy db/nsexpr", NULL, "10.0.5.1 10.0.5.2");
+	/* a namespace's labels change: its pods follow */
+	ns("backend", "tier: legacy");
+	assert_members("KubernetesNetworkPolicy db/nsexpr", NULL, "10.0.5.1");
+	ns("db", "tier: backend");
+	assert_members("KubernetesNetworkPolicy db/nsexpr", NULL, "10.0.5.1 10.0.5.3");
+}
+
+/* --- Calico policy -------------------------------------------------------------------------- */
+
+static void test_calico_order_and_actions(void **state)
+{
+	cluster();
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: allow, namespace: a}\n"
+	      "spec:\n  order: 20\n  selector: role == 'db'\n"
+	      "  ingress: [{action: Allow}]\n");
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: deny, namespace: a}\n"
+	      "spec:\n  order: 10\n  selector: role == 'db'\n"
+	      "  ingress:\n  - action: Deny\n    source: {selector: role == 'x'}\n"
+	      "  - action: Log\n    protocol: TCP\n    destination: {ports: [22]}\n"
+	      "  - action: Pass\n    source: {nets: [192.168.0.0/16]}\n");
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: last}\n"
+	      "spec:\n  selector: all()\n  ingress: [{action: Allow, protocol: ICMP, icmp: {type: "
+	      "8}}]\n");
+	const struct pchain *tw = chain("cali-tw-calidb000000001");
+	/* order 10 before order 20 before the GNP without order */
+	int at_deny = -1, at_allow = -1, at_last = -1;
+	const struct hmap *m = &pol_desired(P)->tables[PT_FILTER].chains;
+	for (uint32_t i = 0; i < tw->n; i++) {
+		for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);) {
+			const struct pchain *c = it.value;
+			char jump[64];
+			snprintf(jump, sizeof(jump), "-j %s", c->name);
+			if (!strstr(tw->rules[i], jump) || !str_has_suffix(tw->rules[i], c->name))
+				continue;
+			if (rule_with(c, "NetworkPolicy a/deny"))
+				at_deny = (int)i;
+			else if (rule_with(c, "NetworkPolicy a/allow"))
+				at_allow = (int)i;
+			else if (rule_with(c, "GlobalNetworkPolicy last"))
+				at_last = (int)i;
+		}
+	}
+	assert_true(at_deny >= 0 && at_allow > at_deny && at_last > at_allow);
+	char *rules = all_rules();
+	assert_non_null(strstr(rules, "-j DROP"));
+	assert_non_null(strstr(rules, "-p tcp -m comment"));
+	assert_non_null(strstr(rules, "-m multiport --dports 22 -j LOG --log-prefix \"calico-packet: \" "
+				      "--log-level 5"));
+	assert_non_null(strstr(rules, "-s 192.168.0.0/16 -m comment"));
+	assert_non_null(strstr(rules, "-j MARK --set-xmark 0x20000/0x20000"));
+	assert_non_null(strstr(rules, "-p icmp -m comment"));
+	assert_non_null(strstr(rules, "-m icmp --icmp-type 8 -j MARK"));
+	free(rules);
+}
+
+static void test_calico_negations_and_netsets(void **state)
+{
+	cluster();
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkSet\n"
+	      "metadata: {name: partners, labels: {kind: partner}}\n"
+	      "spec: {nets: [198.51.100.0/24, 203.0.113.7/32]}\n");
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkSet\n"
+	      "metadata: {name: office, namespace: a, labels: {kind: partner}}\n"
+	      "spec: {nets: [192.0.2.0/25]}\n");
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: partners}\n"
+	      "spec:\n  selector: role == 'db'\n  ingress:\n"
+	      "  - action: Allow\n    protocol: TCP\n"
+	      "    source: {selector: kind == 'partner', notNets: [198.51.100.128/25]}\n"
+	      "    destination: {notPorts: [23, '100:200']}\n");
+	/* the global policy's selector reaches namespaced network sets too */
+	assert_members("GlobalNetworkPolicy partners", NULL,
+		       "192.0.2.0/25 198.51.100.0/24 203.0.113.7");
+	char *rules = all_rules();
+	assert_non_null(strstr(rules, "! -s 198.51.100.128/25 -p tcp"));
+	assert_non_null(strstr(rules, "-m multiport ! --dports 23,100:200"));
+	free(rules);
+	/* a network set goes: its nets go */
+	del(KIND_GLOBALNETWORKSET, NULL, "partners");
+	assert_members("GlobalNetworkPolicy partners", NULL, "192.0.2.0/25");
+}
+
+static void test_profile_and_namespace_labels(void **state)
+{
+	ns("a", "team: a");
+	pod("a", "db", "node-a", "calidb000000001", "10.0.0.1", "role: db", NULL);
+	pod("a", "x", "node-b", "calix0000000001", "10.0.0.2", "role: x", NULL);
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: by-ns}\n"
+	      "spec:\n  selector: role == 'db'\n"
+	      "  ingress: [{action: Allow, source: {namespaceSelector: team == 'a'}}]\n");
+	assert_members("GlobalNetworkPolicy by-ns", NULL, "10.0.0.1 10.0.0.2");
+	ns("a", "team: z");
+	assert_members("GlobalNetworkPolicy by-ns", NULL, "");
+}
+
+static void test_fail_closed(void **state)
+{
+	cluster();
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: svc}\n"
+	      "spec:\n  selector: role == 'db'\n"
+	      "  egress: [{action: Allow, destination: {services: {name: kubernetes, namespace: "
+	      "default}}}]\n");
+	const struct pchain *fw = chain("cali-fw-calidb000000001");
+	const char *r = rule_with(fw, "Fail closed");
+	assert_non_null(r);
+	assert_non_null(strstr(r, "GlobalNetworkPolicy svc"));
+	assert_true(str_has_suffix(r, "-j DROP"));
+	/* nothing after the drop */
+	assert_string_equal(fw->rules[fw->n - 1], r);
+	assert_int_equal(pol_n_errors(P), 1);
+	assert_non_null(strstr(pol_error(P, 0), "GlobalNetworkPolicy svc"));
+	/* ingress is not affected: the policy has only egress */
+	const struct pchain *tw = chain("cali-tw-calidb000000001");
+	assert_null(rule_with(tw, "Fail closed"));
+	/* the policy goes: so does the drop */
+	del(KIND_GLOBALNETWORKPOLICY, NULL, "svc");
+	fw = chain("cali-fw-calidb000000001");
+	assert_null(rule_with(fw, "Fail closed"));
+	assert_int_equal(pol_n_errors(P), 0);
+}
+
+static void test_missing_profile_fails_closed(void **state)
+{
+	apply("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+	      "metadata: {name: w, namespace: a}\n"
+	      "spec: {node: node-a, pod: w, endpoint: eth0, orchestrator: k8s, interfaceName: "
+	      "caliw0000000001, ipNetworks: [10.0.0.9/32], profiles: [nosuch]}\n");
+	const struct pchain *tw = chain("cali-tw-caliw0000000001");
+	assert_non_null(rule_with(tw, "Fail closed"));
+	assert_int_equal(pol_n_errors(P), 1);
+	assert_non_null(strstr(pol_error(P, 0), "Profile nosuch"));
+}
+
+static void test_incremental_sets_and_cleanup(void **state)
+{
+	cluster();
+	pol_flush(P);
+	pol_clear_dirty(P);
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: p, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {role: db}}\n"
+	      "  ingress: [{from: [{podSelector: {matchLabels: {role: x}}}]}]\n");
+	pol_flush(P);
+	struct pol_desired *d = pol_desired(P);
+	assert_int_equal(d->sets.n, 1);
+	assert_int_equal(d->dirty_sets.n, 1);
+	assert_true(d->tables[PT_FILTER].dirty);
+	pol_clear_dirty(P);
+	/* a pod's labels change: one member delta, no chain change */
+	pod("a", "y1", "node-b", "caliy1000000001", "10.0.1.2", "role: x", NULL);
+	pol_flush(P);
+	assert_int_equal(d->dirty_sets.n, 0);
+	assert_int_equal(d->dirty_members.n, 1);
+	assert_false(d->tables[PT_FILTER].dirty);
+	pol_clear_dirty(P);
+	/* nothing new: nothing dirty */
+	pol_flush(P);
+	assert_int_equal(d->dirty_members.n, 0);
+	assert_false(d->tables[PT_FILTER].dirty);
+	/* the policy goes: its chains and its set go */
+	del(KIND_K8S_NETWORKPOLICY, "a", "p");
+	pol_flush(P);
+	assert_int_equal(d->sets.n, 0);
+	assert_int_equal(d->dirty_sets.n, 1);
+	char *rules = all_rules();
+	assert_null(strstr(rules, "a/p"));
+	free(rules);
+	/* the local pod goes: its chains go, the dispatch forgets it */
+	del(KIND_WORKLOADENDPOINT, "a", "db");
+	assert_null(chain("cali-tw-calidb000000001"));
+	assert_null(chain("cali-fw-calidb000000001"));
+	assert_null(rule_with(chain("cali-to-wl-dispatch"), "calidb000000001"));
+	assert_non_null(rule_with(chain("cali-to-wl-dispatch"), "Unknown interface"));
+}
+
+static void test_host_endpoint_failsafe(void **state)
+{
+	apply("apiVersion: projectcalico.org/v3\nkind: HostEndpoint\n"
+	      "metadata: {name: node-a-eth0, labels: {host: a}}\n"
+	      "spec: {node: node-a, interfaceName: eth0, expectedIPs: [192.168.1.10]}\n");
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: hosts}\n"
+	      "spec:\n  selector: host == 'a'\n  ingress: [{action: Allow, protocol: TCP, "
+	      "destination: {ports: [80]}}]\n");
+	const struct pchain *fh = chain("cali-fh-eth0");
+	assert_non_null(fh);
+	assert_non_null(rule_with(fh, "-j cali-failsafe-in"));
+	assert_non_null(rule_with(fh, "Drop if no policies passed packet"));
+	const struct pchain *fs = chain("cali-failsafe-in");
+	assert_non_null(rule_with(fs, "-p tcp -m comment"));
+	assert_non_null(rule_with(fs, "--dports 22 -j ACCEPT"));
+	assert_non_null(rule_with(fs, "--dports 6443 -j ACCEPT"));
+	assert_non_null(rule_with(fs, "-p udp"));
+	assert_non_null(rule_with(chain("cali-failsafe-out"), "--dports 2379 -j ACCEPT"));
+	assert_non_null(rule_with(chain("cali-INPUT"), "-j cali-from-host-endpoint"));
+	assert_non_null(rule_with(chain("cali-from-host-endpoint"), "-i eth0"));
+	/* a host endpoint's addresses are members of sets like any endpoint's */
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: from-hosts}\n"
+	      "spec:\n  selector: host == 'a'\n  egress: [{action: Allow, destination: {selector: "
+	      "has(host)}}]\n");
+	assert_members("GlobalNetworkPolicy from-hosts", NULL, "192.168.1.10");
+}
+
+static void test_nat_outgoing(void **state)
+{
+	apply("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p1}\n"
+	      "spec: {cidr: 10.244.0.0/16, natOutgoing: true}\n");
+	apply("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p2}\n"
+	      "spec: {cidr: 10.245.0.0/16}\n");
+	pol_flush(P);
+	const struct pchain *c =
+		hmap_get(&pol_desired(P)->tables[PT_NAT].chains, "cali-nat-outgoing");
+	assert_non_null(c);
+	assert_int_equal(c->n, 1);
+	assert_non_null(strstr(c->rules[0], "-m set --match-set cali40masq-ipam-pools src -m set ! "
+					    "--match-set cali40all-ipam-pools dst -j MASQUERADE"));
+	const struct pset *all = hmap_get(&pol_desired(P)->sets, "cali40all-ipam-pools");
+	const struct pset *masq = hmap_get(&pol_desired(P)->sets, "cali40masq-ipam-pools");
+	assert_non_null(all);
+	assert_non_null(masq);
+	assert_int_equal(all->members.n, 2);
+	assert_int_equal(masq->members.n, 1);
+	assert_true(hmap_has(&masq->members, "10.244.0.0/16"));
+	/* no pool masquerades: the rule and the sets go */
+	apply("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p1}\n"
+	      "spec: {cidr: 10.244.0.0/16}\n");
+	pol_flush(P);
+	c = hmap_get(&pol_desired(P)->tables[PT_NAT].chains, "cali-nat-outgoing");
+	assert_int_equal(c->n, 0);
+	assert_null(hmap_get(&pol_desired(P)->sets, "cali40all-ipam-pools"));
+}
+
+static void test_dispatch_tree(void **state)
+{
+	ns("a", "");
+	char name[32], iface[32], ip[32];
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		snprintf(iface, sizeof(iface), "cali%x%010d", i % 16, i);
+		snprintf(ip, sizeof(ip), "10.1.0.%d", i + 1);
+		pod("a", name, "node-a", iface, ip, "", NULL);
+	}
+	const struct pchain *root = chain("cali-from-wl-dispatch");
+	/* 16 children by the fifth character, and the drop */
+	assert_int_equal(root->n, 17);
+	const struct pchain *child = chain("cali-from-wl-dispatch-3");
+	assert_non_null(child);
+	assert_non_null(rule_with(child, "-i cali30000000003 -m comment"));
+	assert_non_null(rule_with(child, "-g cali-fw-cali30000000003"));
+	assert_non_null(rule_with(child, "Unknown interface"));
+	assert_non_null(rule_with(root, "-i cali3+ -m comment"));
+}
+
+static void test_endpoint_to_host_action(void **state)
+{
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	snprintf(cfg.endpoint_to_host_action, sizeof(cfg.endpoint_to_host_action), "Accept");
+	pol_set_config(P, &cfg);
+	assert_non_null(rule_with(chain("cali-wl-to-host"), "-j ACCEPT"));
+	snprintf(cfg.endpoint_to_host_action, sizeof(cfg.endpoint_to_host_action), "Return");
+	pol_set_config(P, &cfg);
+	assert_non_null(rule_with(chain("cali-wl-to-host"), "-j RETURN"));
+}
+
+static void test_event_log_rules(void **state)
+{
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	cfg.event_log_enabled = true;
+	pol_set_config(P, &cfg);
+	cluster();
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: deny, namespace: a}\n"
+	      "spec:\n  selector: role == 'db'\n  ingress: [{action: Deny, protocol: TCP}]\n");
+	char *rules = all_rules();
+	const char *r = strstr(rules, "-j NFLOG --nflog-prefix \"Di:p:");
+	assert_non_null(r);
+	char prefix[64];
+	sscanf(r + strlen("-j NFLOG --nflog-prefix \""), "%63[^\"]", prefix);
+	assert_string_equal(pol_describe_prefix(P, prefix), "np/a/deny");
+	assert_non_null(strstr(rules, "-m limit --limit 10/sec --limit-burst 20 -j NFLOG"));
+	assert_non_null(strstr(rules, "\"Di:e:calidb000000001\" --nflog-group 1"));
+	assert_non_null(strstr(rules, "\"Do:n:calidb000000001\" --nflog-group 2"));
+	free(rules);
+	assert_string_equal(pol_endpoint_of_iface(P, "calidb000000001"),
+			    "WorkloadEndpoint a/db");
+}
+
+/* --- the label index against brute force ---------------------------------------------------- */
+
+static unsigned rnd_state = 12345;
+static unsigned rnd(unsigned n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return (rnd_state >> 16) % n;
+}
+
+static void verify(int step)
+{
+	pol_flush(P);
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (pol_verify_sets(P, &err) < 0)
+		fail_msg("step %d: sets differ from a full recomputation:\n%s", step, sb_str(&err));
+	sb_free(&err);
+}
+
+static void random_policy(unsigned which, unsigned id, const char *n, const char *app)
+{
+	char buf[1024];
+	switch (which) {
+	case 0: /* K8s: required labels app, and pcns.team alone (from the profile) */
+		snprintf(buf, sizeof(buf),
+			 "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+			 "metadata: {name: k%u, namespace: %s}\nspec:\n  podSelector: {}\n"
+			 "  ingress:\n  - from:\n    - podSelector: {matchLabels: {app: %s}}\n"
+			 "      namespaceSelector: {matchLabels: {team: a}}\n"
+			 "    - namespaceSelector: {matchLabels: {team: b}}\n"
+			 "    ports: [{port: http}, {port: 53, protocol: UDP}]\n",
+			 id, n, app);
+		break;
+	case 1: /* Calico: selectors the index cannot serve */
+		snprintf(buf, sizeof(buf),
+			 "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+			 "metadata: {name: c%u, namespace: %s}\nspec:\n  selector: all()\n"
+			 "  ingress: [{action: Allow, source: {selector: \"app in {'%s', 'q'} || "
+			 "has(role)\"}}, {action: Deny, source: {selector: app != 'x', "
+			 "namespaceSelector: team != 'b'}}]\n",
+			 id, n, app);
+		break;
+	default: /* Calico: only the endpoint's own label decides */
+		snprintf(buf, sizeof(buf),
+			 "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+			 "metadata: {name: e%u, namespace: %s}\nspec:\n  selector: all()\n"
+			 "  egress: [{action: Allow, protocol: TCP, destination: {selector: app == '%s', ports: "
+			 "[http]}}]\n",
+			 id, n, app);
+	}
+	apply(buf);
+}
+
+/*
+ * Random pods, namespace labels and policies, with selectors the index can
+ * serve (k == v, namespace labels through profiles) and ones it cannot (in,
+ * has, !=, named ports): after every change each active set must hold exactly
+ * what evaluating every endpoint against it gives.
+ */
+static void test_label_index_matches_full_scan(void **state)
+{
+	static const char *const nss[] = { "n0", "n1", "n2", "n3" };
+	static const char *const apps[] = { "x", "y", "z" };
+	static const char *const teams[] = { "a", "b", "" };
+	char buf[1024];
+	for (size_t i = 0; i < 4; i++)
+		ns(nss[i], "team: a");
+	for (int step = 0; step < 400; step++) {
+		unsigned op = rnd(10), k = rnd(24);
+		const char *n = nss[k % 4];
+		char name[16], iface[16], ip[20], labels[64], ports[64];
+		snprintf(name, sizeof(name), "p%u", k);
+		if (op < 5) { /* a pod created or relabelled */
+			snprintf(iface, sizeof(iface), "calip%010u", k);
+			snprintf(ip, sizeof(ip), "10.1.0.%u", k + 1);
+			snprintf(labels, sizeof(labels), "app: %s%s", apps[rnd(3)],
+				 rnd(2) ? ", role: r" : "");
+			snprintf(ports, sizeof(ports), "[{name: http, port: %u, protocol: TCP}]",
+				 8000 + rnd(3));
+			pod(n, name, rnd(2) ? "node-a" : "node-b", iface, ip, labels,
+			    rnd(2) ? ports : NULL);
+		} else if (op < 6) {
+			del(KIND_WORKLOADENDPOINT, n, name);
+		} else if (op < 8) { /* a namespace's labels change */
+			const char *t = teams[rnd(3)];
+			snprintf(buf, sizeof(buf), "%s%s", t[0] ? "team: " : "", t);
+			ns(nss[rnd(4)], buf);
+		} else if (op < 9) {
+			unsigned which = rnd(3), id = rnd(6);
+			random_policy(which, id, nss[id % 4], apps[rnd(3)]);
+		} else {
+			unsigned id = rnd(6);
+			snprintf(name, sizeof(name), "%c%u", "kce"[rnd(3)], id);
+			del(name[0] == 'k' ? KIND_K8S_NETWORKPOLICY : KIND_NETWORKPOLICY,
+			    nss[id % 4], name);
+		}
+		verify(step);
+	}
+	struct pol_stats st;
+	pol_stats(P, &st);
+	assert_true(st.active_sets > 3); /* the test exercised sets at all */
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_k8s_peer_and_vs_or),
+		T(test_k8s_default_deny_and_allow_all),
+		T(test_k8s_named_port_per_pod),
+		T(test_k8s_endport_and_ipblock),
+		T(test_k8s_namespace_expressions),
+		T(test_calico_order_and_actions),
+		T(test_calico_negations_and_netsets),
+		T(test_profile_and_namespace_labels),
+		T(test_fail_closed),
+		T(test_missing_profile_fails_closed),
+		T(test_incremental_sets_and_cleanup),
+		T(test_host_endpoint_failsafe),
+		T(test_nat_outgoing),
+		T(test_dispatch_tree),
+		T(test_endpoint_to_host_action),
+		T(test_event_log_rules),
+		T(test_label_index_matches_full_scan),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
