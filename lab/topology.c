@@ -150,8 +150,8 @@ bool lab_name_valid(const char *name)
 	return name && dns_label(name, LAB_NAME_MAX);
 }
 
-static const char *get_name(struct pctx *c, const struct jv *obj, const char *key,
-			    const char *path, size_t max)
+static const char *get_name(struct pctx *c, const struct jv *obj, const char *key, const char *path,
+			    size_t max)
 {
 	const char *s = get_string(c, obj, key, path, true);
 	if (s && !dns_label(s, max)) {
@@ -379,8 +379,8 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 		if (s.name && find_subnet(t, s.name) != SIZE_MAX)
 			perr(c, sub(c, p, "name"), "subnet \"%s\" is given twice", s.name);
 		if (ok && s.cidr.len > 29) {
-			perr(c, sub(c, p, "cidr"), "/%u is too small for a lab subnet (at most /29)",
-			     s.cidr.len);
+			perr(c, sub(c, p, "cidr"),
+			     "/%u is too small for a lab subnet (at most /29)", s.cidr.len);
 			ok = false;
 		}
 		for (size_t j = 0; ok && j < t->n_subnets; j++)
@@ -429,8 +429,10 @@ static void parse_pools(struct pctx *c, const struct jv *root, struct lab_topolo
 		}
 		pool.nat_outgoing = get_bool(c, e, "natOutgoing", p, false);
 		for (size_t j = 0; ok && j < t->n_subnets; j++)
-			if (t->subnets[j].cidr.len && cidr_overlaps(&t->subnets[j].cidr, &pool.cidr))
-				perr(c, sub(c, p, "cidr"), "overlaps subnet %s", t->subnets[j].name);
+			if (t->subnets[j].cidr.len &&
+			    cidr_overlaps(&t->subnets[j].cidr, &pool.cidr))
+				perr(c, sub(c, p, "cidr"), "overlaps subnet %s",
+				     t->subnets[j].name);
 		for (size_t j = 0; ok && j < t->n_pools; j++)
 			if (t->pools[j].cidr.len && cidr_overlaps(&t->pools[j].cidr, &pool.cidr))
 				perr(c, sub(c, p, "cidr"), "overlaps ipPools[%zu]", j);
@@ -459,7 +461,7 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 			struct claims *cl)
 {
 	static const char *const fields[] = { "name", "subnet", "ip", "routeReflectorClusterID",
-					      "pods", "serve", NULL };
+					      "pods", "serve",	NULL };
 	bool bad;
 	const struct jv *l = list_of(c, root, "nodes", "", &bad);
 	if (!l || l->arr.n == 0) {
@@ -505,7 +507,8 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 			continue;
 		const char *p = item(c, "nodes", i);
 		if (!pick_address(&t->subnets[n->subnet], cl, &n->ip))
-			perr(c, p, "subnet %s has no free address left", t->subnets[n->subnet].name);
+			perr(c, p, "subnet %s has no free address left",
+			     t->subnets[n->subnet].name);
 		else
 			claim(c, cl, &n->ip, sub(c, p, "ip"));
 	}
@@ -544,8 +547,8 @@ static void parse_externals(struct pctx *c, const struct jv *root, struct lab_to
 				     ip_str(&x->ip, buf), t->subnets[j].name);
 		for (size_t j = 0; j < t->n_pools; j++)
 			if (t->pools[j].cidr.len && cidr_contains_ip(&t->pools[j].cidr, &x->ip))
-				perr(c, sub(c, p, "ip"), "%s is in ipPools[%zu]", ip_str(&x->ip, buf),
-				     j);
+				perr(c, sub(c, p, "ip"), "%s is in ipPools[%zu]",
+				     ip_str(&x->ip, buf), j);
 		claim(c, cl, &x->ip, sub(c, p, "ip"));
 	}
 }
@@ -591,7 +594,8 @@ static void parse_peers(struct pctx *c, const struct jv *root, struct lab_topolo
 			continue;
 		const char *p = item(c, "bgpPeers", i);
 		if (!pick_address(&t->subnets[b->subnet], cl, &b->ip))
-			perr(c, p, "subnet %s has no free address left", t->subnets[b->subnet].name);
+			perr(c, p, "subnet %s has no free address left",
+			     t->subnets[b->subnet].name);
 		else
 			claim(c, cl, &b->ip, sub(c, p, "ip"));
 	}
@@ -630,7 +634,7 @@ static void parse_namespaces(struct pctx *c, const struct jv *root, struct lab_t
 static void parse_pods(struct pctx *c, const struct jv *root, struct lab_topology *t,
 		       struct claims *cl)
 {
-	static const char *const fields[] = { "namespace", "name",  "node",	  "labels", "ip",
+	static const char *const fields[] = { "namespace", "name",  "node",	   "labels", "ip",
 					      "ports",	   "serve", "hostNetwork", NULL };
 	bool bad;
 	const struct jv *l = list_of(c, root, "pods", "", &bad);
@@ -679,7 +683,8 @@ static void parse_pods(struct pctx *c, const struct jv *root, struct lab_topolog
 		pod->has_ip = true;
 		bool in_pool = false;
 		for (size_t j = 0; j < t->n_pools; j++)
-			in_pool |= t->pools[j].cidr.len && cidr_contains_ip(&t->pools[j].cidr, &pod->ip);
+			in_pool |= t->pools[j].cidr.len &&
+				   cidr_contains_ip(&t->pools[j].cidr, &pod->ip);
 		if (!in_pool)
 			perr(c, sub(c, p, "ip"), "%s is in no IP pool", ip_str(&pod->ip, buf));
 		claim(c, cl, &pod->ip, sub(c, p, "ip"));
@@ -746,10 +751,10 @@ static void check_ns_names(struct pctx *c, const struct lab_topology *t)
 int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,
 		       struct lab_topology **out, struct strbuf *err)
 {
-	static const char *const fields[] = { "name",	   "asNumber",	    "nodeToNodeMesh",
-					      "encapsulation", "subnets",   "ipPools",
-					      "nodes",	   "externalHosts", "bgpPeers",
-					      "namespaces",	   "pods",	    NULL };
+	static const char *const fields[] = { "name",	       "asNumber",	"nodeToNodeMesh",
+					      "encapsulation", "subnets",	"ipPools",
+					      "nodes",	       "externalHosts", "bgpPeers",
+					      "namespaces",    "pods",		NULL };
 	struct pctx c = { .a = a, .source = source, .err = err };
 	struct jv **docs;
 	size_t ndocs;

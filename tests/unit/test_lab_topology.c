@@ -124,9 +124,9 @@ static void expect_error(const char *yaml, const char *want)
 	arena_free(a);
 }
 
-#define BASE                                                                                 \
-	"name: demo\n"                                                                       \
-	"subnets: [{name: a, cidr: 192.168.100.0/24}]\n"                                     \
+#define BASE                                             \
+	"name: demo\n"                                   \
+	"subnets: [{name: a, cidr: 192.168.100.0/24}]\n" \
 	"ipPools: [{cidr: 10.244.0.0/16}]\n"
 
 static void test_errors(void **state)
