@@ -55,6 +55,13 @@ static const struct {
 	{ "status", lab_cmd_status, "status NAME: nodes, BGP sessions, pods" },
 	{ "apply", lab_cmd_apply, "apply NAME -f FILE: resources into the lab's datastore" },
 	{ "delete", lab_cmd_delete, "delete NAME -f FILE: resources out of it" },
+	{ "ns", lab_cmd_ns, "ns add NAME NS [k=v ...] | ns label NAME NS k=v ... [k-]" },
+	{ "pod", lab_cmd_pod,
+	  "pod add NAME NS/POD --node N [--ip A] [--labels k=v,...] [--port name:proto:port]... "
+	  "[--serve proto:port]... [--host-network] | pod delete NAME NS/POD | pod label NAME "
+	  "NS/POD k=v ... [k-]" },
+	{ "exec", lab_cmd_exec,
+	  "exec NAME TARGET -- CMD...: CMD in a node, NS/POD or external host" },
 	{ "probe", lab_cmd_probe,
 	  "probe NAME --from SRC --to DST --proto tcp|udp|sctp --port N [-o json]" },
 	{ "matrix", lab_cmd_matrix,
@@ -75,8 +82,6 @@ int cmd_lab(struct ctl *c, int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(subcommands); i++)
 		if (streq(argv[1], subcommands[i].name))
 			return subcommands[i].fn(c, argc - 1, argv + 1);
-	ctl_error("lab: unknown command \"%s\" (see brindlectl lab --help); ns, pod, exec and "
-		  "export-clab are not implemented yet",
-		  argv[1]);
+	ctl_error("lab: unknown command \"%s\" (see brindlectl lab --help)", argv[1]);
 	return CTL_USAGE;
 }

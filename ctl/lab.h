@@ -60,19 +60,38 @@ int lab_state_append(struct lab *l, const char *file, const char *fmt, ...) prin
 /* Everything of the lab gone: processes, namespaces, state directory. */
 void lab_teardown(struct lab *l);
 
-/* A pod as recorded in <dir>/pods: "ns/pod node ip netns". */
+/*
+ * A pod as recorded in <dir>/pods: "ns/pod node ip netns ports", ports
+ * "-" or "name:PROTO:port,..." (name "-" for serve entries): what it answers on.
+ */
 struct lab_pod_state {
 	const char *ref; /* ns/pod */
 	const char *node;
 	const char *ip;
 	const char *netns;
+	struct lab_port *ports;
+	size_t n_ports;
 };
 int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n) must_check;
+/* Rewrites <dir>/<file> without its lines that start with @prefix (atomically). */
+int lab_state_drop(struct lab *l, const char *file, const char *prefix) must_check;
+/* SIGTERM (then SIGKILL) to the recorded processes logging to <dir>/<log>.log. */
+void lab_kill_log(struct lab *l, const char *log);
+/* The lab's datastore, through brindlectl's own configuration; ctl_close frees it. */
+struct ds *lab_ds(struct lab *l, struct ctl *c);
+void lab_ctl_close(struct ctl *c);
 
 /* --- lab_up.c ------------------------------------------------------------- */
 int lab_cmd_up(struct ctl *c, int argc, char **argv);
 int lab_cmd_down(struct ctl *c, int argc, char **argv);
 int lab_cmd_status(struct ctl *c, int argc, char **argv);
+/* One pod (from the topology or `lab pod add`): namespace, brindle-cni ADD, brindle-probe. */
+int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod *p) must_check;
+/* brindle-cni DEL of a pod started by lab_pod_start. */
+int lab_pod_cni_del(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps,
+		    const char *ns, const char *pod) must_check;
+/* Whether the pod answers on each of its TCP and UDP ports from inside itself. */
+bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps);
 /* Runs brindlectl's apply/delete against the lab's etcd; quiet hides their output. */
 int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, char **argv,
 		bool quiet);
@@ -80,5 +99,10 @@ int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, 
 /* --- lab_probe.c ---------------------------------------------------------- */
 int lab_cmd_probe(struct ctl *c, int argc, char **argv);
 int lab_cmd_matrix(struct ctl *c, int argc, char **argv);
+
+/* --- lab_pods.c ----------------------------------------------------------- */
+int lab_cmd_ns(struct ctl *c, int argc, char **argv);
+int lab_cmd_pod(struct ctl *c, int argc, char **argv);
+int lab_cmd_exec(struct ctl *c, int argc, char **argv);
 
 #endif

@@ -76,21 +76,9 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 		if (streq(pods[i].ref, s)) {
 			e->netns = pods[i].netns;
 			e->ip = pods[i].ip;
-			for (size_t j = 0; j < t->n_pods; j++)
-				if (streq(arena_printf(l->a, "%s/%s", t->pods[j].namespace,
-						       t->pods[j].name),
-					  s)) {
-					/* declared ports and serve entries, in that order */
-					const struct lab_pod *p = &t->pods[j];
-					struct lab_port *v = arena_new_array(
-						l->a, struct lab_port, p->n_ports + p->n_serve + 1);
-					memcpy(v, p->ports, sizeof(*v) * p->n_ports);
-					if (p->n_serve)
-						memcpy(v + p->n_ports, p->serve,
-						       sizeof(*v) * p->n_serve);
-					e->ports = v;
-					e->n_ports = p->n_ports + p->n_serve;
-				}
+			/* declared ports and serve entries, in that order */
+			e->ports = pods[i].ports;
+			e->n_ports = pods[i].n_ports;
 			return 0;
 		}
 	ctl_error("\"%s\": lab %s has no pod of that name (endpoints are NS/POD, node:NAME or "

@@ -377,6 +377,91 @@ void lab_teardown(struct lab *l)
 	(void)lab_run(NULL, argv, NULL, NULL);
 }
 
+/* "name:PROTO:port,..." ("-" for none, name "-" for serve entries); bad entries skipped. */
+static void parse_ports(struct lab *l, char *s, struct lab_pod_state *ps)
+{
+	size_t n = 0;
+	for (char *c = s; c && *c; c++)
+		n += *c == ',';
+	ps->ports = arena_new_array(l->a, struct lab_port, n + 1);
+	ps->n_ports = 0;
+	if (!s || streq(s, "-"))
+		return;
+	char *save = NULL;
+	for (char *e = strtok_r(s, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		char *name = e, *proto = strchr(e, ':'),
+		     *port = proto ? strchr(proto + 1, ':') : NULL;
+		if (!port)
+			continue;
+		*proto++ = '\0';
+		*port++ = '\0';
+		struct lab_port *p = &ps->ports[ps->n_ports];
+		unsigned long v = strtoul(port, NULL, 10);
+		if (!lab_proto_parse(proto, &p->proto) || v == 0 || v > 65535)
+			continue;
+		p->port = (uint16_t)v;
+		p->name = streq(name, "-") ? NULL : name;
+		ps->n_ports++;
+	}
+}
+
+int lab_state_drop(struct lab *l, const char *file, const char *prefix)
+{
+	char *text = read_state(l, file);
+	if (!text)
+		return -ENOENT;
+	const char *path = arena_printf(l->a, "%s/%s", l->dir, file);
+	const char *tmp = arena_printf(l->a, "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	size_t plen = strlen(prefix);
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, prefix, plen) != 0)
+			fprintf(f, "%s\n", line);
+	int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
+	fclose(f);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+void lab_kill_log(struct lab *l, const char *log)
+{
+	char *pids = read_state(l, "pids"), *save = NULL;
+	pid_t v[64];
+	unsigned long long st[64];
+	size_t n = 0;
+	for (char *line = pids ? strtok_r(pids, "\n", &save) : NULL; line && n < ARRAY_SIZE(v);
+	     line = strtok_r(NULL, "\n", &save)) {
+		int pid;
+		unsigned long long s;
+		char name[256];
+		if (sscanf(line, "%d %llu %255s", &pid, &s, name) == 3 && streq(name, log) &&
+		    pid > 1 && s && start_time(pid) == s) {
+			kill(pid, SIGTERM);
+			v[n] = pid;
+			st[n++] = s;
+		}
+	}
+	for (int round = 0; round < 30; round++) {
+		bool alive = false;
+		for (size_t i = 0; i < n; i++) {
+			waitpid(v[i], NULL, WNOHANG);
+			alive |= start_time(v[i]) == st[i];
+		}
+		if (!alive)
+			return;
+		usleep(100000);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (start_time(v[i]) == st[i])
+			kill(v[i], SIGKILL);
+}
+
 int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n)
 {
 	char *text = read_state(l, "pods");
@@ -389,13 +474,15 @@ int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n)
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *ref = strtok_r(line, " ", &line), *node = strtok_r(NULL, " ", &line),
-		     *ip = strtok_r(NULL, " ", &line), *netns = strtok_r(NULL, " ", &line);
+		     *ip = strtok_r(NULL, " ", &line), *netns = strtok_r(NULL, " ", &line),
+		     *ports = strtok_r(NULL, " ", &line);
 		if (!ref || !node || !ip || !netns || !strchr(ref, '/'))
 			continue;
 		GROW(v, cap, *n + 1);
 		v[*n] = (struct lab_pod_state){
 			.ref = ref, .node = node, .ip = ip, .netns = netns
 		};
+		parse_ports(l, ports, &v[*n]);
 		(*n)++;
 	}
 	if (*n) {

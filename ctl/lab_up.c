@@ -82,6 +82,28 @@ int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, 
 	return r;
 }
 
+struct ds *lab_ds(struct lab *l, struct ctl *c)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	*c = (struct ctl){ 0 };
+	c->cfg.type = "etcdv3";
+	struct ds *d = NULL;
+	if (ds_config_set_endpoints(&c->cfg, &c->storage, l->endpoints, &err) < 0)
+		ctl_error("%s", sb_str(&err));
+	else
+		d = ctl_ds(c);
+	sb_free(&err);
+	return d;
+}
+
+void lab_ctl_close(struct ctl *c)
+{
+	ds_close(c->ds);
+	c->ds = NULL;
+	ds_config_free_storage(&c->storage);
+}
+
 static const char *ipstr(struct arena *a, const struct br_ip *ip)
 {
 	char buf[IP_STRLEN];
@@ -364,13 +386,79 @@ static const char *result_ip(struct lab *l, const char *json)
 	return ip;
 }
 
-/* One pod: its namespace, brindle-cni ADD as a runtime calls it, brindle-probe serving. */
-static int start_pod(struct lab *l, const struct lab_bins *b, const struct lab_pod *p)
+/* The network configuration brindle-cni reads on stdin (ADD and DEL alike). */
+static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const struct lab_pod *p)
+{
+	sb_addf(conf,
+		"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
+		"cni\",\"nodename\":\"%s\",\"etcd_endpoints\":\"%s\",\"log_file_path\":\"%"
+		"s/"
+		"cni.log\",\"ipam\":{\"type\":\"brindle-ipam\",\"ipam_lock_file\":\"%s/"
+		"ipam.lock\"}",
+		node, l->endpoints, l->dir, l->dir);
+	if (!p) {
+		sb_adds(conf, "}\n");
+		return;
+	}
+	sb_adds(conf, ",\"args\":{\"cni\":{\"labels\":[");
+	for (size_t i = 0; i < p->labels.n; i++) {
+		sb_addf(conf, "%s{\"key\":", i ? "," : "");
+		json_write_string(conf, p->labels.v[i].key);
+		sb_adds(conf, ",\"value\":");
+		json_write_string(conf, p->labels.v[i].value);
+		sb_adds(conf, "}");
+	}
+	sb_adds(conf, "]");
+	if (p->has_ip)
+		sb_addf(conf, ",\"ips\":[\"%s\"]", ipstr(l->a, &p->ip));
+	sb_adds(conf, "},\"brindle\":{\"ports\":");
+	add_ports_json(conf, p);
+	sb_adds(conf, "}}}\n");
+}
+
+/* brindle-cni as a runtime calls it, in the node's namespace. */
+static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, const char *node,
+		   const char *netns, const char *ns, const char *pod, const char *conf,
+		   struct strbuf *out)
+{
+	char *argv[] = { "env",
+			 arena_printf(l->a, "CNI_COMMAND=%s", cmd),
+			 arena_printf(l->a, "CNI_CONTAINERID=%s", netns),
+			 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", netns),
+			 "CNI_IFNAME=eth0",
+			 arena_printf(l->a,
+				      "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;"
+				      "K8S_POD_INFRA_CONTAINER_ID=%s",
+				      ns, pod, netns),
+			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
+			 (char *)b->cni,
+			 NULL };
+	return lab_run(lab_ns_node(l->a, l->topo->name, node), argv, conf, out);
+}
+
+/* "name:PROTO:port,..." of what a pod answers on (declared ports, then serve entries). */
+static const char *ports_field(struct lab *l, const struct lab_pod *p)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	for (size_t pass = 0; pass < 2; pass++) {
+		const struct lab_port *v = pass ? p->serve : p->ports;
+		size_t nv = pass ? p->n_serve : p->n_ports;
+		for (size_t j = 0; j < nv; j++)
+			sb_addf(&sb, "%s%s:%s:%u", sb.len ? "," : "",
+				v[j].name && v[j].name[0] ? v[j].name : "-",
+				lab_proto_name(v[j].proto), v[j].port);
+	}
+	const char *r = arena_strdup(l->a, sb.len ? sb_str(&sb) : "-");
+	sb_free(&sb);
+	return r;
+}
+
+int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod *p)
 {
 	const struct lab_topology *t = l->topo;
 	const struct lab_node *n = &t->nodes[p->node];
-	const char *node_ns = lab_ns_node(l->a, t->name, n->name);
-	const char *ns = node_ns, *ip;
+	const char *ns = lab_ns_node(l->a, t->name, n->name), *ip;
 	int r;
 	if (p->host_network) {
 		ip = ipstr(l->a, &n->ip);
@@ -381,39 +469,8 @@ static int start_pod(struct lab *l, const struct lab_bins *b, const struct lab_p
 		struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
 		sb_init(&conf);
 		sb_init(&out);
-		sb_addf(&conf,
-			"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
-			"cni\",\"nodename\":\"%s\",\"etcd_endpoints\":\"%s\",\"log_file_path\":\"%"
-			"s/"
-			"cni.log\",\"ipam\":{\"type\":\"brindle-ipam\",\"ipam_lock_file\":\"%s/"
-			"ipam.lock\"},\"args\":{\"cni\":{\"labels\":[",
-			n->name, l->endpoints, l->dir, l->dir);
-		for (size_t i = 0; i < p->labels.n; i++) {
-			sb_addf(&conf, "%s{\"key\":", i ? "," : "");
-			json_write_string(&conf, p->labels.v[i].key);
-			sb_adds(&conf, ",\"value\":");
-			json_write_string(&conf, p->labels.v[i].value);
-			sb_adds(&conf, "}");
-		}
-		sb_adds(&conf, "]");
-		if (p->has_ip)
-			sb_addf(&conf, ",\"ips\":[\"%s\"]", ipstr(l->a, &p->ip));
-		sb_adds(&conf, "},\"brindle\":{\"ports\":");
-		add_ports_json(&conf, p);
-		sb_adds(&conf, "}}}\n");
-		char *argv[] = { "env",
-				 "CNI_COMMAND=ADD",
-				 arena_printf(l->a, "CNI_CONTAINERID=%s", ns),
-				 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", ns),
-				 "CNI_IFNAME=eth0",
-				 arena_printf(l->a,
-					      "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;"
-					      "K8S_POD_INFRA_CONTAINER_ID=%s",
-					      p->namespace, p->name, ns),
-				 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
-				 (char *)b->cni,
-				 NULL };
-		r = lab_run(node_ns, argv, sb_str(&conf), &out);
+		cni_conf(l, &conf, n->name, p);
+		r = run_cni(l, b, "ADD", n->name, ns, p->namespace, p->name, sb_str(&conf), &out);
 		ip = r == 0 ? result_ip(l, sb_str(&out)) : NULL;
 		if (!ip)
 			ctl_error("pod %s/%s: brindle-cni ADD failed (exit %d): %s", p->namespace,
@@ -432,7 +489,7 @@ static int start_pod(struct lab *l, const struct lab_bins *b, const struct lab_p
 		size_t nv = pass ? p->n_serve : p->n_ports;
 		for (size_t j = 0; j < nv; j++) {
 			bool dup = false;
-			for (size_t m = 0; pass && m < p->n_ports; m++)
+			for (size_t m = 0; m < (pass ? p->n_ports : j); m++)
 				dup |= p->ports[m].port == v[j].port &&
 				       p->ports[m].proto == v[j].proto;
 			if (v[j].proto == LAB_SCTP || dup)
@@ -443,8 +500,23 @@ static int start_pod(struct lab *l, const struct lab_bins *b, const struct lab_p
 	}
 	if (lab_spawn(l, ns, arena_printf(l->a, "pod-%s-%s", p->namespace, p->name), argv) < 0)
 		return fail_io("starting brindle-probe", NULL);
-	return lab_state_append(l, "pods", "%s/%s %s %s %s\n", p->namespace, p->name, n->name, ip,
-				ns);
+	return lab_state_append(l, "pods", "%s/%s %s %s %s %s\n", p->namespace, p->name, n->name,
+				ip, ns, ports_field(l, p));
+}
+
+int lab_pod_cni_del(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps,
+		    const char *ns, const char *pod)
+{
+	struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
+	sb_init(&conf);
+	sb_init(&out);
+	cni_conf(l, &conf, ps->node, NULL);
+	int r = run_cni(l, b, "DEL", ps->node, ps->netns, ns, pod, sb_str(&conf), &out);
+	if (r != 0)
+		ctl_error("pod %s: brindle-cni DEL failed (exit %d): %s", ps->ref, r, sb_str(&out));
+	sb_free(&conf);
+	sb_free(&out);
+	return r == 0 ? 0 : -EIO;
 }
 
 /* BIRD's BGP sessions on a node: how many, how many Established; -1 when BIRD does not answer. */
@@ -501,27 +573,22 @@ static bool felix_ready(struct lab *l, const char *node)
 	return lab_run(lab_ns_node(l->a, l->topo->name, node), argv, NULL, NULL) == 0;
 }
 
-static bool pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps,
-			const struct lab_pod *p)
+bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps)
 {
-	for (size_t pass = 0; pass < 2; pass++) {
-		const struct lab_port *v = pass ? p->serve : p->ports;
-		size_t nv = pass ? p->n_serve : p->n_ports;
-		for (size_t j = 0; j < nv; j++) {
-			if (v[j].proto == LAB_SCTP)
-				continue;
-			char port[8];
-			snprintf(port, sizeof(port), "%u", v[j].port);
-			char *argv[] = { (char *)b->probe,
-					 v[j].proto == LAB_TCP ? "tcp" : "udp",
-					 (char *)ps->ip,
-					 port,
-					 "--timeout",
-					 "300",
-					 NULL };
-			if (lab_run(ps->netns, argv, NULL, NULL) != 0)
-				return false;
-		}
+	for (size_t j = 0; j < ps->n_ports; j++) {
+		if (ps->ports[j].proto == LAB_SCTP)
+			continue;
+		char port[8];
+		snprintf(port, sizeof(port), "%u", ps->ports[j].port);
+		char *argv[] = { (char *)b->probe,
+				 ps->ports[j].proto == LAB_TCP ? "tcp" : "udp",
+				 (char *)ps->ip,
+				 port,
+				 "--timeout",
+				 "300",
+				 NULL };
+		if (lab_run(ps->netns, argv, NULL, NULL) != 0)
+			return false;
 	}
 	return true;
 }
@@ -554,14 +621,10 @@ static int wait_ready(struct lab *l, const struct lab_bins *b, int secs)
 					n->name, est, MAX(total, want), sb_str(&down));
 			sb_free(&down);
 		}
-		for (size_t i = 0; i < t->n_pods && !why.len; i++)
-			for (size_t j = 0; j < npods; j++)
-				if (streq(pods[j].ref,
-					  arena_printf(l->a, "%s/%s", t->pods[i].namespace,
-						       t->pods[i].name)) &&
-				    !pod_serving(l, b, &pods[j], &t->pods[i]))
-					sb_addf(&why, "  pod %s: not serving on all its ports\n",
-						pods[j].ref);
+		for (size_t j = 0; j < npods && !why.len; j++)
+			if (!lab_pod_serving(l, b, &pods[j]))
+				sb_addf(&why, "  pod %s: not serving on all its ports\n",
+					pods[j].ref);
 		if (!why.len)
 			break;
 		if (now_ms() > deadline) {
@@ -593,7 +656,7 @@ static int build(struct lab *l, const char *file, const char *text, int timeout)
 	if ((r = start_birds(l)) < 0)
 		return r;
 	for (size_t i = 0; i < t->n_pods; i++)
-		if ((r = start_pod(l, &b, &t->pods[i])) < 0)
+		if ((r = lab_pod_start(l, &b, &t->pods[i])) < 0)
 			return r;
 	(void)file;
 	return wait_ready(l, &b, timeout);

@@ -145,6 +145,11 @@ static bool dns_label(const char *s, size_t max)
 	return true;
 }
 
+bool lab_dns_label(const char *s, size_t max)
+{
+	return s && dns_label(s, max);
+}
+
 bool lab_name_valid(const char *name)
 {
 	return name && dns_label(name, LAB_NAME_MAX);

@@ -134,6 +134,8 @@ const char *lab_ns_node(struct arena *a, const char *lab, const char *node);
 const char *lab_ns_pod(struct arena *a, const char *lab, const char *ns, const char *pod);
 const char *lab_ns_external(struct arena *a, const char *lab, const char *host);
 
+/* An RFC 1123 label of at most @max characters (namespace and pod names). */
+bool lab_dns_label(const char *s, size_t max);
 /* A lab name: lower case letters, digits and '-', at most LAB_NAME_MAX. */
 bool lab_name_valid(const char *name);
 
