@@ -353,6 +353,10 @@ static int pod_delete(struct lab *l, const char *ref)
 	int r = host ? 0 : lab_runf(&out, "ip netns del %s", ps->netns);
 	if (r != 0)
 		ctl_error("ip netns del %s: %s", ps->netns, sb_str(&out));
+	sb_reset(&out);
+	if (!host)
+		(void)lab_runf(&out, "ip -n %s route del %s/32", lab_ns_fabric(l->a, l->name),
+			       ps->ip);
 	sb_free(&out);
 	if (lab_state_drop(l, "pods", arena_printf(l->a, "%s ", ref)) < 0) {
 		ctl_error("%s/pods: could not be rewritten", l->dir);

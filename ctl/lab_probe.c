@@ -69,7 +69,16 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 		return -ENOENT;
 	}
 	if (str_has_prefix(s, "ip:")) {
-		ctl_error("\"%s\": external hosts are not implemented yet", s);
+		struct br_ip ip;
+		for (size_t i = 0; ip_parse(s + 3, &ip) == 0 && i < t->n_externals; i++)
+			if (ip_equal(&ip, &t->externals[i].ip)) {
+				e->netns = lab_ns_external(l->a, t->name, t->externals[i].name);
+				e->ip = s + 3;
+				e->ports = t->externals[i].serve;
+				e->n_ports = t->externals[i].n_serve;
+				return 0;
+			}
+		ctl_error("\"%s\": lab %s has no external host with that address", s, t->name);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < npods; i++)

@@ -155,6 +155,11 @@ static int write_resources(struct lab *l)
 			sb_addf(&sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
 		sb_adds(&sb, "}}\n");
 	}
+	for (size_t i = 0; i < t->n_peers; i++)
+		sb_addf(&sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
+			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
+			t->peers[i].name, ipstr(l->a, &t->peers[i].ip), t->peers[i].as_number);
 	for (size_t i = 0; i < t->n_namespaces; i++) {
 		sb_addf(&sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
 			t->namespaces[i].name);
@@ -325,6 +330,113 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	return 0;
 }
 
+/* An external host: a namespace on the fabric with its address, routed to and from pods. */
+static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
+{
+	const struct lab_topology *t = l->topo;
+	const struct lab_external *x = &t->externals[i];
+	const char *fab = lab_ns_fabric(l->a, t->name);
+	const char *ns = lab_ns_external(l->a, t->name, x->name);
+	const char *ip = ipstr(l->a, &x->ip);
+	int r = lab_netns_add(l, ns);
+	if (r < 0)
+		return r;
+	/* a point-to-point link: the fabric answers ARP for everything it routes (proxy ARP) */
+	if ((r = must("ip -n %s link add x%zu type veth peer name eth0 netns %s", fab, i, ns)) <
+		    0 ||
+	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.x%zu.proxy_arp=1", fab, i)) < 0 ||
+	    (r = must("ip -n %s link set x%zu up", fab, i)) < 0 ||
+	    (r = must("ip -n %s route add %s/32 dev x%zu", fab, ip, i)) < 0 ||
+	    (r = must("ip -n %s addr add %s/32 dev eth0", ns, ip)) < 0 ||
+	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
+	    (r = must("ip -n %s route add default dev eth0", ns)) < 0)
+		return r;
+	if (!x->n_serve)
+		return 0;
+	char **argv = arena_new_array(l->a, char *, 2 * x->n_serve + 3);
+	size_t k = 0;
+	argv[k++] = (char *)b->probe;
+	argv[k++] = "serve";
+	for (size_t j = 0; j < x->n_serve; j++) {
+		if (x->serve[j].proto == LAB_SCTP)
+			continue; /* no SCTP sockets in this kernel */
+		argv[k++] = x->serve[j].proto == LAB_TCP ? "--tcp" : "--udp";
+		argv[k++] = arena_printf(l->a, "%u", x->serve[j].port);
+	}
+	if (lab_spawn(l, ns, arena_printf(l->a, "%s-probe", x->name), argv) < 0)
+		return fail_io("starting brindle-probe", NULL);
+	return 0;
+}
+
+/*
+ * A third-party BGP router on a subnet: FRR's bgpd (no zebra: it learns
+ * routes, it does not program them) peering eBGP with every node, which
+ * peer with it through the BGPPeer written in write_resources.
+ */
+static int start_peer(struct lab *l, size_t i)
+{
+	const struct lab_topology *t = l->topo;
+	const struct lab_bgp_peer *p = &t->peers[i];
+	const struct lab_subnet *s = &t->subnets[p->subnet];
+	const char *fab = lab_ns_fabric(l->a, t->name);
+	const char *ns = lab_ns_external(l->a, t->name, p->name);
+	const char *ip = ipstr(l->a, &p->ip);
+	int r = lab_netns_add(l, ns);
+	if (r < 0)
+		return r;
+	if ((r = must("ip -n %s link add t%zu type veth peer name eth0 netns %s", fab, i, ns)) <
+		    0 ||
+	    (r = must("ip -n %s link set t%zu master br%zu up", fab, i, p->subnet)) < 0 ||
+	    (r = must("ip -n %s addr add %s/%u dev eth0", ns, ip, s->cidr.len)) < 0 ||
+	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
+	    (r = must("ip -n %s route add default via %s dev eth0", ns, ipstr(l->a, &s->gateway))) <
+		    0)
+		return r;
+	const char *dir = arena_printf(l->a, "%s/%s", l->dir, p->name);
+	const char *conf = arena_printf(l->a, "%s/bgpd.conf", dir);
+	if (mkdir(dir, 0755) < 0)
+		return fail_io(dir, NULL);
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	sb_addf(&sb,
+		"hostname %s\nrouter bgp %u\n bgp router-id %s\n no bgp ebgp-requires-policy\n"
+		" bgp bestpath as-path multipath-relax\n",
+		p->name, p->as_number, ip);
+	for (size_t j = 0; j < t->n_nodes; j++) {
+		const struct lab_node *n = &t->nodes[j];
+		sb_addf(&sb, " neighbor %s remote-as %u\n", ipstr(l->a, &n->ip), t->as_number);
+		if (n->subnet != p->subnet)
+			sb_addf(&sb, " neighbor %s ebgp-multihop 4\n", ipstr(l->a, &n->ip));
+	}
+	sb_adds(&sb, " address-family ipv4 unicast\n  maximum-paths 16\n exit-address-family\n");
+	FILE *f = fopen(conf, "we");
+	r = f && fputs(sb_str(&sb), f) >= 0 ? 0 : -EIO;
+	if (f && fclose(f) != 0)
+		r = -EIO;
+	sb_free(&sb);
+	if (r < 0)
+		return fail_io(conf, NULL);
+	/* bgpd runs as user frr and must own its directory */
+	if ((r = must("chown -R frr:frr %s", dir)) < 0)
+		return r;
+	char *argv[] = { "/usr/lib/frr/bgpd",
+			 "-f",
+			 (char *)conf,
+			 "-Z",
+			 "-P",
+			 "0",
+			 "--vty_socket",
+			 (char *)dir,
+			 "-i",
+			 arena_printf(l->a, "%s/bgpd.pid", dir),
+			 "--log",
+			 "stdout",
+			 NULL };
+	if (lab_spawn(l, ns, arena_printf(l->a, "%s-bgpd", p->name), argv) < 0)
+		return fail_io("starting FRR's bgpd", NULL);
+	return 0;
+}
+
 /* BIRD starts once confd has written a configuration BIRD accepted (bounded). */
 static int start_birds(struct lab *l)
 {
@@ -479,6 +591,10 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 		sb_free(&out);
 		if (!ip)
 			return -EIO;
+		/* the fabric carries each pod's address to its node: external hosts reach pods */
+		if ((r = must("ip -n %s route replace %s/32 via %s", lab_ns_fabric(l->a, t->name),
+			      ip, ipstr(l->a, &n->ip))) < 0)
+			return r;
 	}
 	size_t nargs = 2 * (p->n_ports + p->n_serve) + 3, k = 0;
 	char **argv = arena_new_array(l->a, char *, nargs);
@@ -552,9 +668,9 @@ static int bgp_sessions(struct lab *l, const char *node, int *established, struc
 /* BGP sessions a node must have before it counts as up. */
 static int expected_sessions(const struct lab_topology *t, const struct lab_node *n)
 {
+	int k = (int)t->n_peers; /* every node peers with every bgpPeers entry */
 	if (!t->node_mesh || n->rr_cluster_id)
-		return 0;
-	int k = 0;
+		return k; /* and with what confd configures: every such session must be up */
 	for (size_t i = 0; i < t->n_nodes; i++)
 		k += !t->nodes[i].rr_cluster_id;
 	return k - 1;
@@ -653,6 +769,12 @@ static int build(struct lab *l, const char *file, const char *text, int timeout)
 	for (size_t i = 0; i < t->n_nodes; i++)
 		if ((r = start_node(l, &b, i)) < 0)
 			return r;
+	for (size_t i = 0; i < t->n_externals; i++)
+		if ((r = start_external(l, &b, i)) < 0)
+			return r;
+	for (size_t i = 0; i < t->n_peers; i++)
+		if ((r = start_peer(l, i)) < 0)
+			return r;
 	if ((r = start_birds(l)) < 0)
 		return r;
 	for (size_t i = 0; i < t->n_pods; i++)
@@ -710,11 +832,13 @@ int lab_cmd_up(struct ctl *c, int argc, char **argv)
 		ctl_error("%s is not a valid topology; nothing was built", file);
 		goto bad;
 	}
-	for (size_t i = 0; i < t->n_externals + t->n_peers; i++) {
-		ctl_error("%s: %s are not implemented yet; nothing was built", file,
-			  t->n_externals ? "externalHosts" : "bgpPeers");
-		goto bad;
-	}
+	for (size_t i = 0; i < t->n_peers; i++)
+		if (!streq(t->peers[i].kind, "frr")) {
+			ctl_error("%s: bgpPeers[%zu].kind: \"%s\" is not implemented yet (frr is); "
+				  "nothing was built",
+				  file, i, t->peers[i].kind);
+			goto bad;
+		}
 	struct lab l;
 	lab_init(&l, t->name);
 	l.topo = t;
