@@ -10,8 +10,6 @@
 #include "lab.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -479,18 +477,18 @@ int lab_cmd_exec(struct ctl *c, int argc, char **argv)
 		lab_free(&l);
 		return CTL_FAIL;
 	}
-	char path[512];
-	snprintf(path, sizeof(path), "/run/netns/%s", netns);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
-		ctl_error("%s: %s", path, strerror(errno));
-		lab_free(&l);
-		return CTL_FAIL;
-	}
-	close(fd);
+	/* ip netns exec also mounts the namespace's own /sys */
+	char **full = arena_new_array(l.a, char *, (size_t)argc + 1);
+	int k = 0;
+	full[k++] = "ip";
+	full[k++] = "netns";
+	full[k++] = "exec";
+	full[k++] = (char *)netns;
+	for (int i = 4; i < argc; i++)
+		full[k++] = argv[i];
 	fflush(NULL);
-	execvp(argv[4], argv + 4);
-	ctl_error("%s: %s", argv[4], strerror(errno));
+	execvp("ip", full);
+	ctl_error("ip netns exec: %s", strerror(errno));
 	lab_free(&l);
 	return 127;
 }

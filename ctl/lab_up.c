@@ -148,13 +148,24 @@ static int write_resources(struct lab *l)
 	for (size_t i = 0; i < t->n_nodes; i++) {
 		const struct lab_node *n = &t->nodes[i];
 		sb_addf(&sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s}\n"
+			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: "
+			"%s%s}\n"
 			"spec: {bgp: {ipv4Address: %s/%u",
-			n->name, ipstr(l->a, &n->ip), t->subnets[n->subnet].cidr.len);
+			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
+			ipstr(l->a, &n->ip), t->subnets[n->subnet].cidr.len);
 		if (n->rr_cluster_id)
 			sb_addf(&sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
 		sb_adds(&sb, "}}\n");
 	}
+	/* every node peers with the reflectors (docs/bgp.md), the reflectors among themselves */
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].rr_cluster_id) {
+			sb_adds(&sb, "---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\n"
+				     "metadata: {name: peer-with-route-reflectors}\n"
+				     "spec: {nodeSelector: all(), peerSelector: route-reflector == "
+				     "'true'}\n");
+			break;
+		}
 	for (size_t i = 0; i < t->n_peers; i++)
 		sb_addf(&sb,
 			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
@@ -259,6 +270,55 @@ static int build_fabric(struct lab *l)
 	return 0;
 }
 
+static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const struct lab_pod *p);
+static const char *result_ip(struct lab *l, const char *json);
+
+/*
+ * A VXLAN node's tunnel address, as calico-node gets one: from IPAM (the
+ * product's brindle-ipam, handle "k8s-pod-network.vxlan-tunnel-addr-<node>"),
+ * then written to the Node's ipv4VXLANTunnelAddr before felix starts.
+ */
+static int vxlan_tunnel_addr(struct lab *l, const struct lab_bins *b, const struct lab_node *n)
+{
+	const char *ns = lab_ns_node(l->a, l->topo->name, n->name);
+	struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
+	sb_init(&conf);
+	sb_init(&out);
+	cni_conf(l, &conf, n->name, NULL);
+	char *argv[] = { "env",
+			 "CNI_COMMAND=ADD",
+			 arena_printf(l->a, "CNI_CONTAINERID=vxlan-tunnel-addr-%s", n->name),
+			 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", ns),
+			 "CNI_IFNAME=vxlan.calico",
+			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
+			 arena_printf(l->a, "%s/brindle-ipam", b->cni_dir),
+			 NULL };
+	int r = lab_run(ns, argv, sb_str(&conf), &out);
+	const char *ip = r == 0 ? result_ip(l, sb_str(&out)) : NULL;
+	if (!ip)
+		ctl_error("node %s: no VXLAN tunnel address from brindle-ipam (exit %d): %s",
+			  n->name, r, sb_str(&out));
+	sb_free(&conf);
+	sb_free(&out);
+	if (!ip)
+		return -EIO;
+	struct ctl c;
+	struct ds *d = lab_ds(l, &c);
+	struct br_object *o = NULL;
+	r = d ? ds_get(d, model_kind(KIND_NODE), NULL, n->name, &o) : -EIO;
+	if (r == 0) {
+		((struct br_node *)o)->spec.ipv4_vxlan_tunnel_addr = arena_strdup(o->arena, ip);
+		r = ds_update(d, o);
+	}
+	if (r < 0)
+		ctl_error("node %s: writing ipv4VXLANTunnelAddr: %s", n->name,
+			  d ? ds_last_error(d) : "no datastore");
+	model_free(o);
+	if (d)
+		lab_ctl_close(&c);
+	return r;
+}
+
 static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 {
 	const struct lab_topology *t = l->topo;
@@ -304,6 +364,9 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 			  NULL };
 	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
 		return fail_io("starting brindle-confd", NULL);
+	if ((t->encap == LAB_ENCAP_VXLAN || t->encap == LAB_ENCAP_VXLAN_CROSS_SUBNET) &&
+	    (r = vxlan_tunnel_addr(l, b, n)) < 0)
+		return r;
 	char *felix[] = { "env",
 			  (char *)ep,
 			  arena_printf(l->a, "NODENAME=%s", n->name),
@@ -665,15 +728,17 @@ static int bgp_sessions(struct lab *l, const char *node, int *established, struc
 	return total;
 }
 
-/* BGP sessions a node must have before it counts as up. */
+/* BGP sessions a node must have before it counts as up (at least; all configured must be up). */
 static int expected_sessions(const struct lab_topology *t, const struct lab_node *n)
 {
-	int k = (int)t->n_peers; /* every node peers with every bgpPeers entry */
-	if (!t->node_mesh || n->rr_cluster_id)
-		return k; /* and with what confd configures: every such session must be up */
+	int nrr = 0, k = (int)t->n_peers; /* every node peers with every bgpPeers entry */
 	for (size_t i = 0; i < t->n_nodes; i++)
-		k += !t->nodes[i].rr_cluster_id;
-	return k - 1;
+		nrr += t->nodes[i].rr_cluster_id != NULL;
+	if (n->rr_cluster_id)
+		return k + (int)t->n_nodes - 1; /* clients and the other reflectors */
+	if (t->node_mesh)
+		k += (int)t->n_nodes - nrr - 1;
+	return k + nrr;
 }
 
 static bool felix_ready(struct lab *l, const char *node)
