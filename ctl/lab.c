@@ -6,6 +6,7 @@
  * lab owns.
  */
 #include "lab.h"
+#include "lab_clab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ static const struct {
 	{ "matrix", lab_cmd_matrix,
 	  "matrix NAME [--ports P,..] [--protos tcp,..] [--from SRC,..] [--to DST,..] "
 	  "[--timeout-ms N] [-o json|table]" },
+	{ "export-clab", lab_cmd_export_clab,
+	  "export-clab NAME|--file FILE [-o FILE] [--image I]: a containerlab topology" },
 };
 
 int cmd_lab(struct ctl *c, int argc, char **argv)
