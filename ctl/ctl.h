@@ -49,6 +49,8 @@ int cmd_delete(struct ctl *c, int argc, char **argv);
 int cmd_node(struct ctl *c, int argc, char **argv);
 /* IPAM (ipam.c). */
 int cmd_ipam(struct ctl *c, int argc, char **argv);
+/* The lab (lab.c and lab_*.c, docs/lab.md). */
+int cmd_lab(struct ctl *c, int argc, char **argv);
 
 /* Output (print.c). */
 enum ctl_output {

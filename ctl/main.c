@@ -90,6 +90,7 @@ static const struct {
 	{ "delete", cmd_delete, "delete resources: delete KIND NAME... [-n NS] or delete -f FILE" },
 	{ "node", cmd_node, "node status [--ready]: this node's BGP sessions from BIRD" },
 	{ "ipam", cmd_ipam, "IP addresses: ipam show [--show-blocks], ipam check, ipam release" },
+	{ "lab", cmd_lab, "a multi-node cluster in namespaces on this machine (lab --help)" },
 	{ "version", cmd_version, "print the version" },
 };
 

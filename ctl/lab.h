@@ -1,0 +1,108 @@
+/*
+ * brindlectl lab: shared declarations of lab.c (commands), lab_up.c (building
+ * and tearing down) and lab_proc.c (processes and namespaces). See docs/lab.md.
+ */
+#ifndef BRINDLE_CTL_LAB_H
+#define BRINDLE_CTL_LAB_H
+
+#include "ctl.h"
+#include "topology.h"
+
+#include <brindle/arena.h>
+#include <brindle/strbuf.h>
+
+#include <sys/types.h>
+
+/* One lab on this machine: its name and where its state lives. */
+struct lab {
+	struct arena *a;
+	const char *name;
+	const char *dir;       /* <state base>/<name> */
+	const char *etcd_sock; /* <dir>/etcd/etcd.sock:0 */
+	const char *endpoints; /* "unix:<etcd_sock>" */
+	struct lab_topology *topo;
+};
+
+/* Paths of the programs a lab runs (next to brindlectl in a build tree, or installed). */
+struct lab_bins {
+	const char *felix, *confd, *cni, *cni_dir, *probe, *templates;
+};
+
+/* --- lab_proc.c ---------------------------------------------------------- */
+
+/* Where labs keep their state: $BRINDLE_LAB_STATE_DIR or /run/brindle-lab. */
+const char *lab_state_base(void);
+/* Fills @l for lab @name (no check that it exists). */
+void lab_init(struct lab *l, const char *name);
+void lab_free(struct lab *l);
+/* Loads the topology the lab was built from (<dir>/topology.yaml). */
+int lab_load(struct lab *l) must_check;
+void lab_find_bins(struct arena *a, struct lab_bins *b);
+
+/*
+ * Run @argv (inside network namespace @ns unless NULL, entered with setns),
+ * @input on its stdin unless NULL; stdout and stderr go to @out unless NULL.
+ * Returns the exit status (128+signal when killed), or a negative errno.
+ */
+int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf *out);
+/* The same with a command line split at spaces (no quoting: names have no spaces). */
+int lab_runf(struct strbuf *out, const char *fmt, ...) printf_like(2, 3);
+/*
+ * A daemon of the lab: @argv in @ns (through `ip netns exec`, which also gives
+ * it the namespace's /sys) or in the root namespace when NULL, in a session of
+ * its own, output to <dir>/<log>.log; recorded in <dir>/pids for lab down.
+ */
+int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[]) must_check;
+/* Records a network namespace in <dir>/namespaces, then creates it with lo up. */
+int lab_netns_add(struct lab *l, const char *ns) must_check;
+/* Appends a line to <dir>/<file>. */
+int lab_state_append(struct lab *l, const char *file, const char *fmt, ...) printf_like(3, 4);
+/* Everything of the lab gone: processes, namespaces, state directory. */
+void lab_teardown(struct lab *l);
+
+/*
+ * A pod as recorded in <dir>/pods: "ns/pod node ip netns ports", ports
+ * "-" or "name:PROTO:port,..." (name "-" for serve entries): what it answers on.
+ */
+struct lab_pod_state {
+	const char *ref; /* ns/pod */
+	const char *node;
+	const char *ip;
+	const char *netns;
+	struct lab_port *ports;
+	size_t n_ports;
+};
+int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n) must_check;
+/* Rewrites <dir>/<file> without its lines that start with @prefix (atomically). */
+int lab_state_drop(struct lab *l, const char *file, const char *prefix) must_check;
+/* SIGTERM (then SIGKILL) to the recorded processes logging to <dir>/<log>.log. */
+void lab_kill_log(struct lab *l, const char *log);
+/* The lab's datastore, through brindlectl's own configuration; ctl_close frees it. */
+struct ds *lab_ds(struct lab *l, struct ctl *c);
+void lab_ctl_close(struct ctl *c);
+
+/* --- lab_up.c ------------------------------------------------------------- */
+int lab_cmd_up(struct ctl *c, int argc, char **argv);
+int lab_cmd_down(struct ctl *c, int argc, char **argv);
+int lab_cmd_status(struct ctl *c, int argc, char **argv);
+/* One pod (from the topology or `lab pod add`): namespace, brindle-cni ADD, brindle-probe. */
+int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod *p) must_check;
+/* brindle-cni DEL of a pod started by lab_pod_start. */
+int lab_pod_cni_del(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps,
+		    const char *ns, const char *pod) must_check;
+/* Whether the pod answers on each of its TCP and UDP ports from inside itself. */
+bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps);
+/* Runs brindlectl's apply/delete against the lab's etcd; quiet hides their output. */
+int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, char **argv,
+		bool quiet);
+
+/* --- lab_probe.c ---------------------------------------------------------- */
+int lab_cmd_probe(struct ctl *c, int argc, char **argv);
+int lab_cmd_matrix(struct ctl *c, int argc, char **argv);
+
+/* --- lab_pods.c ----------------------------------------------------------- */
+int lab_cmd_ns(struct ctl *c, int argc, char **argv);
+int lab_cmd_pod(struct ctl *c, int argc, char **argv);
+int lab_cmd_exec(struct ctl *c, int argc, char **argv);
+
+#endif

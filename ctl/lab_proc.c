@@ -1,0 +1,493 @@
+/*
+ * The lab's processes and namespaces. Everything a lab creates is written
+ * down in its state directory before it is created: <dir>/namespaces (one
+ * network namespace per line) and <dir>/pids ("pid starttime name"), so that
+ * lab down removes exactly the lab's own objects, also after a crash halfway
+ * through lab up. A pid is killed only while its start time still matches
+ * (pids are reused). Nothing here touches the root network namespace: links,
+ * addresses and routes are made with `ip -n <lab namespace>`.
+ */
+#include "lab.h"
+
+#include <brindle/util.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *lab_state_base(void)
+{
+	const char *e = getenv("BRINDLE_LAB_STATE_DIR");
+	return e && e[0] ? e : "/run/brindle-lab";
+}
+
+void lab_init(struct lab *l, const char *name)
+{
+	*l = (struct lab){ .a = arena_new(), .name = name };
+	l->dir = arena_printf(l->a, "%s/%s", lab_state_base(), name);
+	l->etcd_sock = arena_printf(l->a, "%s/etcd/etcd.sock:0", l->dir);
+	l->endpoints = arena_printf(l->a, "unix:%s", l->etcd_sock);
+}
+
+void lab_free(struct lab *l)
+{
+	arena_free(l->a);
+	l->a = NULL;
+}
+
+int lab_load(struct lab *l)
+{
+	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&text);
+	sb_init(&err);
+	const char *path = arena_printf(l->a, "%s/topology.yaml", l->dir);
+	int r = sb_read_file(&text, path);
+	if (r < 0) {
+		if (r == -ENOENT)
+			ctl_error("no lab \"%s\" on this machine (nothing in %s)", l->name, l->dir);
+		else
+			ctl_error("%s: %s", path, strerror(-r));
+	} else if ((r = lab_topology_parse(l->a, path, text.buf, text.len, &l->topo, &err)) < 0) {
+		fprintf(stderr, "%s", sb_str(&err));
+	}
+	sb_free(&text);
+	sb_free(&err);
+	return r;
+}
+
+static const char *exe_dir(struct arena *a)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return ".";
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	return arena_strdup(a, buf);
+}
+
+/* @rel (build-tree layout, relative to ctl/) or @name next to brindlectl, else from PATH. */
+static const char *find_bin(struct arena *a, const char *dir, const char *rel, const char *name)
+{
+	const char *cands[] = { arena_printf(a, "%s/../%s", dir, rel),
+				arena_printf(a, "%s/%s", dir, name),
+				arena_printf(a, "%s/../sbin/%s", dir, name) };
+	for (size_t i = 0; i < ARRAY_SIZE(cands); i++)
+		if (access(cands[i], X_OK) == 0)
+			return cands[i];
+	return name;
+}
+
+void lab_find_bins(struct arena *a, struct lab_bins *b)
+{
+	const char *dir = exe_dir(a);
+	b->felix = find_bin(a, dir, "felix/brindle-felix", "brindle-felix");
+	b->confd = find_bin(a, dir, "confd/brindle-confd", "brindle-confd");
+	b->cni = find_bin(a, dir, "cni/brindle-cni", "brindle-cni");
+	b->probe = find_bin(a, dir, "lab/brindle-probe", "brindle-probe");
+	const char *slash = strrchr(b->cni, '/');
+	b->cni_dir = slash ? arena_strndup(a, b->cni, (size_t)(slash - b->cni)) : "/opt/cni/bin";
+	const char *t = getenv("BRINDLE_CONFD_TEMPLATES");
+	if (t && t[0])
+		b->templates = t;
+#ifdef BRINDLE_LAB_TEMPLATES
+	else if (access(BRINDLE_LAB_TEMPLATES, R_OK) == 0)
+		b->templates = BRINDLE_LAB_TEMPLATES;
+#endif
+	else
+		b->templates = arena_printf(a, "%s/../share/brindle/bgp-templates", dir);
+}
+
+static int enter_netns(const char *ns)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf *out)
+{
+	int in[2] = { -1, -1 }, o[2] = { -1, -1 };
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(o, O_CLOEXEC) < 0) {
+		int r = -errno;
+		close(in[0]);
+		close(in[1]);
+		return r;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+		close(in[0]);
+		close(in[1]);
+		close(o[0]);
+		close(o[1]);
+		return r;
+	}
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(o[1], 1);
+		dup2(o[1], 2);
+		if (ns && enter_netns(ns) < 0) {
+			fprintf(stderr, "cannot enter network namespace %s\n", ns);
+			_exit(126);
+		}
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(o[1]);
+	if (input) {
+		size_t n = strlen(input), done = 0;
+		signal(SIGPIPE, SIG_IGN);
+		while (done < n) {
+			ssize_t w = write(in[1], input + done, n - done);
+			if (w <= 0)
+				break;
+			done += (size_t)w;
+		}
+	}
+	close(in[1]);
+	char buf[4096];
+	ssize_t r;
+	while ((r = read(o[0], buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
+		if (r > 0 && out)
+			sb_add(out, buf, (size_t)r);
+	close(o[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+int lab_runf(struct strbuf *out, const char *fmt, ...)
+{
+	struct strbuf line = STRBUF_INIT;
+	sb_init(&line);
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vaddf(&line, fmt, ap);
+	va_end(ap);
+	char *argv[64];
+	size_t n = 0;
+	for (char *s = strtok(line.buf, " "); s && n + 1 < ARRAY_SIZE(argv); s = strtok(NULL, " "))
+		argv[n++] = s;
+	argv[n] = NULL;
+	int r = lab_run(NULL, argv, NULL, out);
+	sb_free(&line);
+	return r;
+}
+
+int lab_state_append(struct lab *l, const char *file, const char *fmt, ...)
+{
+	const char *path = arena_printf(l->a, "%s/%s", l->dir, file);
+	FILE *f = fopen(path, "ae");
+	if (!f)
+		return -errno;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
+	fclose(f);
+	return r;
+}
+
+/* Field 22 of /proc/<pid>/stat: when the process started (0 when it is gone). */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+	if (!p)
+		return 0;
+	unsigned long long v = 0;
+	/* after ")": state is field 3; start time is field 22 */
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		v = strtoull(p + 1, NULL, 10);
+	return v;
+}
+
+int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[])
+{
+	const char *logpath = arena_printf(l->a, "%s/%s.log", l->dir, log);
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	char **full = arena_new_array(l->a, char *, n + 5);
+	size_t k = 0;
+	if (ns) {
+		full[k++] = "ip";
+		full[k++] = "netns";
+		full[k++] = "exec";
+		full[k++] = (char *)ns;
+	}
+	for (size_t i = 0; i < n; i++)
+		full[k++] = argv[i];
+	full[k] = NULL;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		setsid();
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (in < 0 || out < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(out, 2);
+		execvp(full[0], full);
+		fprintf(stderr, "%s: %s\n", full[0], strerror(errno));
+		_exit(127);
+	}
+	/* the start time is the same after exec: it identifies this process from now on */
+	unsigned long long st = 0;
+	for (int i = 0; i < 100 && !(st = start_time(pid)); i++)
+		usleep(1000);
+	return lab_state_append(l, "pids", "%d %llu %s\n", (int)pid, st, log);
+}
+
+int lab_netns_add(struct lab *l, const char *ns)
+{
+	int r = lab_state_append(l, "namespaces", "%s\n", ns);
+	if (r < 0)
+		return r;
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	r = lab_runf(&out, "ip netns add %s", ns);
+	if (r == 0)
+		r = lab_runf(&out, "ip -n %s link set lo up", ns);
+	if (r != 0)
+		ctl_error("network namespace %s: %s", ns, sb_str(&out));
+	sb_free(&out);
+	return r == 0 ? 0 : -EIO;
+}
+
+static char *read_state(struct lab *l, const char *file)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	if (sb_read_file(&sb, arena_printf(l->a, "%s/%s", l->dir, file)) < 0) {
+		sb_free(&sb);
+		return NULL;
+	}
+	char *s = arena_strdup(l->a, sb_str(&sb));
+	sb_free(&sb);
+	return s;
+}
+
+static void kill_recorded(struct lab *l)
+{
+	char *pids = read_state(l, "pids");
+	if (!pids)
+		return;
+	struct {
+		pid_t pid;
+		unsigned long long st;
+	} v[512];
+	size_t n = 0;
+	for (char *line = strtok(pids, "\n"); line && n < ARRAY_SIZE(v);
+	     line = strtok(NULL, "\n")) {
+		int pid;
+		unsigned long long st;
+		if (sscanf(line, "%d %llu", &pid, &st) == 2 && pid > 1 && st &&
+		    start_time(pid) == st) {
+			v[n].pid = pid;
+			v[n++].st = st;
+			kill(pid, SIGTERM);
+		}
+	}
+	/* up to 5 s for a clean exit, then KILL */
+	for (int round = 0; round < 50; round++) {
+		bool alive = false;
+		for (size_t i = 0; i < n; i++) {
+			if (!v[i].st)
+				continue;
+			waitpid(v[i].pid, NULL, WNOHANG);
+			if (start_time(v[i].pid) != v[i].st)
+				v[i].st = 0;
+			else
+				alive = true;
+		}
+		if (!alive)
+			return;
+		usleep(100000);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i].st && start_time(v[i].pid) == v[i].st)
+			kill(v[i].pid, SIGKILL);
+}
+
+void lab_teardown(struct lab *l)
+{
+	kill_recorded(l);
+	char *nss = read_state(l, "namespaces"), *save = NULL;
+	for (char *ns = nss ? strtok_r(nss, "\n", &save) : NULL; ns;
+	     ns = strtok_r(NULL, "\n", &save)) {
+		/* whatever still runs inside a namespace of the lab is the lab's */
+		struct strbuf out = STRBUF_INIT;
+		sb_init(&out);
+		char *psave = NULL;
+		if (lab_runf(&out, "ip netns pids %s", ns) == 0 && out.len) {
+			for (char *p = strtok_r(out.buf, "\n", &psave); p;
+			     p = strtok_r(NULL, "\n", &psave))
+				if (atoi(p) > 1)
+					kill(atoi(p), SIGKILL);
+		}
+		sb_reset(&out);
+		(void)lab_runf(&out, "ip netns del %s", ns);
+		sb_free(&out);
+	}
+	char *argv[] = { "rm", "-rf", "--", (char *)l->dir, NULL };
+	(void)lab_run(NULL, argv, NULL, NULL);
+}
+
+/* "name:PROTO:port,..." ("-" for none, name "-" for serve entries); bad entries skipped. */
+static void parse_ports(struct lab *l, char *s, struct lab_pod_state *ps)
+{
+	size_t n = 0;
+	for (char *c = s; c && *c; c++)
+		n += *c == ',';
+	ps->ports = arena_new_array(l->a, struct lab_port, n + 1);
+	ps->n_ports = 0;
+	if (!s || streq(s, "-"))
+		return;
+	char *save = NULL;
+	for (char *e = strtok_r(s, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		char *name = e, *proto = strchr(e, ':'),
+		     *port = proto ? strchr(proto + 1, ':') : NULL;
+		if (!port)
+			continue;
+		*proto++ = '\0';
+		*port++ = '\0';
+		struct lab_port *p = &ps->ports[ps->n_ports];
+		unsigned long v = strtoul(port, NULL, 10);
+		if (!lab_proto_parse(proto, &p->proto) || v == 0 || v > 65535)
+			continue;
+		p->port = (uint16_t)v;
+		p->name = streq(name, "-") ? NULL : name;
+		ps->n_ports++;
+	}
+}
+
+int lab_state_drop(struct lab *l, const char *file, const char *prefix)
+{
+	char *text = read_state(l, file);
+	if (!text)
+		return -ENOENT;
+	const char *path = arena_printf(l->a, "%s/%s", l->dir, file);
+	const char *tmp = arena_printf(l->a, "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	size_t plen = strlen(prefix);
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, prefix, plen) != 0)
+			fprintf(f, "%s\n", line);
+	int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
+	fclose(f);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+void lab_kill_log(struct lab *l, const char *log)
+{
+	char *pids = read_state(l, "pids"), *save = NULL;
+	pid_t v[64];
+	unsigned long long st[64];
+	size_t n = 0;
+	for (char *line = pids ? strtok_r(pids, "\n", &save) : NULL; line && n < ARRAY_SIZE(v);
+	     line = strtok_r(NULL, "\n", &save)) {
+		int pid;
+		unsigned long long s;
+		char name[256];
+		if (sscanf(line, "%d %llu %255s", &pid, &s, name) == 3 && streq(name, log) &&
+		    pid > 1 && s && start_time(pid) == s) {
+			kill(pid, SIGTERM);
+			v[n] = pid;
+			st[n++] = s;
+		}
+	}
+	for (int round = 0; round < 30; round++) {
+		bool alive = false;
+		for (size_t i = 0; i < n; i++) {
+			waitpid(v[i], NULL, WNOHANG);
+			alive |= start_time(v[i]) == st[i];
+		}
+		if (!alive)
+			return;
+		usleep(100000);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (start_time(v[i]) == st[i])
+			kill(v[i], SIGKILL);
+}
+
+int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n)
+{
+	char *text = read_state(l, "pods");
+	*out = NULL;
+	*n = 0;
+	if (!text)
+		return 0;
+	size_t cap = 0;
+	struct lab_pod_state *v = NULL;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ref = strtok_r(line, " ", &line), *node = strtok_r(NULL, " ", &line),
+		     *ip = strtok_r(NULL, " ", &line), *netns = strtok_r(NULL, " ", &line),
+		     *ports = strtok_r(NULL, " ", &line);
+		if (!ref || !node || !ip || !netns || !strchr(ref, '/'))
+			continue;
+		GROW(v, cap, *n + 1);
+		v[*n] = (struct lab_pod_state){
+			.ref = ref, .node = node, .ip = ip, .netns = netns
+		};
+		parse_ports(l, ports, &v[*n]);
+		(*n)++;
+	}
+	if (*n) {
+		*out = arena_memdup(l->a, v, sizeof(*v) * *n);
+	}
+	free(v);
+	return 0;
+}

@@ -1,0 +1,1028 @@
+/*
+ * lab up, down and status. A lab is built in this order, each step recorded
+ * in the state directory before it is taken (lab_proc.c): the state
+ * directory itself (its creation is what makes a second `lab up` of the same
+ * name fail without changing anything), etcd on a unix socket in it, the
+ * resources from the topology, the fabric namespace (a bridge per subnet
+ * holding the subnet's gateway, forwarding between them), per node a
+ * namespace with its uplink, default route and sysctls running
+ * brindle-confd, BIRD and brindle-felix, then the pods through brindle-cni
+ * each running brindle-probe. Then a bounded wait until everything is ready.
+ */
+#include "lab.h"
+
+#include <brindle/json.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fail_io(const char *what, const struct strbuf *out)
+{
+	ctl_error("%s: %s", what, out ? sb_str(out) : "failed");
+	return -EIO;
+}
+
+/* ip/sysctl commands that must work; the command line is the message on failure. */
+static int must(const char *fmt, ...) printf_like(1, 2);
+static int must(const char *fmt, ...)
+{
+	struct strbuf line = STRBUF_INIT, out = STRBUF_INIT;
+	sb_init(&line);
+	sb_init(&out);
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vaddf(&line, fmt, ap);
+	va_end(ap);
+	int r = lab_runf(&out, "%s", sb_str(&line));
+	if (r != 0) {
+		ctl_error("%s: %s", sb_str(&line), sb_str(&out));
+		r = -EIO;
+	}
+	sb_free(&line);
+	sb_free(&out);
+	return r;
+}
+
+int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, char **argv,
+		bool quiet)
+{
+	struct ctl c = { 0 };
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	c.cfg.type = "etcdv3";
+	if (ds_config_set_endpoints(&c.cfg, &c.storage, l->endpoints, &err) < 0) {
+		ctl_error("%s", sb_str(&err));
+		sb_free(&err);
+		return CTL_FAIL;
+	}
+	sb_free(&err);
+	int saved = -1;
+	if (quiet) {
+		fflush(stdout);
+		saved = dup(1);
+		int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (devnull >= 0) {
+			dup2(devnull, 1);
+			close(devnull);
+		}
+	}
+	int r = fn(&c, argc, argv);
+	if (saved >= 0) {
+		fflush(stdout);
+		dup2(saved, 1);
+		close(saved);
+	}
+	ds_close(c.ds);
+	ds_config_free_storage(&c.storage);
+	return r;
+}
+
+struct ds *lab_ds(struct lab *l, struct ctl *c)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	*c = (struct ctl){ 0 };
+	c->cfg.type = "etcdv3";
+	struct ds *d = NULL;
+	if (ds_config_set_endpoints(&c->cfg, &c->storage, l->endpoints, &err) < 0)
+		ctl_error("%s", sb_str(&err));
+	else
+		d = ctl_ds(c);
+	sb_free(&err);
+	return d;
+}
+
+void lab_ctl_close(struct ctl *c)
+{
+	ds_close(c->ds);
+	c->ds = NULL;
+	ds_config_free_storage(&c->storage);
+}
+
+static const char *ipstr(struct arena *a, const struct br_ip *ip)
+{
+	char buf[IP_STRLEN];
+	return arena_strdup(a, ip_str(ip, buf));
+}
+
+static void yaml_labels(struct strbuf *sb, const struct br_labels *labels)
+{
+	sb_adds(sb, "{");
+	for (size_t i = 0; i < labels->n; i++) {
+		sb_addf(sb, "%s", i ? ", " : "");
+		json_write_string(sb, labels->v[i].key);
+		sb_adds(sb, ": ");
+		json_write_string(sb, labels->v[i].value);
+	}
+	sb_adds(sb, "}");
+}
+
+/* Node, IPPool, BGPConfiguration and Namespace resources, written with brindlectl apply. */
+static int write_resources(struct lab *l)
+{
+	const struct lab_topology *t = l->topo;
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	static const char *const vxlan[] = { "Never", "Always", "CrossSubnet", "Never", "Never" };
+	static const char *const ipip[] = { "Never", "Never", "Never", "Always", "CrossSubnet" };
+	sb_addf(&sb,
+		"apiVersion: projectcalico.org/v3\nkind: BGPConfiguration\n"
+		"metadata: {name: default}\nspec: {asNumber: %u, nodeToNodeMeshEnabled: %s}\n",
+		t->as_number, t->node_mesh ? "true" : "false");
+	for (size_t i = 0; i < t->n_pools; i++) {
+		char cb[CIDR_STRLEN];
+		sb_addf(&sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: IPPool\n"
+			"metadata: {name: pool-%zu}\nspec: {cidr: %s, blockSize: %u, natOutgoing: "
+			"%s, "
+			"vxlanMode: %s, ipipMode: %s}\n",
+			i, cidr_str(&t->pools[i].cidr, cb), t->pools[i].block_size,
+			t->pools[i].nat_outgoing ? "true" : "false", vxlan[t->encap],
+			ipip[t->encap]);
+	}
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct lab_node *n = &t->nodes[i];
+		sb_addf(&sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: "
+			"%s%s}\n"
+			"spec: {bgp: {ipv4Address: %s/%u",
+			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
+			ipstr(l->a, &n->ip), t->subnets[n->subnet].cidr.len);
+		if (n->rr_cluster_id)
+			sb_addf(&sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
+		sb_adds(&sb, "}}\n");
+	}
+	/* every node peers with the reflectors (docs/bgp.md), the reflectors among themselves */
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].rr_cluster_id) {
+			sb_adds(&sb, "---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\n"
+				     "metadata: {name: peer-with-route-reflectors}\n"
+				     "spec: {nodeSelector: all(), peerSelector: route-reflector == "
+				     "'true'}\n");
+			break;
+		}
+	for (size_t i = 0; i < t->n_peers; i++)
+		sb_addf(&sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
+			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
+			t->peers[i].name, ipstr(l->a, &t->peers[i].ip), t->peers[i].as_number);
+	for (size_t i = 0; i < t->n_namespaces; i++) {
+		sb_addf(&sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
+			t->namespaces[i].name);
+		yaml_labels(&sb, &t->namespaces[i].labels);
+		sb_adds(&sb, "}\n");
+	}
+	const char *path = arena_printf(l->a, "%s/resources.yaml", l->dir);
+	FILE *f = fopen(path, "we");
+	int r = -EIO;
+	if (f) {
+		fputs(sb_str(&sb), f);
+		r = fclose(f) == 0 ? 0 : -EIO;
+	}
+	sb_free(&sb);
+	if (r < 0)
+		return fail_io(path, NULL);
+	char *argv[] = { "apply", "-f", (char *)path, NULL };
+	return lab_ctl_cmd(l, cmd_apply, 3, argv, true) == CTL_OK ? 0 : -EIO;
+}
+
+static int start_etcd(struct lab *l)
+{
+	const char *dir = arena_printf(l->a, "%s/etcd", l->dir);
+	if (mkdir(dir, 0700) < 0)
+		return fail_io(dir, NULL);
+	const char *cname = arena_printf(l->a, "lab-%s", l->name);
+	const char *cluster = arena_printf(l->a, "%s=unix://peer.sock:0", cname);
+	/* etcd makes its unix sockets in its working directory: env -C */
+	char *argv[] = { "env",
+			 "-C",
+			 (char *)dir,
+			 "etcd",
+			 "--name",
+			 (char *)cname,
+			 "--data-dir",
+			 arena_printf(l->a, "%s/data", dir),
+			 "--listen-client-urls",
+			 "unix://etcd.sock:0",
+			 "--advertise-client-urls",
+			 "unix://etcd.sock:0",
+			 "--listen-peer-urls",
+			 "unix://peer.sock:0",
+			 "--initial-advertise-peer-urls",
+			 "unix://peer.sock:0",
+			 "--initial-cluster",
+			 (char *)cluster,
+			 "--log-level",
+			 "error",
+			 "--logger",
+			 "zap",
+			 "--log-outputs",
+			 "stderr",
+			 NULL };
+	int r = lab_spawn(l, NULL, "etcd", argv);
+	if (r < 0)
+		return fail_io("starting etcd", NULL);
+	char *probe[] = { "curl",
+			  "-sf",
+			  "--unix-socket",
+			  (char *)l->etcd_sock,
+			  "-X",
+			  "POST",
+			  "--max-time",
+			  "1",
+			  "http://localhost/v3/kv/range",
+			  "-d",
+			  "{\"key\":\"AA==\"}",
+			  NULL };
+	uint64_t deadline = now_ms() + 20000;
+	while (lab_run(NULL, probe, NULL, NULL) != 0) {
+		if (now_ms() > deadline) {
+			ctl_error("etcd did not answer within 20 s (log: %s/etcd.log)", l->dir);
+			return -ETIMEDOUT;
+		}
+		usleep(100000);
+	}
+	return 0;
+}
+
+static int build_fabric(struct lab *l)
+{
+	const struct lab_topology *t = l->topo;
+	const char *fab = lab_ns_fabric(l->a, t->name);
+	int r = lab_netns_add(l, fab);
+	if (r < 0)
+		return r;
+	if ((r = must("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1", fab)) < 0)
+		return r;
+	for (size_t i = 0; i < t->n_subnets; i++) {
+		const struct lab_subnet *s = &t->subnets[i];
+		if ((r = must("ip -n %s link add br%zu type bridge", fab, i)) < 0 ||
+		    (r = must("ip -n %s addr add %s/%u dev br%zu", fab, ipstr(l->a, &s->gateway),
+			      s->cidr.len, i)) < 0 ||
+		    (r = must("ip -n %s link set br%zu up", fab, i)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const struct lab_pod *p);
+static const char *result_ip(struct lab *l, const char *json);
+
+/*
+ * A VXLAN node's tunnel address, as calico-node gets one: from IPAM (the
+ * product's brindle-ipam, handle "k8s-pod-network.vxlan-tunnel-addr-<node>"),
+ * then written to the Node's ipv4VXLANTunnelAddr before felix starts.
+ */
+static int vxlan_tunnel_addr(struct lab *l, const struct lab_bins *b, const struct lab_node *n)
+{
+	const char *ns = lab_ns_node(l->a, l->topo->name, n->name);
+	struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
+	sb_init(&conf);
+	sb_init(&out);
+	cni_conf(l, &conf, n->name, NULL);
+	char *argv[] = { "env",
+			 "CNI_COMMAND=ADD",
+			 arena_printf(l->a, "CNI_CONTAINERID=vxlan-tunnel-addr-%s", n->name),
+			 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", ns),
+			 "CNI_IFNAME=vxlan.calico",
+			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
+			 arena_printf(l->a, "%s/brindle-ipam", b->cni_dir),
+			 NULL };
+	int r = lab_run(ns, argv, sb_str(&conf), &out);
+	const char *ip = r == 0 ? result_ip(l, sb_str(&out)) : NULL;
+	if (!ip)
+		ctl_error("node %s: no VXLAN tunnel address from brindle-ipam (exit %d): %s",
+			  n->name, r, sb_str(&out));
+	sb_free(&conf);
+	sb_free(&out);
+	if (!ip)
+		return -EIO;
+	struct ctl c;
+	struct ds *d = lab_ds(l, &c);
+	struct br_object *o = NULL;
+	r = d ? ds_get(d, model_kind(KIND_NODE), NULL, n->name, &o) : -EIO;
+	if (r == 0) {
+		((struct br_node *)o)->spec.ipv4_vxlan_tunnel_addr = arena_strdup(o->arena, ip);
+		r = ds_update(d, o);
+	}
+	if (r < 0)
+		ctl_error("node %s: writing ipv4VXLANTunnelAddr: %s", n->name,
+			  d ? ds_last_error(d) : "no datastore");
+	model_free(o);
+	if (d)
+		lab_ctl_close(&c);
+	return r;
+}
+
+static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
+{
+	const struct lab_topology *t = l->topo;
+	const struct lab_node *n = &t->nodes[i];
+	const struct lab_subnet *s = &t->subnets[n->subnet];
+	const char *fab = lab_ns_fabric(l->a, t->name);
+	const char *ns = lab_ns_node(l->a, t->name, n->name);
+	int r = lab_netns_add(l, ns);
+	if (r < 0)
+		return r;
+	/* the uplink is made inside the fabric and its peer moved straight into the node */
+	if ((r = must("ip -n %s link add n%zu type veth peer name eth0 netns %s", fab, i, ns)) <
+		    0 ||
+	    (r = must("ip -n %s link set n%zu master br%zu up", fab, i, n->subnet)) < 0 ||
+	    (r = must("ip -n %s addr add %s/%u dev eth0", ns, ipstr(l->a, &n->ip), s->cidr.len)) <
+		    0 ||
+	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
+	    (r = must("ip -n %s route add default via %s dev eth0", ns, ipstr(l->a, &s->gateway))) <
+		    0 ||
+	    (r = must("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1", ns)) < 0 ||
+	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.all.rp_filter=0", ns)) < 0)
+		return r;
+	const char *dir = arena_printf(l->a, "%s/%s", l->dir, n->name);
+	if (mkdir(dir, 0755) < 0)
+		return fail_io(dir, NULL);
+	const char *ep = arena_printf(l->a, "BRINDLE_ETCD_ENDPOINTS=%s", l->endpoints);
+	const char *sock = arena_printf(l->a, "%s/bird.ctl", dir);
+	char *confd[] = { "env",
+			  (char *)ep,
+			  (char *)b->confd,
+			  "--node",
+			  (char *)n->name,
+			  "--output-dir",
+			  (char *)dir,
+			  "--templates",
+			  (char *)b->templates,
+			  "--bird-socket",
+			  (char *)sock,
+			  "--secrets-dir",
+			  arena_printf(l->a, "%s/secrets", l->dir),
+			  "--settle",
+			  "50ms",
+			  NULL };
+	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
+		return fail_io("starting brindle-confd", NULL);
+	if ((t->encap == LAB_ENCAP_VXLAN || t->encap == LAB_ENCAP_VXLAN_CROSS_SUBNET) &&
+	    (r = vxlan_tunnel_addr(l, b, n)) < 0)
+		return r;
+	char *felix[] = { "env",
+			  (char *)ep,
+			  arena_printf(l->a, "NODENAME=%s", n->name),
+			  "FELIX_PROMETHEUSMETRICSENABLED=true",
+			  "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
+			  (char *)b->felix,
+			  NULL };
+	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
+		return fail_io("starting brindle-felix", NULL);
+	if (n->n_serve) {
+		char **argv = arena_new_array(l->a, char *, 2 * n->n_serve + 3);
+		size_t k = 0;
+		argv[k++] = (char *)b->probe;
+		argv[k++] = "serve";
+		for (size_t j = 0; j < n->n_serve; j++) {
+			if (n->serve[j].proto == LAB_SCTP)
+				continue; /* no SCTP sockets in this kernel */
+			argv[k++] = n->serve[j].proto == LAB_TCP ? "--tcp" : "--udp";
+			argv[k++] = arena_printf(l->a, "%u", n->serve[j].port);
+		}
+		if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-probe", n->name), argv)) < 0)
+			return fail_io("starting brindle-probe", NULL);
+	}
+	return 0;
+}
+
+/* An external host: a namespace on the fabric with its address, routed to and from pods. */
+static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
+{
+	const struct lab_topology *t = l->topo;
+	const struct lab_external *x = &t->externals[i];
+	const char *fab = lab_ns_fabric(l->a, t->name);
+	const char *ns = lab_ns_external(l->a, t->name, x->name);
+	const char *ip = ipstr(l->a, &x->ip);
+	int r = lab_netns_add(l, ns);
+	if (r < 0)
+		return r;
+	/* a point-to-point link: the fabric answers ARP for everything it routes (proxy ARP) */
+	if ((r = must("ip -n %s link add x%zu type veth peer name eth0 netns %s", fab, i, ns)) <
+		    0 ||
+	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.x%zu.proxy_arp=1", fab, i)) < 0 ||
+	    (r = must("ip -n %s link set x%zu up", fab, i)) < 0 ||
+	    (r = must("ip -n %s route add %s/32 dev x%zu", fab, ip, i)) < 0 ||
+	    (r = must("ip -n %s addr add %s/32 dev eth0", ns, ip)) < 0 ||
+	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
+	    (r = must("ip -n %s route add default dev eth0", ns)) < 0)
+		return r;
+	if (!x->n_serve)
+		return 0;
+	char **argv = arena_new_array(l->a, char *, 2 * x->n_serve + 3);
+	size_t k = 0;
+	argv[k++] = (char *)b->probe;
+	argv[k++] = "serve";
+	for (size_t j = 0; j < x->n_serve; j++) {
+		if (x->serve[j].proto == LAB_SCTP)
+			continue; /* no SCTP sockets in this kernel */
+		argv[k++] = x->serve[j].proto == LAB_TCP ? "--tcp" : "--udp";
+		argv[k++] = arena_printf(l->a, "%u", x->serve[j].port);
+	}
+	if (lab_spawn(l, ns, arena_printf(l->a, "%s-probe", x->name), argv) < 0)
+		return fail_io("starting brindle-probe", NULL);
+	return 0;
+}
+
+/*
+ * A third-party BGP router on a subnet: FRR's bgpd (no zebra: it learns
+ * routes, it does not program them) peering eBGP with every node, which
+ * peer with it through the BGPPeer written in write_resources.
+ */
+static int start_peer(struct lab *l, size_t i)
+{
+	const struct lab_topology *t = l->topo;
+	const struct lab_bgp_peer *p = &t->peers[i];
+	const struct lab_subnet *s = &t->subnets[p->subnet];
+	const char *fab = lab_ns_fabric(l->a, t->name);
+	const char *ns = lab_ns_external(l->a, t->name, p->name);
+	const char *ip = ipstr(l->a, &p->ip);
+	int r = lab_netns_add(l, ns);
+	if (r < 0)
+		return r;
+	if ((r = must("ip -n %s link add t%zu type veth peer name eth0 netns %s", fab, i, ns)) <
+		    0 ||
+	    (r = must("ip -n %s link set t%zu master br%zu up", fab, i, p->subnet)) < 0 ||
+	    (r = must("ip -n %s addr add %s/%u dev eth0", ns, ip, s->cidr.len)) < 0 ||
+	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
+	    (r = must("ip -n %s route add default via %s dev eth0", ns, ipstr(l->a, &s->gateway))) <
+		    0)
+		return r;
+	const char *dir = arena_printf(l->a, "%s/%s", l->dir, p->name);
+	const char *conf = arena_printf(l->a, "%s/bgpd.conf", dir);
+	if (mkdir(dir, 0755) < 0)
+		return fail_io(dir, NULL);
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	sb_addf(&sb,
+		"hostname %s\nrouter bgp %u\n bgp router-id %s\n no bgp ebgp-requires-policy\n"
+		" bgp bestpath as-path multipath-relax\n",
+		p->name, p->as_number, ip);
+	for (size_t j = 0; j < t->n_nodes; j++) {
+		const struct lab_node *n = &t->nodes[j];
+		sb_addf(&sb, " neighbor %s remote-as %u\n", ipstr(l->a, &n->ip), t->as_number);
+		if (n->subnet != p->subnet)
+			sb_addf(&sb, " neighbor %s ebgp-multihop 4\n", ipstr(l->a, &n->ip));
+	}
+	sb_adds(&sb, " address-family ipv4 unicast\n  maximum-paths 16\n exit-address-family\n");
+	FILE *f = fopen(conf, "we");
+	r = f && fputs(sb_str(&sb), f) >= 0 ? 0 : -EIO;
+	if (f && fclose(f) != 0)
+		r = -EIO;
+	sb_free(&sb);
+	if (r < 0)
+		return fail_io(conf, NULL);
+	/* bgpd runs as user frr and must own its directory */
+	if ((r = must("chown -R frr:frr %s", dir)) < 0)
+		return r;
+	char *argv[] = { "/usr/lib/frr/bgpd",
+			 "-f",
+			 (char *)conf,
+			 "-Z",
+			 "-P",
+			 "0",
+			 "--vty_socket",
+			 (char *)dir,
+			 "-i",
+			 arena_printf(l->a, "%s/bgpd.pid", dir),
+			 "--log",
+			 "stdout",
+			 NULL };
+	if (lab_spawn(l, ns, arena_printf(l->a, "%s-bgpd", p->name), argv) < 0)
+		return fail_io("starting FRR's bgpd", NULL);
+	return 0;
+}
+
+/* BIRD starts once confd has written a configuration BIRD accepted (bounded). */
+static int start_birds(struct lab *l)
+{
+	const struct lab_topology *t = l->topo;
+	uint64_t deadline = now_ms() + 30000;
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const char *dir = arena_printf(l->a, "%s/%s", l->dir, t->nodes[i].name);
+		const char *conf = arena_printf(l->a, "%s/bird.conf", dir);
+		struct stat st;
+		while (stat(conf, &st) < 0 || st.st_size == 0) {
+			if (now_ms() > deadline) {
+				ctl_error("%s: brindle-confd wrote no bird.conf within 30 s (log: "
+					  "%s/%s-confd.log)",
+					  t->nodes[i].name, l->dir, t->nodes[i].name);
+				return -ETIMEDOUT;
+			}
+			usleep(100000);
+		}
+		char *bird[] = { "bird",       "-f", "-c",
+				 (char *)conf, "-s", arena_printf(l->a, "%s/bird.ctl", dir),
+				 NULL };
+		if (lab_spawn(l, lab_ns_node(l->a, t->name, t->nodes[i].name),
+			      arena_printf(l->a, "%s-bird", t->nodes[i].name), bird) < 0)
+			return fail_io("starting bird", NULL);
+	}
+	return 0;
+}
+
+static void add_ports_json(struct strbuf *sb, const struct lab_pod *p)
+{
+	sb_adds(sb, "[");
+	for (size_t i = 0, k = 0; i < p->n_ports; i++) {
+		if (!p->ports[i].name)
+			continue;
+		sb_addf(sb, "%s{\"name\":", k++ ? "," : "");
+		json_write_string(sb, p->ports[i].name);
+		sb_addf(sb, ",\"protocol\":\"%s\",\"port\":%u}", lab_proto_name(p->ports[i].proto),
+			p->ports[i].port);
+	}
+	sb_adds(sb, "]");
+}
+
+/* The pod address from a CNI result ("ips":[{"address":"10.244.0.5/32"...}]). */
+static const char *result_ip(struct lab *l, const char *json)
+{
+	struct jv *doc;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	const char *ip = NULL;
+	if (json_parse(l->a, json, strlen(json), &doc, &err) == 0) {
+		const struct jv *ips = jv_get(doc, "ips");
+		if (ips && ips->type == JV_ARRAY && ips->arr.n) {
+			const char *addr = jv_as_string(jv_get(ips->arr.items[0], "address"));
+			if (addr)
+				ip = arena_strndup(l->a, addr, strcspn(addr, "/"));
+		}
+	}
+	sb_free(&err);
+	return ip;
+}
+
+/* The network configuration brindle-cni reads on stdin (ADD and DEL alike). */
+static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const struct lab_pod *p)
+{
+	sb_addf(conf,
+		"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
+		"cni\",\"nodename\":\"%s\",\"etcd_endpoints\":\"%s\",\"log_file_path\":\"%"
+		"s/"
+		"cni.log\",\"ipam\":{\"type\":\"brindle-ipam\",\"ipam_lock_file\":\"%s/"
+		"ipam.lock\"}",
+		node, l->endpoints, l->dir, l->dir);
+	if (!p) {
+		sb_adds(conf, "}\n");
+		return;
+	}
+	sb_adds(conf, ",\"args\":{\"cni\":{\"labels\":[");
+	for (size_t i = 0; i < p->labels.n; i++) {
+		sb_addf(conf, "%s{\"key\":", i ? "," : "");
+		json_write_string(conf, p->labels.v[i].key);
+		sb_adds(conf, ",\"value\":");
+		json_write_string(conf, p->labels.v[i].value);
+		sb_adds(conf, "}");
+	}
+	sb_adds(conf, "]");
+	if (p->has_ip)
+		sb_addf(conf, ",\"ips\":[\"%s\"]", ipstr(l->a, &p->ip));
+	sb_adds(conf, "},\"brindle\":{\"ports\":");
+	add_ports_json(conf, p);
+	sb_adds(conf, "}}}\n");
+}
+
+/* brindle-cni as a runtime calls it, in the node's namespace. */
+static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, const char *node,
+		   const char *netns, const char *ns, const char *pod, const char *conf,
+		   struct strbuf *out)
+{
+	char *argv[] = { "env",
+			 arena_printf(l->a, "CNI_COMMAND=%s", cmd),
+			 arena_printf(l->a, "CNI_CONTAINERID=%s", netns),
+			 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", netns),
+			 "CNI_IFNAME=eth0",
+			 arena_printf(l->a,
+				      "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;"
+				      "K8S_POD_INFRA_CONTAINER_ID=%s",
+				      ns, pod, netns),
+			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
+			 (char *)b->cni,
+			 NULL };
+	return lab_run(lab_ns_node(l->a, l->topo->name, node), argv, conf, out);
+}
+
+/* "name:PROTO:port,..." of what a pod answers on (declared ports, then serve entries). */
+static const char *ports_field(struct lab *l, const struct lab_pod *p)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	for (size_t pass = 0; pass < 2; pass++) {
+		const struct lab_port *v = pass ? p->serve : p->ports;
+		size_t nv = pass ? p->n_serve : p->n_ports;
+		for (size_t j = 0; j < nv; j++)
+			sb_addf(&sb, "%s%s:%s:%u", sb.len ? "," : "",
+				v[j].name && v[j].name[0] ? v[j].name : "-",
+				lab_proto_name(v[j].proto), v[j].port);
+	}
+	const char *r = arena_strdup(l->a, sb.len ? sb_str(&sb) : "-");
+	sb_free(&sb);
+	return r;
+}
+
+int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod *p)
+{
+	const struct lab_topology *t = l->topo;
+	const struct lab_node *n = &t->nodes[p->node];
+	const char *ns = lab_ns_node(l->a, t->name, n->name), *ip;
+	int r;
+	if (p->host_network) {
+		ip = ipstr(l->a, &n->ip);
+	} else {
+		ns = lab_ns_pod(l->a, t->name, p->namespace, p->name);
+		if ((r = lab_netns_add(l, ns)) < 0)
+			return r;
+		struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
+		sb_init(&conf);
+		sb_init(&out);
+		cni_conf(l, &conf, n->name, p);
+		r = run_cni(l, b, "ADD", n->name, ns, p->namespace, p->name, sb_str(&conf), &out);
+		ip = r == 0 ? result_ip(l, sb_str(&out)) : NULL;
+		if (!ip)
+			ctl_error("pod %s/%s: brindle-cni ADD failed (exit %d): %s", p->namespace,
+				  p->name, r, sb_str(&out));
+		sb_free(&conf);
+		sb_free(&out);
+		if (!ip)
+			return -EIO;
+		/* the fabric carries each pod's address to its node: external hosts reach pods */
+		if ((r = must("ip -n %s route replace %s/32 via %s", lab_ns_fabric(l->a, t->name),
+			      ip, ipstr(l->a, &n->ip))) < 0)
+			return r;
+	}
+	size_t nargs = 2 * (p->n_ports + p->n_serve) + 3, k = 0;
+	char **argv = arena_new_array(l->a, char *, nargs);
+	argv[k++] = (char *)b->probe;
+	argv[k++] = "serve";
+	for (size_t pass = 0; pass < 2; pass++) {
+		const struct lab_port *v = pass ? p->serve : p->ports;
+		size_t nv = pass ? p->n_serve : p->n_ports;
+		for (size_t j = 0; j < nv; j++) {
+			bool dup = false;
+			for (size_t m = 0; m < (pass ? p->n_ports : j); m++)
+				dup |= p->ports[m].port == v[j].port &&
+				       p->ports[m].proto == v[j].proto;
+			if (v[j].proto == LAB_SCTP || dup)
+				continue; /* no SCTP sockets in this kernel */
+			argv[k++] = v[j].proto == LAB_TCP ? "--tcp" : "--udp";
+			argv[k++] = arena_printf(l->a, "%u", v[j].port);
+		}
+	}
+	if (lab_spawn(l, ns, arena_printf(l->a, "pod-%s-%s", p->namespace, p->name), argv) < 0)
+		return fail_io("starting brindle-probe", NULL);
+	return lab_state_append(l, "pods", "%s/%s %s %s %s %s\n", p->namespace, p->name, n->name,
+				ip, ns, ports_field(l, p));
+}
+
+int lab_pod_cni_del(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps,
+		    const char *ns, const char *pod)
+{
+	struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
+	sb_init(&conf);
+	sb_init(&out);
+	cni_conf(l, &conf, ps->node, NULL);
+	int r = run_cni(l, b, "DEL", ps->node, ps->netns, ns, pod, sb_str(&conf), &out);
+	if (r != 0)
+		ctl_error("pod %s: brindle-cni DEL failed (exit %d): %s", ps->ref, r, sb_str(&out));
+	sb_free(&conf);
+	sb_free(&out);
+	return r == 0 ? 0 : -EIO;
+}
+
+/* BIRD's BGP sessions on a node: how many, how many Established; -1 when BIRD does not answer. */
+static int bgp_sessions(struct lab *l, const char *node, int *established, struct strbuf *down)
+{
+	const char *sock = arena_printf(l->a, "%s/%s/bird.ctl", l->dir, node);
+	char *argv[] = { "birdc", "-s", (char *)sock, "show", "protocols", NULL };
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	int total = -1;
+	*established = 0;
+	if (lab_run(NULL, argv, NULL, &out) == 0) {
+		total = 0;
+		char *save = NULL;
+		for (char *line = strtok_r(out.buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char name[128], proto[32], table[32], state[32], since[64], info[64] = "";
+			if (sscanf(line, "%127s %31s %31s %31s %63s %63s", name, proto, table,
+				   state, since, info) < 5 ||
+			    !streq(proto, "BGP"))
+				continue;
+			total++;
+			if (streq(info, "Established"))
+				(*established)++;
+			else if (down)
+				sb_addf(down, " %s:%s", name, info[0] ? info : state);
+		}
+	}
+	sb_free(&out);
+	return total;
+}
+
+/* BGP sessions a node must have before it counts as up (at least; all configured must be up). */
+static int expected_sessions(const struct lab_topology *t, const struct lab_node *n)
+{
+	int nrr = 0, k = (int)t->n_peers; /* every node peers with every bgpPeers entry */
+	for (size_t i = 0; i < t->n_nodes; i++)
+		nrr += t->nodes[i].rr_cluster_id != NULL;
+	if (n->rr_cluster_id)
+		return k + (int)t->n_nodes - 1; /* clients and the other reflectors */
+	if (t->node_mesh)
+		k += (int)t->n_nodes - nrr - 1;
+	return k + nrr;
+}
+
+static bool felix_ready(struct lab *l, const char *node)
+{
+	char *argv[] = { "curl",
+			 "-sf",
+			 "-o",
+			 "/dev/null",
+			 "--max-time",
+			 "1",
+			 "http://localhost:9099/readiness",
+			 NULL };
+	return lab_run(lab_ns_node(l->a, l->topo->name, node), argv, NULL, NULL) == 0;
+}
+
+bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps)
+{
+	for (size_t j = 0; j < ps->n_ports; j++) {
+		if (ps->ports[j].proto == LAB_SCTP)
+			continue;
+		char port[8];
+		snprintf(port, sizeof(port), "%u", ps->ports[j].port);
+		char *argv[] = { (char *)b->probe,
+				 ps->ports[j].proto == LAB_TCP ? "tcp" : "udp",
+				 (char *)ps->ip,
+				 port,
+				 "--timeout",
+				 "300",
+				 NULL };
+		if (lab_run(ps->netns, argv, NULL, NULL) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Until every node is ready and every pod serves, at most @secs; else say what is not. */
+static int wait_ready(struct lab *l, const struct lab_bins *b, int secs)
+{
+	const struct lab_topology *t = l->topo;
+	struct lab_pod_state *pods;
+	size_t npods;
+	if (lab_read_pods(l, &pods, &npods) < 0)
+		return -EIO;
+	uint64_t deadline = now_ms() + (uint64_t)secs * 1000;
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	for (;;) {
+		sb_reset(&why);
+		for (size_t i = 0; i < t->n_nodes; i++) {
+			const struct lab_node *n = &t->nodes[i];
+			if (!felix_ready(l, n->name))
+				sb_addf(&why, "  node %s: felix not ready\n", n->name);
+			struct strbuf down = STRBUF_INIT;
+			sb_init(&down);
+			int est, total = bgp_sessions(l, n->name, &est, &down);
+			int want = expected_sessions(t, n);
+			if (total < 0)
+				sb_addf(&why, "  node %s: BIRD does not answer\n", n->name);
+			else if (total < want || est < total)
+				sb_addf(&why, "  node %s: %d of %d BGP sessions Established%s\n",
+					n->name, est, MAX(total, want), sb_str(&down));
+			sb_free(&down);
+		}
+		for (size_t j = 0; j < npods && !why.len; j++)
+			if (!lab_pod_serving(l, b, &pods[j]))
+				sb_addf(&why, "  pod %s: not serving on all its ports\n",
+					pods[j].ref);
+		if (!why.len)
+			break;
+		if (now_ms() > deadline) {
+			ctl_error("lab %s not ready after %d s:\n%s", t->name, secs, sb_str(&why));
+			sb_free(&why);
+			return -ETIMEDOUT;
+		}
+		usleep(250000);
+	}
+	sb_free(&why);
+	return 0;
+}
+
+static int build(struct lab *l, const char *file, const char *text, int timeout)
+{
+	const struct lab_topology *t = l->topo;
+	struct lab_bins b;
+	lab_find_bins(l->a, &b);
+	const char *copy = arena_printf(l->a, "%s/topology.yaml", l->dir);
+	FILE *f = fopen(copy, "we");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		return fail_io(copy, NULL);
+	int r;
+	if ((r = start_etcd(l)) < 0 || (r = write_resources(l)) < 0 || (r = build_fabric(l)) < 0)
+		return r;
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if ((r = start_node(l, &b, i)) < 0)
+			return r;
+	for (size_t i = 0; i < t->n_externals; i++)
+		if ((r = start_external(l, &b, i)) < 0)
+			return r;
+	for (size_t i = 0; i < t->n_peers; i++)
+		if ((r = start_peer(l, i)) < 0)
+			return r;
+	if ((r = start_birds(l)) < 0)
+		return r;
+	for (size_t i = 0; i < t->n_pods; i++)
+		if ((r = lab_pod_start(l, &b, &t->pods[i])) < 0)
+			return r;
+	(void)file;
+	return wait_ready(l, &b, timeout);
+}
+
+int lab_cmd_up(struct ctl *c, int argc, char **argv)
+{
+	const char *file = NULL;
+	int timeout = 60;
+	bool keep = false;
+	struct ctl_args a = { argc, argv, 1 };
+	for (; a.i < argc; a.i++) {
+		const char *v;
+		bool bad = false;
+		if (ctl_flag_value(&a, "--timeout", NULL, &v, &bad)) {
+			if (!bad && ((timeout = atoi(v)) <= 0 || timeout > 3600)) {
+				ctl_error("--timeout: \"%s\" is not a number of seconds (1-3600)",
+					  v);
+				return CTL_USAGE;
+			}
+		} else if (ctl_flag_bool(&a, "--keep-on-failure", NULL)) {
+			keep = true;
+		} else if (argv[a.i][0] == '-' && argv[a.i][1]) {
+			ctl_error("lab up: unknown flag %s", argv[a.i]);
+			return CTL_USAGE;
+		} else if (!file) {
+			file = argv[a.i];
+		} else {
+			ctl_error("lab up: one topology file only");
+			return CTL_USAGE;
+		}
+		if (bad)
+			return CTL_USAGE;
+	}
+	if (!file) {
+		ctl_error("usage: brindlectl lab up FILE [--timeout SECONDS] [--keep-on-failure]");
+		return CTL_USAGE;
+	}
+	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&text);
+	sb_init(&err);
+	struct arena *pa = arena_new();
+	struct lab_topology *t;
+	int r = sb_read_file(&text, file);
+	if (r < 0) {
+		ctl_error("%s: %s", file, strerror(-r));
+		goto bad;
+	}
+	if (lab_topology_parse(pa, file, text.buf, text.len, &t, &err) < 0) {
+		fprintf(stderr, "%s", sb_str(&err));
+		ctl_error("%s is not a valid topology; nothing was built", file);
+		goto bad;
+	}
+	for (size_t i = 0; i < t->n_peers; i++)
+		if (!streq(t->peers[i].kind, "frr")) {
+			ctl_error("%s: bgpPeers[%zu].kind: \"%s\" is not implemented yet (frr is); "
+				  "nothing was built",
+				  file, i, t->peers[i].kind);
+			goto bad;
+		}
+	struct lab l;
+	lab_init(&l, t->name);
+	l.topo = t;
+	if (mkdir(lab_state_base(), 0755) < 0 && errno != EEXIST) {
+		ctl_error("%s: %s", lab_state_base(), strerror(errno));
+		lab_free(&l);
+		goto bad;
+	}
+	if (mkdir(l.dir, 0755) < 0) {
+		if (errno == EEXIST)
+			ctl_error("lab \"%s\" is already up (state in %s); nothing was changed "
+				  "(brindlectl lab down %s removes it)",
+				  t->name, l.dir, t->name);
+		else
+			ctl_error("%s: %s", l.dir, strerror(errno));
+		lab_free(&l);
+		goto bad;
+	}
+	r = build(&l, file, sb_str(&text), timeout);
+	if (r < 0) {
+		if (keep) {
+			fprintf(stderr, "kept for debugging: logs in %s; brindlectl lab down %s\n",
+				l.dir, t->name);
+		} else {
+			fprintf(stderr, "removing the lab (--keep-on-failure keeps it)\n");
+			lab_teardown(&l);
+		}
+	} else {
+		printf("lab %s is up: %zu nodes, %zu pods (state in %s)\n", t->name, t->n_nodes,
+		       t->n_pods, l.dir);
+	}
+	lab_free(&l);
+	arena_free(pa);
+	sb_free(&text);
+	sb_free(&err);
+	return r < 0 ? CTL_FAIL : CTL_OK;
+bad:
+	arena_free(pa);
+	sb_free(&text);
+	sb_free(&err);
+	return CTL_FAIL;
+}
+
+static int one_name(int argc, char **argv, const char *usage, const char **name)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		ctl_error("usage: brindlectl lab %s", usage);
+		return CTL_USAGE;
+	}
+	if (!lab_name_valid(argv[1])) {
+		ctl_error("\"%s\" is not a lab name", argv[1]);
+		return CTL_USAGE;
+	}
+	*name = argv[1];
+	return CTL_OK;
+}
+
+int lab_cmd_down(struct ctl *c, int argc, char **argv)
+{
+	const char *name;
+	int r = one_name(argc, argv, "down NAME", &name);
+	if (r != CTL_OK)
+		return r;
+	struct lab l;
+	lab_init(&l, name);
+	struct stat st;
+	if (stat(l.dir, &st) < 0) {
+		ctl_error("no lab \"%s\" on this machine (nothing in %s)", name, l.dir);
+		lab_free(&l);
+		return CTL_FAIL;
+	}
+	lab_teardown(&l);
+	r = stat(l.dir, &st) == 0 ? CTL_FAIL : CTL_OK;
+	if (r == CTL_OK)
+		printf("lab %s is down\n", name);
+	else
+		ctl_error("could not remove %s", l.dir);
+	lab_free(&l);
+	return r;
+}
+
+int lab_cmd_status(struct ctl *c, int argc, char **argv)
+{
+	const char *name;
+	int r = one_name(argc, argv, "status NAME", &name);
+	if (r != CTL_OK)
+		return r;
+	struct lab l;
+	lab_init(&l, name);
+	if (lab_load(&l) < 0) {
+		lab_free(&l);
+		return CTL_FAIL;
+	}
+	const struct lab_topology *t = l.topo;
+	bool all = true;
+	printf("%-16s %-16s %-10s %s\n", "NODE", "ADDRESS", "FELIX", "BGP SESSIONS");
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct lab_node *n = &t->nodes[i];
+		struct strbuf down = STRBUF_INIT;
+		sb_init(&down);
+		int est, total = bgp_sessions(&l, n->name, &est, &down);
+		bool ready = felix_ready(&l, n->name);
+		all &= ready && total >= expected_sessions(t, n) && est == total;
+		char sessions[64];
+		if (total < 0)
+			snprintf(sessions, sizeof(sessions), "BIRD does not answer");
+		else
+			snprintf(sessions, sizeof(sessions), "%d/%d Established", est, total);
+		printf("%-16s %-16s %-10s %s%s\n", n->name, ipstr(l.a, &n->ip),
+		       ready ? "ready" : "not ready", sessions, sb_str(&down));
+		sb_free(&down);
+	}
+	struct lab_pod_state *pods;
+	size_t npods;
+	if (lab_read_pods(&l, &pods, &npods) == 0 && npods) {
+		printf("\n%-24s %-16s %s\n", "POD", "IP", "NODE");
+		for (size_t i = 0; i < npods; i++)
+			printf("%-24s %-16s %s\n", pods[i].ref, pods[i].ip, pods[i].node);
+	}
+	lab_free(&l);
+	return all ? CTL_OK : CTL_FAIL;
+}

@@ -1,0 +1,42 @@
+/*
+ * A lab's topology as a containerlab topology (brindlectl lab export-clab,
+ * docs/lab.md): pure, a parsed lab_topology in and YAML text out. The lab's
+ * namespaces become linux-kind nodes running the Brindle node image
+ * (lab/Dockerfile), configured through environment variables read by
+ * lab/clab-entrypoint.sh: one `etcd` node holding the datastore and writing
+ * the lab's resources, one `fabric` node with a bridge per subnet (as the
+ * lab's fabric namespace), and one node per topology node with its uplink
+ * `eth1` linked to the fabric and its pods.
+ */
+#ifndef BRINDLE_LAB_CLAB_H
+#define BRINDLE_LAB_CLAB_H
+
+#include "topology.h"
+
+#include <brindle/arena.h>
+#include <brindle/strbuf.h>
+
+#define LAB_CLAB_IMAGE	     "brindle-node:latest"
+#define LAB_CLAB_MGMT_SUBNET "172.31.254.0/24"
+
+struct lab_clab_options {
+	const char *image;	 /* container image of every node */
+	const char *mgmt_subnet; /* containerlab's management network (etcd is reached over it) */
+};
+
+/*
+ * The lab's datastore resources as a YAML stream: BGPConfiguration default,
+ * IPPool pool-<i>, one Node per node, one v1 Namespace per namespace; the
+ * same documents `lab up` applies.
+ */
+void lab_resources_yaml(const struct lab_topology *t, struct strbuf *out);
+
+/*
+ * The containerlab topology of @t into @out. Fails with -EINVAL and a
+ * message in @err when @t has parts the export does not cover (external
+ * hosts, BGP peers) or @o's management subnet is bad or too small.
+ */
+int lab_clab_export(struct arena *a, const struct lab_topology *t, const struct lab_clab_options *o,
+		    struct strbuf *out, struct strbuf *err) must_check;
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * The lab's topology file (docs/lab.md): parsed, defaulted and validated in
+ * one pure step, text in and a complete description out. Nothing is built
+ * from a file that fails here; every problem is reported as
+ * "<file>: <field path>: <message>".
+ */
+#ifndef BRINDLE_LAB_TOPOLOGY_H
+#define BRINDLE_LAB_TOPOLOGY_H
+
+#include <brindle/arena.h>
+#include <brindle/labels.h>
+#include <brindle/net.h>
+#include <brindle/strbuf.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Longest lab name: namespace names are "lab-<name>-<node>" and must stay readable. */
+#define LAB_NAME_MAX 24
+
+enum lab_proto {
+	LAB_TCP,
+	LAB_UDP,
+	LAB_SCTP
+};
+
+enum lab_encap {
+	LAB_ENCAP_NONE,
+	LAB_ENCAP_VXLAN,
+	LAB_ENCAP_VXLAN_CROSS_SUBNET,
+	LAB_ENCAP_IPIP,
+	LAB_ENCAP_IPIP_CROSS_SUBNET
+};
+
+struct lab_port {
+	const char *name; /* NULL for `serve` entries */
+	enum lab_proto proto;
+	uint16_t port;
+};
+
+struct lab_subnet {
+	const char *name;
+	struct br_cidr cidr;
+	struct br_ip gateway; /* the fabric's address on this segment */
+};
+
+struct lab_pool {
+	struct br_cidr cidr;
+	unsigned block_size;
+	bool nat_outgoing;
+};
+
+struct lab_node {
+	const char *name;
+	size_t subnet; /* index into lab_topology.subnets */
+	struct br_ip ip;
+	const char *rr_cluster_id; /* NULL unless a route reflector */
+	bool pods;		   /* may run pods */
+	struct lab_port *serve;
+	size_t n_serve;
+};
+
+struct lab_external {
+	const char *name;
+	struct br_ip ip;
+	struct lab_port *serve;
+	size_t n_serve;
+};
+
+struct lab_bgp_peer {
+	const char *name;
+	const char *kind; /* "frr" or "gobgp" */
+	uint32_t as_number;
+	size_t subnet;
+	struct br_ip ip;
+};
+
+struct lab_namespace {
+	const char *name;
+	struct br_labels labels;
+};
+
+struct lab_pod {
+	const char *namespace;
+	const char *name;
+	size_t node;
+	struct br_labels labels;
+	bool has_ip;
+	struct br_ip ip; /* requested through IPAM when has_ip */
+	struct lab_port *ports;
+	size_t n_ports;
+	struct lab_port *serve;
+	size_t n_serve;
+	bool host_network;
+};
+
+struct lab_topology {
+	const char *name;
+	uint32_t as_number;
+	bool node_mesh;
+	enum lab_encap encap;
+	struct lab_subnet *subnets;
+	size_t n_subnets;
+	struct lab_pool *pools;
+	size_t n_pools;
+	struct lab_node *nodes;
+	size_t n_nodes;
+	struct lab_external *externals;
+	size_t n_externals;
+	struct lab_bgp_peer *peers;
+	size_t n_peers;
+	struct lab_namespace *namespaces;
+	size_t n_namespaces;
+	struct lab_pod *pods;
+	size_t n_pods;
+};
+
+/*
+ * Parse @text (YAML or JSON, one document) named @source in messages. On
+ * success *out points into @a. On failure returns -EINVAL and appends one
+ * line per problem to @err ("<source>: <path>: <message>\n").
+ */
+int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,
+		       struct lab_topology **out, struct strbuf *err) must_check;
+
+const char *lab_proto_name(enum lab_proto p); /* "TCP", "UDP", "SCTP" */
+/* Any case; false when unknown. */
+bool lab_proto_parse(const char *s, enum lab_proto *out);
+const char *lab_encap_name(enum lab_encap e);
+
+/* Network namespace names of the lab's parts (into @a). */
+const char *lab_ns_fabric(struct arena *a, const char *lab);
+const char *lab_ns_node(struct arena *a, const char *lab, const char *node);
+const char *lab_ns_pod(struct arena *a, const char *lab, const char *ns, const char *pod);
+const char *lab_ns_external(struct arena *a, const char *lab, const char *host);
+
+/* An RFC 1123 label of at most @max characters (namespace and pod names). */
+bool lab_dns_label(const char *s, size_t max);
+/* A lab name: lower case letters, digits and '-', at most LAB_NAME_MAX. */
+bool lab_name_valid(const char *name);
+
+#endif

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# brindlectl lab with examples/three-node.yaml: a bad topology builds
+# nothing; lab up returns with every BGP session Established within 30 s;
+# every pod reaches every pod; a default-deny policy with one allow rule
+# gives exactly the expected grid, and deleting it opens everything again;
+# a second lab up of the same lab changes nothing; lab down leaves no
+# namespace, process or file of the lab.
+. "$(dirname "$0")/../lib/common.sh"
+
+LAB=lt$$ # unique per run: labs of parallel runs never meet
+STATE=${BRINDLE_LAB_STATE_DIR:-/run/brindle-lab}/$LAB
+lab() { "$BRINDLECTL" lab "$@"; }
+
+lab_cleanup() {
+	local rc=$?
+	set +e
+	if [ -d "$STATE" ]; then
+		# keep the lab's logs for bt_cleanup's report
+		for f in "$STATE"/*.log; do [ -f "$f" ] && cp "$f" "$BT_DIR/lab-$(basename "$f")"; done
+		lab down "$LAB" >/dev/null 2>&1
+	fi
+	(exit $rc)
+	bt_cleanup
+}
+trap lab_cleanup EXIT
+
+sed "s/^name: demo$/name: $LAB/" "$BT_SOURCE_DIR/examples/three-node.yaml" >"$BT_DIR/topo.yaml"
+grep -q "^name: $LAB\$" "$BT_DIR/topo.yaml" || bt_fail "could not rename the example's lab"
+
+# --- a bad file: the field is named, nothing is built ------------------------------------------
+sed 's/{name: node3, subnet: a}/{name: node3, subnet: c}/' "$BT_DIR/topo.yaml" >"$BT_DIR/bad.yaml"
+set +e
+out=$(lab up "$BT_DIR/bad.yaml" 2>&1)
+rc=$?
+set -e
+bt_expect_eq "lab up of a bad file fails" 1 "$rc"
+bt_expect_contains "error names file and field" "$BT_DIR/bad.yaml: nodes[2].subnet: unknown subnet \"c\"" "$out"
+[ ! -e "$STATE" ] || bt_fail "a bad file left $STATE"
+[ -z "$(ip netns list | grep "^lab-$LAB-" || true)" ] || bt_fail "a bad file made namespaces"
+
+# --- up: sessions Established within 30 s ---------------------------------------------------------
+start=$SECONDS
+lab up "$BT_DIR/topo.yaml" --timeout 30 >/dev/null || bt_fail "lab up did not get ready within 30 s"
+bt_log "lab up took $((SECONDS - start)) s"
+status=$(lab status "$LAB") || bt_fail "lab status says not ready: $status"
+for n in node1 node2 node3; do
+	bt_expect_contains "status of $n" "ready      2/2 Established" "$(printf '%s\n' "$status" | grep "^$n ")"
+done
+bt_expect_eq "six pods in the status" 6 "$(printf '%s\n' "$status" | grep -cE '^[xy]/[abc] ')"
+
+set +e
+out=$(lab up "$BT_DIR/topo.yaml" 2>&1)
+rc=$?
+set -e
+bt_expect_eq "second lab up fails" 1 "$rc"
+bt_expect_contains "second lab up says why" "is already up" "$out"
+lab status "$LAB" >/dev/null || bt_fail "the second lab up changed the lab"
+
+# --- every pod reaches every pod ----------------------------------------------------------------------
+grid() { lab matrix "$LAB" --ports 80 -o table | sed 's/ *$//'; }
+all_open=$(
+	cat <<'GRID'
+TCP/80  x/a  x/b  x/c  y/a  y/b  y/c
+x/a     .    .    .    .    .    .
+x/b     .    .    .    .    .    .
+x/c     .    .    .    .    .    .
+y/a     .    .    .    .    .    .
+y/b     .    .    .    .    .    .
+y/c     .    .    .    .    .    .
+
+. allowed   X denied   - skipped
+GRID
+)
+bt_expect_eq "every pod reaches every pod" "$all_open" "$(grid)"
+json=$(lab matrix "$LAB" --from x/a --to y/c -o json)
+bt_expect_eq "matrix JSON" '[{"from":"x/a","to":"y/c","proto":"TCP","port":80,"result":"allowed","ms":' \
+	"$(printf '%s' "$json" | sed 's/"ms":[0-9.]*}]$/"ms":/')"
+out=$(lab probe "$LAB" --from x/b --to y/a --proto SCTP --port 80 -o json)
+bt_expect_contains "SCTP is skipped" '"proto":"SCTP","port":80,"result":"skipped"' "$out"
+
+# --- default deny in y, allowed only from x/a ------------------------------------------------------
+cat >"$BT_DIR/policy.yaml" <<'YAML'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: default-deny, namespace: y}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: from-x-a, namespace: y}
+spec:
+  podSelector: {}
+  ingress:
+  - from:
+    - namespaceSelector: {matchLabels: {ns: x}}
+      podSelector: {matchLabels: {pod: a}}
+YAML
+lab apply "$LAB" -f "$BT_DIR/policy.yaml" >/dev/null || bt_fail "lab apply failed"
+# A pod's connection to its own address never leaves the pod: y/a -> y/a stays allowed.
+isolated=$(
+	cat <<'GRID'
+TCP/80  x/a  x/b  x/c  y/a  y/b  y/c
+x/a     .    .    .    .    .    .
+x/b     .    .    .    X    X    X
+x/c     .    .    .    X    X    X
+y/a     .    .    .    .    X    X
+y/b     .    .    .    X    .    X
+y/c     .    .    .    X    X    .
+
+. allowed   X denied   - skipped
+GRID
+)
+grid_is() { [ "$(grid)" = "$1" ]; }
+deadline=$((SECONDS + 15))
+until grid_is "$isolated"; do
+	[ $SECONDS -lt $deadline ] || bt_expect_eq "grid under the policy" "$isolated" "$(grid)"
+	sleep 0.5
+done
+bt_log "policy grid: ok"
+
+lab delete "$LAB" -f "$BT_DIR/policy.yaml" >/dev/null || bt_fail "lab delete failed"
+deadline=$((SECONDS + 15))
+until grid_is "$all_open"; do
+	[ $SECONDS -lt $deadline ] || bt_expect_eq "grid after deleting the policy" "$all_open" "$(grid)"
+	sleep 0.5
+done
+bt_log "policy deleted: everything reachable again"
+
+# --- down leaves nothing ---------------------------------------------------------------------------------
+pids=$(awk '{print $1}' "$STATE/pids")
+lab down "$LAB" >/dev/null || bt_fail "lab down failed"
+[ ! -e "$STATE" ] || bt_fail "lab down left $STATE"
+left=$(ip netns list | grep "^lab-$LAB-" || true)
+[ -z "$left" ] || bt_fail "lab down left namespaces: $left"
+for p in $pids; do
+	if kill -0 "$p" 2>/dev/null && grep -q "$LAB" "/proc/$p/cmdline" 2>/dev/null; then
+		bt_fail "lab down left process $p: $(tr '\0' ' ' <"/proc/$p/cmdline")"
+	fi
+done
+if pgrep -f "brindle-lab/$LAB/" >/dev/null; then
+	bt_fail "lab down left processes: $(pgrep -af "brindle-lab/$LAB/")"
+fi
+bt_pass

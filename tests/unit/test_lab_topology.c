@@ -1,0 +1,233 @@
+/*
+ * Topology files of brindlectl lab: the issue's example parses with its
+ * defaults (addresses chosen, gateways), and each kind of bad input is
+ * refused with the file and the field named.
+ */
+#include "harness.h"
+
+#include "topology.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *const issue_example =
+	"name: demo\n"
+	"asNumber: 64512\n"
+	"nodeToNodeMesh: true\n"
+	"encapsulation: None\n"
+	"subnets: [{name: a, cidr: 192.168.100.0/24}, {name: b, cidr: 192.168.200.0/24}]\n"
+	"ipPools: [{cidr: 10.244.0.0/16, blockSize: 26, natOutgoing: false}]\n"
+	"nodes:\n"
+	"  - {name: node1, subnet: a}\n"
+	"  - {name: node2, subnet: a, ip: 192.168.100.12}\n"
+	"  - {name: node3, subnet: b}\n"
+	"  - {name: rr1, subnet: a, routeReflectorClusterID: 224.0.0.1, pods: false}\n"
+	"externalHosts: [{name: ext1, ip: 203.0.113.10}]\n"
+	"bgpPeers: [{name: tor1, kind: frr, asNumber: 65001, subnet: a}]\n"
+	"namespaces: [{name: x, labels: {ns: x}}]\n"
+	"pods:\n"
+	"  - {namespace: x, name: a, node: node1, labels: {pod: a}, ip: 10.244.1.10,\n"
+	"     ports: [{name: serve-80-tcp, containerPort: 80, protocol: TCP}],\n"
+	"     serve: [{protocol: UDP, port: 81}], hostNetwork: false}\n";
+
+static const char *ipstr(const struct br_ip *ip)
+{
+	static char buf[4][IP_STRLEN];
+	static int k;
+	return ip_str(ip, buf[k++ % 4]);
+}
+
+static void test_issue_example(void **state)
+{
+	struct arena *a = arena_new();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct lab_topology *t;
+	int r = lab_topology_parse(a, "demo.yaml", issue_example, strlen(issue_example), &t, &err);
+	if (r < 0)
+		fprintf(stderr, "%s", sb_str(&err));
+	assert_int_equal(r, 0);
+	assert_string_equal(t->name, "demo");
+	assert_int_equal(t->as_number, 64512);
+	assert_true(t->node_mesh);
+	assert_int_equal(t->encap, LAB_ENCAP_NONE);
+	assert_int_equal(t->n_subnets, 2);
+	assert_string_equal(ipstr(&t->subnets[0].gateway), "192.168.100.254");
+	assert_string_equal(ipstr(&t->subnets[1].gateway), "192.168.200.254");
+	assert_int_equal(t->n_pools, 1);
+	assert_int_equal(t->pools[0].block_size, 26);
+	assert_int_equal(t->n_nodes, 4);
+	/* node2's explicit address is never handed out to the others */
+	assert_string_equal(ipstr(&t->nodes[0].ip), "192.168.100.1");
+	assert_string_equal(ipstr(&t->nodes[1].ip), "192.168.100.12");
+	assert_string_equal(ipstr(&t->nodes[2].ip), "192.168.200.1");
+	assert_string_equal(ipstr(&t->nodes[3].ip), "192.168.100.2");
+	assert_string_equal(t->nodes[3].rr_cluster_id, "224.0.0.1");
+	assert_false(t->nodes[3].pods);
+	assert_true(t->nodes[0].pods);
+	assert_int_equal(t->n_externals, 1);
+	assert_int_equal(t->n_peers, 1);
+	assert_string_equal(ipstr(&t->peers[0].ip), "192.168.100.3");
+	assert_int_equal(t->n_pods, 1);
+	const struct lab_pod *p = &t->pods[0];
+	assert_int_equal(p->node, 0);
+	assert_true(p->has_ip);
+	assert_string_equal(ipstr(&p->ip), "10.244.1.10");
+	assert_int_equal(p->n_ports, 1);
+	assert_string_equal(p->ports[0].name, "serve-80-tcp");
+	assert_int_equal(p->ports[0].port, 80);
+	assert_int_equal(p->n_serve, 1);
+	assert_int_equal(p->serve[0].proto, LAB_UDP);
+	assert_int_equal(p->serve[0].port, 81);
+	assert_string_equal(labels_get(&p->labels, "pod"), "a");
+	assert_string_equal(labels_get(&t->namespaces[0].labels, "ns"), "x");
+	assert_string_equal(lab_ns_pod(a, t->name, "x", "a"), "lab-demo-x-a");
+	assert_string_equal(lab_ns_node(a, t->name, "node1"), "lab-demo-node1");
+	sb_free(&err);
+	arena_free(a);
+}
+
+static void test_example_file(void **state)
+{
+	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&err);
+	test_read_source_file("examples/three-node.yaml", &text);
+	struct arena *a = arena_new();
+	struct lab_topology *t;
+	int r = lab_topology_parse(a, "three-node.yaml", text.buf, text.len, &t, &err);
+	if (r < 0)
+		fprintf(stderr, "%s", sb_str(&err));
+	assert_int_equal(r, 0);
+	assert_int_equal(t->n_nodes, 3);
+	assert_int_equal(t->n_pods, 6);
+	arena_free(a);
+	sb_free(&text);
+	sb_free(&err);
+}
+
+/* @yaml must fail, and the error text must contain @want. */
+static void expect_error(const char *yaml, const char *want)
+{
+	struct arena *a = arena_new();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct lab_topology *t = NULL;
+	int r = lab_topology_parse(a, "demo.yaml", yaml, strlen(yaml), &t, &err);
+	if (r != -EINVAL || !strstr(sb_str(&err), want)) {
+		fprintf(stderr, "input:\n%s\nwanted: %s\ngot (%d): %s\n", yaml, want, r,
+			sb_str(&err));
+		fail();
+	}
+	assert_null(t);
+	sb_free(&err);
+	arena_free(a);
+}
+
+#define BASE                                             \
+	"name: demo\n"                                   \
+	"subnets: [{name: a, cidr: 192.168.100.0/24}]\n" \
+	"ipPools: [{cidr: 10.244.0.0/16}]\n"
+
+static void test_errors(void **state)
+{
+	expect_error(BASE "nodes: [{name: n1, subnet: a}, {name: n2, subnet: a}, {name: n3, "
+			  "subnet: c}]\n",
+		     "demo.yaml: nodes[2].subnet: unknown subnet \"c\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a, color: red}]\n",
+		     "demo.yaml: nodes[0].color: unknown field");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nextra: 1\n",
+		     "demo.yaml: extra: unknown field");
+	expect_error("subnets: [{name: a, cidr: 192.168.100.0/24}]\n"
+		     "ipPools: [{cidr: 10.244.0.0/16}]\nnodes: [{name: n1, subnet: a}]\n",
+		     "demo.yaml: name: required");
+	expect_error("name: Demo_1\n", "demo.yaml: name: \"Demo_1\" must be");
+	expect_error(BASE "nodes: [{name: n1, subnet: a, ip: 192.168.101.1}]\n",
+		     "demo.yaml: nodes[0].ip: 192.168.101.1 is not in subnet a");
+	expect_error(BASE "nodes: [{name: n1, subnet: a, ip: 192.168.100.254}]\n",
+		     "demo.yaml: nodes[0].ip: address 192.168.100.254 is also subnets[0].gateway");
+	expect_error(BASE "nodes: [{name: n1, subnet: a, ip: 192.168.100.5}, {name: n2, subnet: a, "
+			  "ip: 192.168.100.5}]\n",
+		     "demo.yaml: nodes[1].ip: address 192.168.100.5 is also nodes[0].ip");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}, {name: n1, subnet: a}]\n",
+		     "demo.yaml: nodes[1].name: node \"n1\" is given twice");
+	expect_error(BASE "nodes: []\n", "demo.yaml: nodes: at least one node is required");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.1/24}]\n",
+		     "demo.yaml: subnets[0].cidr: \"192.168.100.1/24\" has host bits set");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 10.0.0.0/8}]\n"
+		     "ipPools: [{cidr: 10.244.0.0/16}]\n",
+		     "demo.yaml: ipPools[0].cidr: overlaps subnet a");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24}]\n"
+		     "ipPools: [{cidr: 10.244.0.0/16, blockSize: 19}]\n",
+		     "demo.yaml: ipPools[0].blockSize: 19 is out of range (20 to 32)");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nencapsulation: GRE\n",
+		     "demo.yaml: encapsulation: unknown encapsulation \"GRE\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\n"
+			  "pods: [{namespace: x, name: p, node: n1}]\n",
+		     "demo.yaml: pods[0].namespace: unknown namespace \"x\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: p, node: n2}]\n",
+		     "demo.yaml: pods[0].node: unknown node \"n2\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a, pods: false}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: p, node: n1}]\n",
+		     "demo.yaml: pods[0].node: node n1 takes no pods");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: p, node: n1, ip: 10.1.0.1}]\n",
+		     "demo.yaml: pods[0].ip: 10.1.0.1 is in no IP pool");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: p, node: n1, ip: 10.244.0.1},\n"
+			  "       {namespace: x, name: q, node: n1, ip: 10.244.0.1}]\n",
+		     "demo.yaml: pods[1].ip: address 10.244.0.1 is also pods[0].ip");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: p, node: n1,\n"
+			  "        ports: [{name: http, containerPort: 80, protocol: ICMP}]}]\n",
+		     "demo.yaml: pods[0].ports[0].protocol: unknown protocol \"ICMP\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: p, node: n1, serve: [{protocol: udp, "
+			  "port: 70000}]}]\n",
+		     "demo.yaml: pods[0].serve[0].port: 70000 is out of range (1 to 65535)");
+	expect_error(BASE "nodes: [{name: x-a, subnet: a}]\nnamespaces: [{name: x}]\n"
+			  "pods: [{namespace: x, name: a, node: x-a}]\n",
+		     "demo.yaml: pods[0]: its network namespace lab-demo-x-a would be that of "
+		     "nodes[0]");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\n"
+			  "externalHosts: [{name: e, ip: 192.168.100.9}]\n",
+		     "demo.yaml: externalHosts[0].ip: 192.168.100.9 is in subnet a");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\n"
+			  "bgpPeers: [{name: t, kind: bird, asNumber: 65001, subnet: a}]\n",
+		     "demo.yaml: bgpPeers[0].kind: unknown kind \"bird\"");
+	expect_error(BASE "nodes: {name: n1}\n", "demo.yaml: nodes: must be a list");
+	expect_error("name: [demo\n", "demo.yaml: ");
+	expect_error("- 1\n", "demo.yaml: the document must be a mapping");
+	expect_error("name: a\n---\nname: b\n", "exactly one document");
+	/* every problem at once, not only the first */
+	expect_error(BASE "nodes: [{name: n1, subnet: b}, {name: n2, subnet: c}]\n",
+		     "nodes[0].subnet: unknown subnet \"b\"\ndemo.yaml: nodes[1].subnet: "
+		     "unknown subnet \"c\"");
+}
+
+static void test_protocols(void **state)
+{
+	enum lab_proto p;
+	assert_true(lab_proto_parse("tcp", &p));
+	assert_int_equal(p, LAB_TCP);
+	assert_true(lab_proto_parse("Udp", &p));
+	assert_int_equal(p, LAB_UDP);
+	assert_true(lab_proto_parse("SCTP", &p));
+	assert_int_equal(p, LAB_SCTP);
+	assert_false(lab_proto_parse("icmp", &p));
+	assert_true(lab_name_valid("demo-1"));
+	assert_false(lab_name_valid("-demo"));
+	assert_false(lab_name_valid("a-name-much-too-long-for-a-lab"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_issue_example),
+		cmocka_unit_test(test_example_file),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_protocols),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
