@@ -50,7 +50,7 @@ YAML
 	gbps=$(ip netns exec "$CLIENT" iperf3 -c 10.244.1.11 -p 5201 -t 4 -O 1 -f g |
 		awk '/receiver/ {print $(NF-2)}')
 	# the median of 1,000 echo round trips (an average follows the machine's other load)
-	rtt=$(ip netns exec "$CLIENT" ping -c 1000 -i 0.001 10.244.1.11 |
+	rtt=$(ip netns exec "$CLIENT" taskset -c 1 ping -c 2000 -i 0.001 10.244.1.11 |
 		sed -n 's/.*time=\([0-9.]*\) ms/\1/p' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 	# rules a forwarded packet is matched against: every rule's packet counter, summed, over
 	# the packets that entered FORWARD (the counters of the whole filter table, so INPUT
