@@ -1023,6 +1023,8 @@ int lab_cmd_status(struct ctl *c, int argc, char **argv)
 		for (size_t i = 0; i < npods; i++)
 			printf("%-24s %-16s %s\n", pods[i].ref, pods[i].ip, pods[i].node);
 	}
+	/* how to reach the lab's datastore with brindlectl itself */
+	printf("\nDatastore: BRINDLE_ETCD_ENDPOINTS=%s\n", l.endpoints);
 	lab_free(&l);
 	return all ? CTL_OK : CTL_FAIL;
 }
