@@ -9,6 +9,7 @@
  * brindle-confd, BIRD and brindle-felix, then the pods through brindle-cni
  * each running brindle-probe. Then a bounded wait until everything is ready.
  */
+#include "clab.h"
 #include "lab.h"
 
 #include <brindle/json.h>
@@ -110,73 +111,12 @@ static const char *ipstr(struct arena *a, const struct br_ip *ip)
 	return arena_strdup(a, ip_str(ip, buf));
 }
 
-static void yaml_labels(struct strbuf *sb, const struct br_labels *labels)
-{
-	sb_adds(sb, "{");
-	for (size_t i = 0; i < labels->n; i++) {
-		sb_addf(sb, "%s", i ? ", " : "");
-		json_write_string(sb, labels->v[i].key);
-		sb_adds(sb, ": ");
-		json_write_string(sb, labels->v[i].value);
-	}
-	sb_adds(sb, "}");
-}
-
-/* Node, IPPool, BGPConfiguration and Namespace resources, written with brindlectl apply. */
+/* The topology's resources (lab_resources_yaml), written with brindlectl apply. */
 static int write_resources(struct lab *l)
 {
-	const struct lab_topology *t = l->topo;
 	struct strbuf sb = STRBUF_INIT;
 	sb_init(&sb);
-	static const char *const vxlan[] = { "Never", "Always", "CrossSubnet", "Never", "Never" };
-	static const char *const ipip[] = { "Never", "Never", "Never", "Always", "CrossSubnet" };
-	sb_addf(&sb,
-		"apiVersion: projectcalico.org/v3\nkind: BGPConfiguration\n"
-		"metadata: {name: default}\nspec: {asNumber: %u, nodeToNodeMeshEnabled: %s}\n",
-		t->as_number, t->node_mesh ? "true" : "false");
-	for (size_t i = 0; i < t->n_pools; i++) {
-		char cb[CIDR_STRLEN];
-		sb_addf(&sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: IPPool\n"
-			"metadata: {name: pool-%zu}\nspec: {cidr: %s, blockSize: %u, natOutgoing: "
-			"%s, "
-			"vxlanMode: %s, ipipMode: %s}\n",
-			i, cidr_str(&t->pools[i].cidr, cb), t->pools[i].block_size,
-			t->pools[i].nat_outgoing ? "true" : "false", vxlan[t->encap],
-			ipip[t->encap]);
-	}
-	for (size_t i = 0; i < t->n_nodes; i++) {
-		const struct lab_node *n = &t->nodes[i];
-		sb_addf(&sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: "
-			"%s%s}\n"
-			"spec: {bgp: {ipv4Address: %s/%u",
-			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
-			ipstr(l->a, &n->ip), t->subnets[n->subnet].cidr.len);
-		if (n->rr_cluster_id)
-			sb_addf(&sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
-		sb_adds(&sb, "}}\n");
-	}
-	/* every node peers with the reflectors (docs/bgp.md), the reflectors among themselves */
-	for (size_t i = 0; i < t->n_nodes; i++)
-		if (t->nodes[i].rr_cluster_id) {
-			sb_adds(&sb, "---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\n"
-				     "metadata: {name: peer-with-route-reflectors}\n"
-				     "spec: {nodeSelector: all(), peerSelector: route-reflector == "
-				     "'true'}\n");
-			break;
-		}
-	for (size_t i = 0; i < t->n_peers; i++)
-		sb_addf(&sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
-			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
-			t->peers[i].name, ipstr(l->a, &t->peers[i].ip), t->peers[i].as_number);
-	for (size_t i = 0; i < t->n_namespaces; i++) {
-		sb_addf(&sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
-			t->namespaces[i].name);
-		yaml_labels(&sb, &t->namespaces[i].labels);
-		sb_adds(&sb, "}\n");
-	}
+	lab_resources_yaml(l->topo, &sb);
 	const char *path = arena_printf(l->a, "%s/resources.yaml", l->dir);
 	FILE *f = fopen(path, "we");
 	int r = -EIO;

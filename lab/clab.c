@@ -64,13 +64,28 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 	for (size_t i = 0; i < t->n_nodes; i++) {
 		const struct lab_node *n = &t->nodes[i];
 		sb_addf(sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s}\n"
+			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s%s}\n"
 			"spec: {bgp: {ipv4Address: %s/%u",
-			n->name, ip_str(&n->ip, b2), t->subnets[n->subnet].cidr.len);
+			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
+			ip_str(&n->ip, b2), t->subnets[n->subnet].cidr.len);
 		if (n->rr_cluster_id)
 			sb_addf(sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
 		sb_adds(sb, "}}\n");
 	}
+	/* every node peers with the reflectors (docs/bgp.md), the reflectors among themselves */
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].rr_cluster_id) {
+			sb_adds(sb, "---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\n"
+				    "metadata: {name: peer-with-route-reflectors}\n"
+				    "spec: {nodeSelector: all(), peerSelector: route-reflector == "
+				    "'true'}\n");
+			break;
+		}
+	for (size_t i = 0; i < t->n_peers; i++)
+		sb_addf(sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
+			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
+			t->peers[i].name, ip_str(&t->peers[i].ip, b2), t->peers[i].as_number);
 	for (size_t i = 0; i < t->n_namespaces; i++) {
 		sb_addf(sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
 			t->namespaces[i].name);

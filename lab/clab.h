@@ -26,8 +26,10 @@ struct lab_clab_options {
 
 /*
  * The lab's datastore resources as a YAML stream: BGPConfiguration default,
- * IPPool pool-<i>, one Node per node, one v1 Namespace per namespace; the
- * same documents `lab up` applies.
+ * IPPool pool-<i>, one Node per node (reflectors labelled
+ * route-reflector: "true"), the BGPPeer peer-with-route-reflectors when there
+ * are reflectors, one BGPPeer per bgpPeers entry, one v1 Namespace per
+ * namespace: what `lab up` applies and export-clab embeds.
  */
 void lab_resources_yaml(const struct lab_topology *t, struct strbuf *out);
 
