@@ -9,7 +9,6 @@
  * brindle-confd, BIRD and brindle-felix, then the pods through brindle-cni
  * each running brindle-probe. Then a bounded wait until everything is ready.
  */
-#include "clab.h"
 #include "lab.h"
 
 #include <brindle/json.h>

@@ -358,6 +358,8 @@ static void contributions(struct pol *p, const struct pep *e, struct psetrec *s,
 }
 
 typedef void member_fn(struct pol *, struct psetrec *, const char *);
+/* (ep_each_label's argument is an object pointer: these are what it points to) */
+static member_fn *const do_add = member_add, *const do_del = member_del;
 
 /* The active sets that require label key=value, for one endpoint. */
 static void ep_label_sets(struct pol *p, const struct pep *e, const char *key, const char *value,
@@ -366,7 +368,7 @@ static void ep_label_sets(struct pol *p, const struct pep *e, const char *key, c
 	index_key(&p->scratch, key, value);
 	struct pvec *pv = hmap_get(&p->set_index, sb_str(&p->scratch));
 	for (size_t i = 0; pv && i < pv->n; i++)
-		contributions(p, e, pv->v[i], (member_fn *)arg);
+		contributions(p, e, pv->v[i], *(member_fn *const *)arg);
 }
 
 static void ep_index_add(struct pol *p, const struct pep *e, const char *key, const char *value,
@@ -389,7 +391,7 @@ static void ep_index_del(struct pol *p, const struct pep *e, const char *key, co
 static void ep_assert(struct pol *p, const struct pep *e)
 {
 	ep_each_label(p, e, ep_index_add, NULL);
-	ep_each_label(p, e, ep_label_sets, (void *)member_add);
+	ep_each_label(p, e, ep_label_sets, (void *)&do_add);
 	for (size_t i = 0; i < p->unindexed.n; i++)
 		contributions(p, e, p->unindexed.v[i], member_add);
 }
@@ -397,7 +399,7 @@ static void ep_assert(struct pol *p, const struct pep *e)
 /* The reverse of ep_assert, with the labels @e had then. */
 static void ep_retract(struct pol *p, const struct pep *e)
 {
-	ep_each_label(p, e, ep_label_sets, (void *)member_del);
+	ep_each_label(p, e, ep_label_sets, (void *)&do_del);
 	for (size_t i = 0; i < p->unindexed.n; i++)
 		contributions(p, e, p->unindexed.v[i], member_del);
 	ep_each_label(p, e, ep_index_del, NULL);

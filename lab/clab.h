@@ -24,14 +24,6 @@ struct lab_clab_options {
 	const char *mgmt_subnet; /* containerlab's management network (etcd is reached over it) */
 };
 
-/*
- * The lab's datastore resources as a YAML stream: BGPConfiguration default,
- * IPPool pool-<i>, one Node per node (reflectors labelled
- * route-reflector: "true"), the BGPPeer peer-with-route-reflectors when there
- * are reflectors, one BGPPeer per bgpPeers entry, one v1 Namespace per
- * namespace: what `lab up` applies and export-clab embeds.
- */
-void lab_resources_yaml(const struct lab_topology *t, struct strbuf *out);
 
 /*
  * The containerlab topology of @t into @out. Fails with -EINVAL and a

@@ -6,6 +6,7 @@
  */
 #include "topology.h"
 
+#include <brindle/json.h>
 #include <brindle/yaml.h>
 
 #include <errno.h>
@@ -830,4 +831,68 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 		return -EINVAL;
 	*out = t;
 	return 0;
+}
+
+/* --- the datastore resources a topology implies ------------------------------------------- */
+
+static void labels_flow(struct strbuf *sb, const struct br_labels *labels)
+{
+	sb_adds(sb, "{");
+	for (size_t i = 0; i < labels->n; i++) {
+		sb_adds(sb, i ? ", " : "");
+		json_write_string(sb, labels->v[i].key);
+		sb_adds(sb, ": ");
+		json_write_string(sb, labels->v[i].value);
+	}
+	sb_adds(sb, "}");
+}
+
+void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
+{
+	static const char *const vxlan[] = { "Never", "Always", "CrossSubnet", "Never", "Never" };
+	static const char *const ipip[] = { "Never", "Never", "Never", "Always", "CrossSubnet" };
+	char b1[CIDR_STRLEN], b2[IP_STRLEN];
+	sb_addf(sb,
+		"apiVersion: projectcalico.org/v3\nkind: BGPConfiguration\n"
+		"metadata: {name: default}\nspec: {asNumber: %u, nodeToNodeMeshEnabled: %s}\n",
+		t->as_number, t->node_mesh ? "true" : "false");
+	for (size_t i = 0; i < t->n_pools; i++)
+		sb_addf(sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: IPPool\n"
+			"metadata: {name: pool-%zu}\nspec: {cidr: %s, blockSize: %u, natOutgoing: "
+			"%s, vxlanMode: %s, ipipMode: %s}\n",
+			i, cidr_str(&t->pools[i].cidr, b1), t->pools[i].block_size,
+			t->pools[i].nat_outgoing ? "true" : "false", vxlan[t->encap],
+			ipip[t->encap]);
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct lab_node *n = &t->nodes[i];
+		sb_addf(sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s%s}\n"
+			"spec: {bgp: {ipv4Address: %s/%u",
+			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
+			ip_str(&n->ip, b2), t->subnets[n->subnet].cidr.len);
+		if (n->rr_cluster_id)
+			sb_addf(sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
+		sb_adds(sb, "}}\n");
+	}
+	/* every node peers with the reflectors (docs/bgp.md), the reflectors among themselves */
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].rr_cluster_id) {
+			sb_adds(sb, "---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\n"
+				    "metadata: {name: peer-with-route-reflectors}\n"
+				    "spec: {nodeSelector: all(), peerSelector: route-reflector == "
+				    "'true'}\n");
+			break;
+		}
+	for (size_t i = 0; i < t->n_peers; i++)
+		sb_addf(sb,
+			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
+			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
+			t->peers[i].name, ip_str(&t->peers[i].ip, b2), t->peers[i].as_number);
+	for (size_t i = 0; i < t->n_namespaces; i++) {
+		sb_addf(sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
+			t->namespaces[i].name);
+		labels_flow(sb, &t->namespaces[i].labels);
+		sb_adds(sb, "}\n");
+	}
 }

@@ -139,4 +139,13 @@ bool lab_dns_label(const char *s, size_t max);
 /* A lab name: lower case letters, digits and '-', at most LAB_NAME_MAX. */
 bool lab_name_valid(const char *name);
 
+/*
+ * The lab's datastore resources as a YAML stream: BGPConfiguration default,
+ * IPPool pool-<i>, one Node per node (reflectors labelled
+ * route-reflector: "true"), the BGPPeer peer-with-route-reflectors when there
+ * are reflectors, one BGPPeer per bgpPeers entry, one v1 Namespace per
+ * namespace: what `lab up` applies and export-clab embeds.
+ */
+void lab_resources_yaml(const struct lab_topology *t, struct strbuf *out);
+
 #endif

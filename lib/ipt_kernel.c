@@ -309,60 +309,52 @@ static int entry_for(struct ipt_kernel *k, const char *chain, const char *rule,
 	return 0;
 }
 
-static int k_insert(struct ipt *t, const char *chain, size_t pos, const char *rule)
+enum k_write_op {
+	K_INSERT,
+	K_APPEND,
+	K_REPLACE
+};
+
+/* One rule written into @chain: inserted or replacing at @pos, or appended. */
+static int k_write(struct ipt *t, enum k_write_op op, const char *chain, size_t pos,
+		   const char *rule)
 {
+	static const char *const what[] = { "inserting into chain", "appending to chain",
+					    "replacing in chain" };
 	struct ipt_kernel *k = K(t);
-	struct ipt_entry *en;
+	struct ipt_entry *en = NULL;
 	int e = session(k);
 	if (!e)
 		e = entry_for(k, chain, rule, &en);
 	if (e)
 		return e;
 	errno = 0;
-	int ok = pos <= UINT32_MAX && iptc_insert_entry(chain, en, (unsigned)pos, k->h);
+	int ok = op == K_APPEND	    ? iptc_append_entry(chain, en, k->h)
+		 : pos > UINT32_MAX ? 0
+		 : op == K_INSERT   ? iptc_insert_entry(chain, en, (unsigned)pos, k->h)
+				    : iptc_replace_entry(chain, en, (unsigned)pos, k->h);
 	free(en);
 	if (!ok) {
-		if (!errno)
-			errno = E2BIG;
-		return iptc_fail(k, "inserting into chain", chain);
+		if (!errno && op != K_APPEND)
+			errno = E2BIG; /* a position past what libiptc can address */
+		return iptc_fail(k, what[op], chain);
 	}
 	return 0;
+}
+
+static int k_insert(struct ipt *t, const char *chain, size_t pos, const char *rule)
+{
+	return k_write(t, K_INSERT, chain, pos, rule);
 }
 
 static int k_append(struct ipt *t, const char *chain, const char *rule)
 {
-	struct ipt_kernel *k = K(t);
-	struct ipt_entry *en;
-	int e = session(k);
-	if (!e)
-		e = entry_for(k, chain, rule, &en);
-	if (e)
-		return e;
-	int ok = iptc_append_entry(chain, en, k->h);
-	free(en);
-	if (!ok)
-		return iptc_fail(k, "appending to chain", chain);
-	return 0;
+	return k_write(t, K_APPEND, chain, 0, rule);
 }
 
 static int k_replace(struct ipt *t, const char *chain, size_t pos, const char *rule)
 {
-	struct ipt_kernel *k = K(t);
-	struct ipt_entry *en;
-	int e = session(k);
-	if (!e)
-		e = entry_for(k, chain, rule, &en);
-	if (e)
-		return e;
-	errno = 0;
-	int ok = pos <= UINT32_MAX && iptc_replace_entry(chain, en, (unsigned)pos, k->h);
-	free(en);
-	if (!ok) {
-		if (!errno)
-			errno = E2BIG;
-		return iptc_fail(k, "replacing in chain", chain);
-	}
-	return 0;
+	return k_write(t, K_REPLACE, chain, pos, rule);
 }
 
 static int k_delete(struct ipt *t, const char *chain, size_t pos)
