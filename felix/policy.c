@@ -54,7 +54,7 @@ struct plocal {
 	uint32_t n_pol[2];
 	struct pprof **prof; /* resolved at render time (refs taken) */
 	uint32_t n_prof;
-	char chain[3][32]; /* ingress, egress, anti-spoofing ("" when none) */
+	char chain[3][32];     /* ingress, egress, anti-spoofing ("" when none) */
 	const char **spoof_ok; /* allowSpoofedSourcePrefixes */
 	uint32_t n_spoof_ok;
 };
@@ -80,8 +80,8 @@ struct pep {
 
 struct pentry {
 	struct ppolicy *p;
-	uint32_t refs[2];   /* local endpoint chains that jump to it */
-	char chain[2][32];  /* cali-pi-..., cali-po-... */
+	uint32_t refs[2];  /* local endpoint chains that jump to it */
+	char chain[2][32]; /* cali-pi-..., cali-po-... */
 	bool dirty;
 };
 
@@ -165,7 +165,7 @@ struct pol {
 	struct hmap set_index;
 	struct pvec unindexed;
 	struct hmap *verify_want; /* pol_verify_sets */
-	struct hmap pools; /* name → struct ppool */
+	struct hmap pools;	  /* name → struct ppool */
 	struct pol_desired d;
 	struct hmap dirty_eps; /* key → (void *)1 */
 	bool dirty_dispatch, dirty_static, dirty_all;
@@ -346,7 +346,8 @@ static void contributions(struct pol *p, const struct pep *e, struct psetrec *s,
 				char m[64];
 				if (strchr(e->addrs[i], '/'))
 					continue; /* hash:ip,port takes hosts only */
-				snprintf(m, sizeof(m), "%s,%s:%u", e->addrs[i], pw, e->ports[k].port);
+				snprintf(m, sizeof(m), "%s,%s:%u", e->addrs[i], pw,
+					 e->ports[k].port);
 				fn(p, s, m);
 			}
 		}
@@ -470,7 +471,6 @@ static void set_deactivate(struct pol *p, struct psetrec *s)
 	p->active[s->active_at] = last;
 	last->active_at = s->active_at;
 }
-
 
 static void psetrec_free(struct psetrec *s)
 {
@@ -706,7 +706,8 @@ static struct pprof *prof_get(struct pol *p, const char *name)
 	pr->name = xstrdup(name);
 	chain_name(pr->chain[0], "cali-pri-", name);
 	chain_name(pr->chain[1], "cali-pro-", name);
-	/* A namespace's profile exists with the namespace; until its resource is seen, a default. */
+	/* A namespace's profile exists with the namespace; until its resource is seen, a default.
+	 */
 	if (str_has_prefix(name, "kns."))
 		pr->from_ns = ppolicy_from_namespace(name + 4, NULL);
 	hmap_put(&p->profiles, name, pr);
@@ -913,8 +914,8 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 		if (e->local) {
 			struct pep *clash = hmap_get(&p->locals, e->local->iface);
 			if (clash && clash != old)
-				log_warn("interface %s claimed by %s and %s; using %s", e->local->iface,
-					 clash->key, e->key, e->key);
+				log_warn("interface %s claimed by %s and %s; using %s",
+					 e->local->iface, clash->key, e->key, e->key);
 			hmap_put(&p->locals, e->local->iface, e);
 			p->dirty_dispatch = true;
 			hmap_put(&p->dirty_eps, key, (void *)1);
@@ -1056,8 +1057,8 @@ static void hep_update(struct pol *p, const char *key, const struct br_hostendpo
 	}
 	const struct br_hep_spec *s = &h->spec;
 	bool local = s->node && streq(s->node, p->nodename);
-	if (local && (!s->interface_name || !s->interface_name[0] ||
-		      streq(s->interface_name, "*"))) {
+	if (local &&
+	    (!s->interface_name || !s->interface_name[0] || streq(s->interface_name, "*"))) {
 		log_warn("HostEndpoint %s: Brindle enforces host endpoint policy on a named "
 			 "interface only; this one has %s",
 			 h->o.meta.name, s->interface_name ? "\"*\"" : "none");
@@ -1176,8 +1177,7 @@ static int cmp_pentry(const void *a, const void *b)
 	return ppolicy_cmp(x->p, y->p);
 }
 
-static void local_compute_policies(struct pol *p, struct pep *e, struct pentry ***pol,
-				   uint32_t *n)
+static void local_compute_policies(struct pol *p, struct pep *e, struct pentry ***pol, uint32_t *n)
 {
 	size_t cap = 0, k[2] = { 0, 0 };
 	pol[0] = pol[1] = NULL;
@@ -1257,7 +1257,8 @@ static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 	char prefix[64];
 	if (fail) {
 		if (p->rc.event_log) {
-			snprintf(prefix, sizeof(prefix), "D%c:f:%s", ingress ? 'i' : 'o', lo->iface);
+			snprintf(prefix, sizeof(prefix), "D%c:f:%s", ingress ? 'i' : 'o',
+				 lo->iface);
 			cb_match(&b, "-m limit --limit 10/sec --limit-burst 20");
 			struct strbuf t = STRBUF_INIT;
 			sb_adds(&t, "-j NFLOG --nflog-prefix");
@@ -1283,7 +1284,8 @@ static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 	}
 	if (lo->n_pol[dir]) {
 		if (p->rc.event_log) {
-			snprintf(prefix, sizeof(prefix), "D%c:e:%s", ingress ? 'i' : 'o', lo->iface);
+			snprintf(prefix, sizeof(prefix), "D%c:e:%s", ingress ? 'i' : 'o',
+				 lo->iface);
 			cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
 			cb_match(&b, "-m limit --limit 10/sec --limit-burst 20");
 			struct strbuf t = STRBUF_INIT;
@@ -1488,7 +1490,6 @@ static void render_dispatch(struct pol *p, const char *root, const char *opt,
 	hmap_put(made, root, (void *)1);
 }
 
-
 static void render_dispatches(struct pol *p)
 {
 	size_t n = p->locals.n;
@@ -1535,9 +1536,10 @@ static void failsafe_chain(struct pol *p, const char *name, const struct felix_f
 	for (size_t i = 0; i < n; i++) {
 		if (fs[i].net[0])
 			cb_generic(&b, "%s %s", in ? "-s" : "-d", fs[i].net);
-		cb_generic(&b, "-p %s", streq(fs[i].protocol, "UDP")    ? "udp"
-					: streq(fs[i].protocol, "SCTP") ? "sctp"
-									: "tcp");
+		cb_generic(&b, "-p %s",
+			   streq(fs[i].protocol, "UDP")	   ? "udp"
+			   : streq(fs[i].protocol, "SCTP") ? "sctp"
+							   : "tcp");
 		cb_match(&b, "-m multiport --dports %u", fs[i].port);
 		cb_target(&b, "-j ACCEPT");
 		cb_emit(&b);
@@ -1705,7 +1707,10 @@ static void render_static(struct pol *p)
 	cb_emit(&b);
 	cb_comment(&b, "Configured DefaultEndpointToHostAction");
 	const char *act = p->cfg.endpoint_to_host_action;
-	cb_target(&b, "-j %s", streq(act, "Accept") ? "ACCEPT" : streq(act, "Return") ? "RETURN" : "DROP");
+	cb_target(&b, "-j %s",
+		  streq(act, "Accept")	 ? "ACCEPT"
+		  : streq(act, "Return") ? "RETURN"
+					 : "DROP");
 	cb_emit(&b);
 	table_put(p, PT_FILTER, finish(p, &b));
 	/* filter cali-OUTPUT */
@@ -1728,7 +1733,8 @@ static void render_static(struct pol *p)
 	}
 	table_put(p, PT_FILTER, finish(p, &b));
 	if (heps) {
-		failsafe_chain(p, "cali-failsafe-in", p->cfg.failsafe_in, p->cfg.n_failsafe_in, true);
+		failsafe_chain(p, "cali-failsafe-in", p->cfg.failsafe_in, p->cfg.n_failsafe_in,
+			       true);
 		failsafe_chain(p, "cali-failsafe-out", p->cfg.failsafe_out, p->cfg.n_failsafe_out,
 			       false);
 	} else {
@@ -1796,8 +1802,10 @@ static void collect_errors(struct pol *p)
 			p->errors[p->n_errors++] = xstrdup(pp->error);
 		else if (!pp && pr->users) {
 			char why[300];
-			snprintf(why, sizeof(why), "Profile %s does not exist (endpoints that use it "
-						   "are denied)", pr->name);
+			snprintf(why, sizeof(why),
+				 "Profile %s does not exist (endpoints that use it "
+				 "are denied)",
+				 pr->name);
 			p->errors[p->n_errors++] = xstrdup(why);
 		}
 	}
@@ -1874,7 +1882,8 @@ void pol_flush(struct pol *p)
 	collect_errors(p);
 }
 
-/* --- life cycle -------------------------------------------------------------------------------- */
+/* --- life cycle --------------------------------------------------------------------------------
+ */
 
 struct pol *pol_new(const char *nodename)
 {

@@ -32,7 +32,6 @@ static const char *ipstr(struct arena *a, const struct br_ip *ip)
 	return arena_strdup(a, ip_str(ip, buf));
 }
 
-
 static void put(struct arena *a, struct jv *obj, const char *key, const char *value)
 {
 	jv_add(a, obj, key, jv_string(a, value));

@@ -867,7 +867,8 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 	for (size_t i = 0; i < t->n_nodes; i++) {
 		const struct lab_node *n = &t->nodes[i];
 		sb_addf(sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s%s}\n"
+			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: "
+			"%s%s}\n"
 			"spec: {bgp: {ipv4Address: %s/%u",
 			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
 			ip_str(&n->ip, b2), t->subnets[n->subnet].cidr.len);
