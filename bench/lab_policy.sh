@@ -4,9 +4,9 @@
 # policy is a default deny of ingress for namespace y; its three pods sit on
 # the three nodes, and each is probed (TCP 80) from a pod of namespace x on
 # another node: x/a -> y/b, x/b -> y/c, x/c -> y/a. After `lab apply` starts,
-# each pair is probed every INTERVAL_MS (default 20) with a TIMEOUT_MS
-# (default 50) handshake timeout, straight from the source pod's namespace,
-# until it is denied; the figure is the start of the first denied probe of
+# the pairs are probed together every INTERVAL_MS (default 20) with a
+# TIMEOUT_MS (default 50) handshake timeout, straight from the source pod's
+# namespace, until each is denied; the figure is the start of the first denied probe of
 # the last pair to flip (an upper bound: the rules went in between the
 # previous probe's start and that one). Then the same after `lab delete`
 # until every pair is allowed again. RUNS cycles (default 10); medians.
@@ -47,11 +47,17 @@ until_all() { # WANT T0
 	deadline=$(awk -v t="$t0" 'BEGIN { printf "%.6f", t + 10 }')
 	while :; do
 		local pending=0
+		# the pending pairs' probes at once, so one pair's timeout does not delay another's
+		start=$(now)
 		for k in 0 1 2; do
 			[ "${done_[k]}" -eq 1 ] && continue
-			start=$(now)
-			if probe_tcp "${src_ns[k]}" "${dst_ip[k]}" 80 "$timeout"; then got=allowed; else got=denied; fi
-			if [ "$got" = "$want" ]; then
+			{ if probe_tcp "${src_ns[k]}" "${dst_ip[k]}" 80 "$timeout"; then
+				echo allowed; else echo denied; fi >"$work/probe-$k"; } &
+		done
+		wait
+		for k in 0 1 2; do
+			[ "${done_[k]}" -eq 1 ] && continue
+			if [ "$(cat "$work/probe-$k")" = "$want" ]; then
 				done_[k]=1
 				last=$(ms_since "$t0" "$start")
 			else
