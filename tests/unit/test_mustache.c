@@ -47,16 +47,12 @@ static const char *const spec_files[] = {
 	"comments", "delimiters", "interpolation", "inverted", "partials", "sections",
 };
 
-/* $BRINDLE_SHARED_DIR, else the shared/ next to the source tree. */
+/* The spec's test data, kept in the tree (tests/data/mustache-spec, MIT). */
 static void spec_path(char *buf, size_t size, const char *file)
 {
-	const char *shared = getenv("BRINDLE_SHARED_DIR");
 	char rel[256];
-	snprintf(rel, sizeof(rel), "../shared/testdata/mustache-spec/%s.json", file);
-	if (shared)
-		snprintf(buf, size, "%s/%s", shared, rel + strlen("../shared/"));
-	else
-		snprintf(buf, size, "%s", test_source_path(rel));
+	snprintf(rel, sizeof(rel), "tests/data/mustache-spec/%s.json", file);
+	snprintf(buf, size, "%s", test_source_path(rel));
 }
 
 /* One case; prints what went wrong and returns false when it fails. */
