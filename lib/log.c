@@ -50,9 +50,9 @@ int log_parse_level(const char *s)
 		const char *name;
 		enum log_level level;
 	} names[] = {
-		{ "trace", LOG_DEBUG }, { "debug", LOG_DEBUG }, { "info", LOG_INFO },
+		{ "trace", LOG_DEBUG },	    { "debug", LOG_DEBUG },  { "info", LOG_INFO },
 		{ "warning", LOG_WARNING }, { "warn", LOG_WARNING }, { "error", LOG_ERROR },
-		{ "fatal", LOG_FATAL }, { "panic", LOG_FATAL }, { "none", LOG_NONE },
+		{ "fatal", LOG_FATAL },	    { "panic", LOG_FATAL },  { "none", LOG_NONE },
 	};
 	for (size_t i = 0; s && i < ARRAY_SIZE(names); i++)
 		if (strcasecmp(s, names[i].name) == 0)
