@@ -6,6 +6,26 @@
  *   debug   detail for developers
  * Text on a terminal ("2026-11-22 10:00:00.123 [INFO] felix: msg"), JSON lines
  * when asked (BRINDLE_LOG_FORMAT=json or log_init). Library code does not log.
+ *
+ * Messages carry outside values (pod names, file paths, error text from other
+ * programs), so every message is exactly one line whatever it contains:
+ * - Text: log_escape writes \n, \r and \t as those two-character escapes and
+ *   every other byte that could break a line or drive a terminal as \xNN: C0
+ *   controls, DEL, C1 controls (U+0080-U+009F), U+2028 and U+2029, and bytes
+ *   that are not well-formed UTF-8. The output is valid UTF-8 without control
+ *   characters. A backslash is written as itself: the escapes cannot make a
+ *   line or a control character, and doubling every backslash would garble
+ *   the regular expressions, JSON and rule text that messages quote. So a
+ *   literal "\n" and an escaped newline read the same; the JSON format is the
+ *   exact one.
+ * - JSON: the message is a JSON string in which control characters, DEL, C1
+ *   controls, U+2028 and U+2029 are \u escapes and bytes that are not
+ *   well-formed UTF-8 become U+FFFD; so every line parses, and parses back to
+ *   the message (bytes that are not UTF-8 aside).
+ * Line ends (\n, \r) at the end of a message are dropped. A message longer than
+ * LOG_MSG_MAX bytes is cut at a character boundary and written with
+ * " [log message cut: N more bytes]" after it; escaping can make the line at
+ * most four (text) or six (JSON) times LOG_MSG_MAX, plus the prefix.
  */
 #ifndef BRINDLE_LOG_H
 #define BRINDLE_LOG_H
@@ -14,6 +34,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <brindle/util.h>
+
+struct strbuf;
+
+/* Longest message written, in bytes before escaping. */
+#define LOG_MSG_MAX 16384
 
 enum log_level {
 	LOG_DEBUG,
@@ -41,6 +66,9 @@ uint64_t log_error_count(void);
 
 void log_msg(enum log_level level, const char *fmt, ...) printf_like(2, 3);
 void log_vmsg(enum log_level level, const char *fmt, va_list ap) printf_like(2, 0);
+
+/* Append @n bytes of @s to @out escaped as the text format writes messages (see above). */
+void log_escape(struct strbuf *out, const char *s, size_t n);
 
 #define log_debug(...)                                   \
 	do {                                             \
