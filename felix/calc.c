@@ -2,6 +2,7 @@
 #include "policy.h"
 
 #include <brindle/hash.h>
+#include <brindle/log.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,11 @@ struct calc {
 	struct hmap nodes; /* name → struct cnode * */
 	struct hmap pools; /* name → struct br_ippool * */
 	struct hmap weps;  /* "ns/name" → struct br_workloadendpoint * (this node's only) */
+	/* Other nodes' endpoints with a network wider than a host route: whether felix takes
+	 * them depends on the configuration, so they are kept ("ns/name" → endpoint). */
+	struct hmap wide;
+	struct hmap refused; /* "ns/name" of endpoints felix refuses (see calc_wep_refused) */
+	bool relog_refusals; /* an update of the endpoint: say again why it is refused */
 	struct br_felixconfig *fc_global, *fc_node;
 	unsigned fc_generation;
 	size_t local_weps;
@@ -82,6 +88,8 @@ void calc_free(struct calc *c)
 	hmap_clear(&c->nodes);
 	free_objects(&c->pools);
 	free_objects(&c->weps);
+	free_objects(&c->wide);
+	hmap_clear(&c->refused);
 	free_felixconfig(c->fc_global);
 	free_felixconfig(c->fc_node);
 	dp_free(&c->desired);
@@ -234,12 +242,87 @@ static void owner_name(char *buf, size_t size, const char *what, const char *a, 
 	snprintf(buf, size, "%s %s%s%s", what, a, b ? "/" : "", b ? b : "");
 }
 
+/* --- what an endpoint may claim -------------------------------------------------------- */
+
+bool calc_wep_refused(const struct felix_config *cfg, const struct br_workloadendpoint *w,
+		      bool local, char *why, size_t size)
+{
+	const char *ifname = w->spec.interface_name ? w->spec.interface_name : "";
+	if (local && iface_reserved(ifname)) {
+		snprintf(why, size, "interface %s is the host's, not a workload's", ifname);
+		return true;
+	}
+	if (local && !felix_is_workload_iface(cfg, ifname)) {
+		char prefixes[FELIX_MAX_PREFIXES * 17] = "";
+		for (size_t i = 0; i < cfg->n_prefixes; i++)
+			snprintf(prefixes + strlen(prefixes), sizeof(prefixes) - strlen(prefixes),
+				 "%s%s", i ? "," : "", cfg->prefixes[i]);
+		snprintf(why, size,
+			 "interface \"%s\" does not start with a workload prefix (%s; "
+			 "interfacePrefix)",
+			 ifname, prefixes);
+		return true;
+	}
+	for (size_t i = 0; i < w->spec.n_ip_networks; i++) {
+		struct br_cidr net;
+		if (cidr_parse(w->spec.ip_networks[i], true, &net) < 0)
+			continue; /* the model refused it already; nothing is made of it */
+		bool v4 = net.ip.family == AF_INET;
+		unsigned min = v4 ? cfg->wep_min_prefix_v4 : cfg->wep_min_prefix_v6;
+		if (net.len == 0 || net.len < min) {
+			snprintf(why, size,
+				 "ipNetworks[%zu] %s is wider than /%u (%s; a workload's networks "
+				 "are its own addresses)",
+				 i, w->spec.ip_networks[i], min,
+				 v4 ? "workloadIPv4MinPrefixLength"
+				    : "workloadIPv6MinPrefixLength");
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Does any of @w's networks depend on the allowed prefix length? */
+static bool wep_is_wide(const struct br_workloadendpoint *w)
+{
+	for (size_t i = 0; i < w->spec.n_ip_networks; i++) {
+		struct br_cidr net;
+		if (cidr_parse(w->spec.ip_networks[i], true, &net) == 0 &&
+		    net.len < ip_bits(&net.ip))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether felix takes @w (NULL: deleted) under the current configuration;
+ * a refusal is logged when it starts, naming the endpoint and the reason.
+ */
+static bool wep_admit(struct calc *c, const char *key, const struct br_workloadendpoint *w,
+		      bool local)
+{
+	char why[300];
+	if (!w || !calc_wep_refused(&c->cfg, w, local, why, sizeof(why))) {
+		if (hmap_del(&c->refused, key) && w)
+			log_info("WorkloadEndpoint %s is accepted now", key);
+		return w != NULL;
+	}
+	if (!hmap_has(&c->refused, key) || c->relog_refusals)
+		log_error("WorkloadEndpoint %s refused: %s; nothing of it is programmed (its "
+			  "traffic is dropped)",
+			  key, why);
+	hmap_put(&c->refused, key, (void *)1);
+	return false;
+}
+
 static void recompute_wep(struct calc *c, const char *key, const struct br_workloadendpoint *w)
 {
 	char owner[600];
 	owner_name(owner, sizeof(owner), "wep", key, NULL);
 	struct dp_item items[17];
 	size_t n = 0;
+	if (w && hmap_has(&c->refused, key))
+		w = NULL;
 	if (w && w->spec.node && strcmp(w->spec.node, c->nodename) == 0 && w->spec.interface_name) {
 		const char *ifname = w->spec.interface_name;
 		uint8_t mac[6];
@@ -413,6 +496,65 @@ static void store(struct hmap *m, const char *key, struct br_object *obj)
 	model_free(old);
 }
 
+/*
+ * An endpoint, through the gate: policy and routing see it only when felix
+ * takes it (calc_wep_refused), otherwise as deleted, so a refused endpoint
+ * of this node has no routes, no interface settings and no chains (the
+ * dispatch chains drop its traffic), and a refused remote one is in no ip set.
+ */
+static void wep_update(struct calc *c, const char *key, const struct ds_update *u)
+{
+	const struct br_workloadendpoint *w = (const void *)u->obj;
+	bool is_local = w && w->spec.node && strcmp(w->spec.node, c->nodename) == 0;
+	c->relog_refusals = true;
+	bool admit = wep_admit(c, key, w, is_local);
+	c->relog_refusals = false;
+	struct ds_update gated = *u;
+	if (!admit)
+		gated.obj = NULL;
+	pol_update(c->pol, &gated);
+	/* Routing needs this node's endpoints only; policy kept what it needs of others. */
+	bool was_local = hmap_has(&c->weps, key);
+	store(&c->wide, key, NULL);
+	if (is_local) {
+		store(&c->weps, key, u->obj);
+	} else {
+		store(&c->weps, key, NULL);
+		if (w && wep_is_wide(w))
+			store(&c->wide, key, u->obj);
+		else
+			model_free(u->obj);
+		w = NULL;
+	}
+	c->local_weps += (size_t)is_local - (size_t)was_local;
+	if (is_local || was_local)
+		recompute_wep(c, key, w);
+}
+
+/* After a configuration change: endpoints whose admission changed, in or out. */
+static void readmit_weps(struct calc *c)
+{
+	struct hmap *maps[] = { &c->weps, &c->wide };
+	for (int m = 0; m < 2; m++)
+		for (struct hmap_iter it = hmap_iter(maps[m]); hmap_next(&it);) {
+			const struct br_workloadendpoint *w = it.value;
+			bool was = !hmap_has(&c->refused, it.key);
+			if (wep_admit(c, it.key, w, m == 0) == was)
+				continue;
+			const char *slash = strchr(it.key, '/');
+			char scope[256];
+			snprintf(scope, sizeof(scope), "%.*s", slash ? (int)(slash - it.key) : 0,
+				 it.key);
+			struct ds_update u = { .kind = model_kind(KIND_WORKLOADENDPOINT),
+					       .scope = slash ? scope : NULL,
+					       .name = slash ? slash + 1 : it.key,
+					       .obj = was ? NULL : (struct br_object *)&w->o };
+			pol_update(c->pol, &u);
+			if (m == 0)
+				recompute_wep(c, it.key, w);
+		}
+}
+
 void calc_update(struct calc *c, const struct ds_update *u)
 {
 	char key[512];
@@ -420,27 +562,14 @@ void calc_update(struct calc *c, const struct ds_update *u)
 		snprintf(key, sizeof(key), "%s/%s", u->scope, u->name);
 	else
 		snprintf(key, sizeof(key), "%s", u->name);
+	if (u->kind->id == KIND_WORKLOADENDPOINT) {
+		wep_update(c, key, u);
+		return;
+	}
 	/* Policy reads every update it cares about; the kinds that are only policy's it keeps. */
 	if (pol_update(c->pol, u))
 		return;
 	switch (u->kind->id) {
-	case KIND_WORKLOADENDPOINT: {
-		/* Routing needs this node's endpoints only; policy kept what it needs of others. */
-		const struct br_workloadendpoint *w = (const void *)u->obj;
-		bool is_local = w && w->spec.node && strcmp(w->spec.node, c->nodename) == 0;
-		bool was_local = hmap_has(&c->weps, key);
-		if (is_local) {
-			store(&c->weps, key, u->obj);
-		} else {
-			store(&c->weps, key, NULL);
-			model_free(u->obj);
-			w = NULL;
-		}
-		c->local_weps += (size_t)is_local - (size_t)was_local;
-		if (is_local || was_local)
-			recompute_wep(c, key, w);
-		return;
-	}
 	case KIND_BLOCKAFFINITY: {
 		/* Affinities are scoped by node: the key's scope is the node. */
 		const struct br_blockaffinity *ba = (const void *)u->obj;
@@ -523,5 +652,6 @@ void calc_set_config(struct calc *c, const struct felix_config *cfg)
 {
 	c->cfg = *cfg;
 	pol_set_config(c->pol, cfg);
+	readmit_weps(c);
 	recompute_all(c);
 }

@@ -40,6 +40,18 @@ unsigned calc_felixconfig_generation(const struct calc *c);
 /* The policy core, fed by calc_update (see policy.h). */
 struct pol *calc_policy(struct calc *c);
 
+/*
+ * The trust gate for a WorkloadEndpoint (@local: of this node). An endpoint is
+ * refused when, on this node, its interface is not a workload interface (the
+ * configured prefixes; never the loopback or felix's tunnels), or when any
+ * of its networks is wider than the configured minimum prefix length (a host
+ * route by default) — wherever it lives, since its networks also fill the ip
+ * sets of other nodes' policies. A refused endpoint is treated as absent and
+ * logged; @why says why. Pure.
+ */
+bool calc_wep_refused(const struct felix_config *cfg, const struct br_workloadendpoint *w,
+		      bool local, char *why, size_t size);
+
 /* Counts, for metrics and tests. */
 size_t calc_local_endpoints(const struct calc *c);
 

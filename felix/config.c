@@ -62,8 +62,10 @@ void felix_config_defaults(struct felix_config *c)
 	c->n_failsafe_out = ARRAY_SIZE(default_out);
 	c->route_grace_ms = 10000;
 	snprintf(c->log_prefix, sizeof(c->log_prefix), "calico-packet");
-	snprintf(c->event_log_file, sizeof(c->event_log_file),
-		 "/var/log/brindle/policy-events.log");
+	snprintf(c->event_log_dir, sizeof(c->event_log_dir), "%s", FELIX_EVENT_LOG_DIR);
+	snprintf(c->event_log_file, sizeof(c->event_log_file), "%s", FELIX_EVENT_LOG_NAME);
+	c->wep_min_prefix_v4 = 32;
+	c->wep_min_prefix_v6 = 128;
 }
 
 static const char *canonical_proto(const char *p)
@@ -86,8 +88,9 @@ static void copy_ports(struct felix_failsafe *dst, size_t *n, const struct br_pr
 	}
 }
 
-/* One FelixConfiguration layered over @c. */
-static void apply_resource(struct felix_config *c, const struct br_felixconfig *fc)
+/* One FelixConfiguration layered over @c; its event log file is resolved later (*evlog). */
+static void apply_resource(struct felix_config *c, const struct br_felixconfig *fc,
+			   const char **evlog)
 {
 	const struct br_felixconfig_spec *s = &fc->spec;
 	if (s->log_severity_screen) {
@@ -107,6 +110,13 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 		c->metrics_enabled = s->prometheus_metrics_enabled.v;
 	if (s->prometheus_metrics_port.set)
 		c->metrics_port = (uint16_t)s->prometheus_metrics_port.v;
+	if (s->prometheus_metrics_host)
+		snprintf(c->metrics_host, sizeof(c->metrics_host), "%s",
+			 s->prometheus_metrics_host);
+	if (s->workload_ipv4_min_prefix_length.set)
+		c->wep_min_prefix_v4 = (uint8_t)s->workload_ipv4_min_prefix_length.v;
+	if (s->workload_ipv6_min_prefix_length.set)
+		c->wep_min_prefix_v6 = (uint8_t)s->workload_ipv6_min_prefix_length.v;
 	if (s->route_refresh_interval.text)
 		c->route_refresh_ms = (uint64_t)s->route_refresh_interval.ms;
 	if (s->iptables_refresh_interval.text)
@@ -136,8 +146,7 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 	if (s->policy_event_log_allowed.set)
 		c->event_log_allowed = s->policy_event_log_allowed.v;
 	if (s->policy_event_log_file)
-		snprintf(c->event_log_file, sizeof(c->event_log_file), "%s",
-			 s->policy_event_log_file);
+		*evlog = s->policy_event_log_file;
 	if (s->failsafe_inbound_host_ports_set)
 		copy_ports(c->failsafe_in, &c->n_failsafe_in, s->failsafe_inbound_host_ports,
 			   s->n_failsafe_inbound_host_ports);
@@ -296,7 +305,6 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 	} hosts[] = {
 		{ "FELIX_HEALTHHOST", c->health_host, sizeof(c->health_host) },
 		{ "FELIX_PROMETHEUSMETRICSHOST", c->metrics_host, sizeof(c->metrics_host) },
-		{ "FELIX_POLICYEVENTLOGFILE", c->event_log_file, sizeof(c->event_log_file) },
 		{ "FELIX_LOGPREFIX", c->log_prefix, sizeof(c->log_prefix) },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(hosts); i++)
@@ -316,6 +324,22 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 		{ "FELIX_VXLANVNI", 16777215, 32, &c->vxlan_vni },
 		{ "FELIX_IPTABLESMARKMASK", 0xffffffffull, 32, &c->mark_mask },
 	};
+	struct {
+		const char *name;
+		uint64_t max;
+		uint8_t *dst;
+	} lengths[] = {
+		{ "FELIX_WORKLOADIPV4MINPREFIXLENGTH", 32, &c->wep_min_prefix_v4 },
+		{ "FELIX_WORKLOADIPV6MINPREFIXLENGTH", 128, &c->wep_min_prefix_v6 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(lengths); i++) {
+		if (!(v = getenv_in(env, lengths[i].name)))
+			continue;
+		if (!env_uint(v, lengths[i].max, &u) || u == 0)
+			BAD(lengths[i].name, "a prefix length from 1 up to the family's width");
+		else
+			*lengths[i].dst = (uint8_t)u;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(uints); i++) {
 		if (!(v = getenv_in(env, uints[i].name)))
 			continue;
@@ -354,16 +378,97 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 #undef BAD
 }
 
+/* A file name, not a path: no '/', not "." or "..", printable, short. */
+static bool plain_file_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 200 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/*
+ * Where the event log goes. The directory comes from the environment only
+ * (the operator's, with the DaemonSet's mounts); FELIX_POLICYEVENTLOGFILE may
+ * be any absolute path (its directory then is the log's), but a value from the
+ * datastore must be a name in that directory or a path inside it: whoever can
+ * write a FelixConfiguration cannot make felix create or append to a file
+ * elsewhere.
+ */
+static void resolve_event_log(struct felix_config *c, const char *from_datastore, char *const *env,
+			      struct model_errors *errs)
+{
+	const char *dir = getenv_in(env, "FELIX_POLICYEVENTLOGDIR");
+	const char *file = getenv_in(env, "FELIX_POLICYEVENTLOGFILE");
+	if (dir && (dir[0] != '/' || strlen(dir) >= sizeof(c->event_log_dir) ||
+		    strstr(dir, "/../") || str_has_suffix(dir, "/.."))) {
+		model_errors_add(errs,
+				 "FELIX_POLICYEVENTLOGDIR: \"%s\" is not an absolute directory; "
+				 "using %s",
+				 dir, FELIX_EVENT_LOG_DIR);
+		dir = NULL;
+	}
+	if (dir)
+		snprintf(c->event_log_dir, sizeof(c->event_log_dir), "%s", dir);
+	size_t dl = strlen(c->event_log_dir);
+	while (dl > 1 && c->event_log_dir[dl - 1] == '/')
+		c->event_log_dir[--dl] = '\0';
+	if (file) {
+		const char *slash = strrchr(file, '/');
+		if (streq(file, "-") || plain_file_name(file)) {
+			snprintf(c->event_log_file, sizeof(c->event_log_file), "%s", file);
+		} else if (file[0] == '/' && slash && plain_file_name(slash + 1) &&
+			   (size_t)(slash - file) < sizeof(c->event_log_dir) &&
+			   !strstr(file, "/../") &&
+			   (!dir || ((size_t)(slash - file) == dl &&
+				     strncmp(file, c->event_log_dir, dl) == 0))) {
+			snprintf(c->event_log_dir, sizeof(c->event_log_dir), "%.*s",
+				 slash == file ? 1 : (int)(slash - file), file);
+			snprintf(c->event_log_file, sizeof(c->event_log_file), "%s", slash + 1);
+		} else {
+			model_errors_add(
+				errs,
+				"FELIX_POLICYEVENTLOGFILE: \"%s\" is not a file name or an "
+				"absolute path (with FELIX_POLICYEVENTLOGDIR set, give a name "
+				"in that directory); using %s/%s",
+				file, c->event_log_dir, c->event_log_file);
+		}
+		return;
+	}
+	if (!from_datastore)
+		return;
+	const char *slash = strrchr(from_datastore, '/');
+	if (streq(from_datastore, "-") || plain_file_name(from_datastore)) {
+		snprintf(c->event_log_file, sizeof(c->event_log_file), "%s", from_datastore);
+	} else if (from_datastore[0] == '/' && slash && plain_file_name(slash + 1) &&
+		   (size_t)(slash - from_datastore) == dl &&
+		   strncmp(from_datastore, c->event_log_dir, dl) == 0) {
+		snprintf(c->event_log_file, sizeof(c->event_log_file), "%s", slash + 1);
+	} else {
+		model_errors_add(
+			errs,
+			"FelixConfiguration policyEventLogFile: \"%s\" is outside the event "
+			"log directory %s (set by FELIX_POLICYEVENTLOGDIR only); using "
+			"%s/%s",
+			from_datastore, c->event_log_dir, c->event_log_dir, c->event_log_file);
+	}
+}
+
 void felix_config_compute(struct felix_config *c, const struct br_felixconfig *global,
 			  const struct br_felixconfig *node, char *const *env,
 			  struct model_errors *errs)
 {
+	const char *evlog = NULL;
 	felix_config_defaults(c);
 	if (global)
-		apply_resource(c, global);
+		apply_resource(c, global, &evlog);
 	if (node)
-		apply_resource(c, node);
+		apply_resource(c, node, &evlog);
 	apply_env(c, env, errs);
+	resolve_event_log(c, evlog, env, errs);
 }
 
 bool felix_is_workload_iface(const struct felix_config *c, const char *ifname)

@@ -47,10 +47,14 @@ struct felix_config {
 	size_t n_failsafe_out;
 	uint64_t route_grace_ms; /* CNI routes of endpoints not known yet */
 	char log_prefix[24];	 /* of Log rules ("calico-packet") */
-	/* the connection event log */
+	/* the connection event log: a file in a directory only the environment sets */
 	bool event_log_enabled;
 	bool event_log_allowed;
-	char event_log_file[256];
+	char event_log_dir[256];  /* FELIX_POLICYEVENTLOGDIR, default /var/log/brindle */
+	char event_log_file[256]; /* a name in event_log_dir, or "-" for standard output */
+	/* the widest network a workload endpoint may claim, per family */
+	uint8_t wep_min_prefix_v4; /* workloadIPv4MinPrefixLength, default 32 */
+	uint8_t wep_min_prefix_v6; /* workloadIPv6MinPrefixLength, default 128 */
 };
 
 /* Built-in defaults. */
@@ -68,5 +72,8 @@ void felix_config_compute(struct felix_config *c, const struct br_felixconfig *g
 
 /* Is @ifname a workload interface (starts with a configured prefix)? */
 bool felix_is_workload_iface(const struct felix_config *c, const char *ifname);
+
+#define FELIX_EVENT_LOG_DIR  "/var/log/brindle"
+#define FELIX_EVENT_LOG_NAME "policy-events.log"
 
 #endif

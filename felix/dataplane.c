@@ -46,6 +46,9 @@ void dataplane_free(struct dataplane *dp)
 	for (int k = 0; k < DP_KINDS; k++)
 		hmap_clear(&dp->retry[k]);
 	hmap_clear(&dp->graceful);
+	hmap_clear(&dp->addressed);
+	hmap_clear(&dp->conflicts);
+	hmap_clear(&dp->foreign);
 	nl_batch_free(dp->batch);
 	free(dp->ops);
 	free(dp);
@@ -69,8 +72,9 @@ uint64_t dataplane_next_deadline(const struct dataplane *dp)
 void dp_error(struct dataplane *dp, enum dp_error_kind kind, const char *fmt, ...)
 {
 	dp->status.errors[kind]++;
-	/* A kernel without IPIP is a standing condition (status.problem), not a failed write. */
-	if (kind != DP_ERR_IPIP)
+	/* A kernel without IPIP is a standing condition (status.problem), not a failed write;
+	 * a refusal is felix doing its job. */
+	if (kind != DP_ERR_IPIP && kind != DP_ERR_REFUSED)
 		dp->status.last_apply_ok = false;
 	if (!ratelimit_ok(&dp->error_rl))
 		return;
@@ -167,6 +171,30 @@ void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool delet
 	}
 }
 
+bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a)
+{
+	/* Workload veths get IPv6 link-local addresses as they come up: those do not count. */
+	const struct br_ip *ip = &a->addr.ip;
+	if (ip->family == AF_INET6 && ip->a[0] == 0xfe && (ip->a[1] & 0xc0) == 0x80)
+		return false;
+	dp->addrs_stale = true;
+	return true;
+}
+
+bool dp_refuse_host_iface(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind,
+			  const char *key, const char *ifname)
+{
+	char why[160];
+	if (!host_iface(dp, ifname, why, sizeof(why)))
+		return false;
+	dp_error(dp, DP_ERR_REFUSED, "refused: %s wants %s %s, but %s", dp_why(d, kind, key),
+		 kind == DP_IFACE   ? "the workload settings of"
+		 : kind == DP_ROUTE ? "route"
+				    : "neighbour",
+		 key, why);
+	return true;
+}
+
 static void plan_iface(struct dataplane *dp, struct dp_desired *d, const char *name)
 {
 	if (!dp_get(d, DP_IFACE, name))
@@ -176,6 +204,8 @@ static void plan_iface(struct dataplane *dp, struct dp_desired *d, const char *n
 		dp_wait_for_link(dp, name, DP_IFACE, name);
 		return;
 	}
+	if (dp_refuse_host_iface(dp, d, DP_IFACE, name, name))
+		return;
 	int changed = 0;
 	int r = sysctl_workload_iface(dp->sys, name, &changed);
 	if (r < 0) {
@@ -194,13 +224,16 @@ static int resync(struct dataplane *dp, struct dp_desired *d, uint64_t now)
 {
 	int r;
 	dp->status.resyncs++;
-	if ((r = links_dump(dp)) < 0 || (r = routes_dump(dp, d, now)) < 0 ||
-	    (r = neighs_dump(dp)) < 0) {
+	if ((r = links_dump(dp)) < 0 || (r = addrs_dump(dp)) < 0 ||
+	    (r = routes_dump(dp, d, now)) < 0 || (r = neighs_dump(dp)) < 0) {
 		dp_error(dp, DP_ERR_DUMP, "reading the kernel's state: %s", strerror(-r));
 		return r;
 	}
 	clear_pending(dp);
 	hmap_clear(&dp->graceful);
+	/* Routes left to another owner are tried again (and reported only if that changes). */
+	for (struct hmap_iter it = hmap_iter(&dp->foreign); hmap_next(&it);)
+		hmap_put(&dp->foreign, it.key, FOREIGN_RETRY);
 	d->tunnels_dirty = true;
 	for (int k = 0; k < DP_KINDS; k++)
 		dp_mark_all_dirty(d, (enum dp_kind)k);
@@ -251,6 +284,12 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 		d->tunnels_dirty = false;
 		tunnels_reconcile(dp, d, cfg);
 	}
+	if (dp->addrs_stale && addrs_dump(dp) < 0) {
+		dp_error(dp, DP_ERR_DUMP, "reading the kernel's addresses failed");
+		dp->resync_needed = true;
+		dp->next_deadline = now + RETRY_MS;
+		return -EIO;
+	}
 	/* Route keys whose grace period may have ended. */
 	for (struct hmap_iter it = hmap_iter(&dp->graceful); hmap_next(&it);)
 		hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
@@ -297,6 +336,7 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 			}
 		}
 		free(errs);
+		routes_resolve_conflicts(dp, d);
 	}
 	/* A cold start plans thousands of writes; do not keep that much for good. */
 	if (dp->ops_cap > 1024) {

@@ -3,7 +3,9 @@
  * compare with the desired dataplane and write only the difference, in one
  * netlink batch per apply. What is ours: routes and neighbours with protocol
  * 80, everything on vxlan.calico, addresses on vxlan.calico and tunl0, and
- * the settings of workload interfaces. Anything else is left alone.
+ * the settings of workload interfaces. Anything else is left alone: a route
+ * felix does not own is never replaced, and nothing of a workload's (route,
+ * neighbour, settings) goes on a host interface (see host_iface).
  *
  * Between full read-backs (at start, every route refresh interval, after a
  * failure or a dropped notification) the writers trust a mirror of what they
@@ -24,6 +26,7 @@ enum dp_error_kind {
 	DP_ERR_SYSCTL,	/* an interface setting */
 	DP_ERR_TUNNEL,	/* a tunnel device that cannot be made as wanted */
 	DP_ERR_IPIP,	/* IPIP wanted, kernel cannot */
+	DP_ERR_REFUSED, /* a workload item on a host interface, or a route felix does not own */
 	DP_ERR_KINDS
 };
 
@@ -46,6 +49,8 @@ void dataplane_free(struct dataplane *dp);
 void dataplane_request_resync(struct dataplane *dp);
 /* A link appeared, changed or went away (from a netlink monitor). */
 void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool deleted);
+/* An address was added or removed (from a netlink monitor); true when it matters. */
+bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a);
 
 /*
  * Make the kernel match @d (its dirty keys; everything after a resync).

@@ -60,6 +60,53 @@ void links_put(struct dataplane *dp, const struct nl_link *l)
 	hmap_put(&dp->links_by_index, k, copy);
 }
 
+static bool link_local6(const struct br_cidr *c)
+{
+	return c->ip.family == AF_INET6 && c->ip.a[0] == 0xfe && (c->ip.a[1] & 0xc0) == 0x80;
+}
+
+int addrs_dump(struct dataplane *dp)
+{
+	struct nl_addr_list addrs = { 0 };
+	int r = nl_dump_addrs(dp->nl, AF_UNSPEC, &addrs);
+	if (r == 0) {
+		hmap_clear(&dp->addressed);
+		for (size_t i = 0; i < addrs.n; i++) {
+			char k[16];
+			if (link_local6(&addrs.v[i].addr))
+				continue;
+			snprintf(k, sizeof(k), "%d", addrs.v[i].ifindex);
+			hmap_put(&dp->addressed, k, (void *)1);
+		}
+		dp->addrs_stale = false;
+	}
+	nl_addr_list_free(&addrs);
+	return r;
+}
+
+bool host_iface(const struct dataplane *dp, const char *ifname, char *why, size_t size)
+{
+	const struct nl_link *l = link_named(dp, ifname);
+	char k[16];
+	if (iface_reserved(ifname)) {
+		snprintf(why, size, "%s is the loopback or a tunnel device of felix's", ifname);
+		return true;
+	}
+	if (!l)
+		return false;
+	snprintf(k, sizeof(k), "%d", l->ifindex);
+	if (l->flags & IFF_LOOPBACK) {
+		snprintf(why, size, "%s is a loopback interface", ifname);
+		return true;
+	}
+	if (hmap_has(&dp->addressed, k)) {
+		snprintf(why, size, "%s holds a host address (a workload's host side holds none)",
+			 ifname);
+		return true;
+	}
+	return false;
+}
+
 int links_dump(struct dataplane *dp)
 {
 	struct nl_link_list list = { 0 };

@@ -143,6 +143,9 @@ void neighs_plan(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, 
 			dp_wait_for_link(dp, ifname, kind, key);
 			return;
 		}
+		if (kind == DP_NEIGH && !streq(ifname, VXLAN_DEV) &&
+		    dp_refuse_host_iface(dp, d, kind, key, ifname))
+			return;
 		struct nl_neigh want = { .ifindex = l->ifindex,
 					 .has_lladdr = true,
 					 .state = NUD_PERMANENT };

@@ -117,20 +117,27 @@ void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, ui
 				dp_wait_for_link(dp, dr->ifname, DP_ROUTE, key);
 				return;
 			}
+			if (dr->link_scope &&
+			    dp_refuse_host_iface(dp, d, DP_ROUTE, key, dr->ifname))
+				return;
 			want.oif = l->ifindex;
 		}
+		if (hmap_get(&dp->foreign, key) == FOREIGN_WAITING)
+			return; /* held by another owner: looked at again at the next resync */
 		struct nl_route have;
 		if (m) {
 			m->known = true;
 			if (mirror_route_of(key, m, &have) && nl_route_equal(&have, &want))
 				return;
 		}
-		struct dp_op *op =
-			dp_add_op(dp, DP_ROUTE, NL_REPLACE, key, dp_why(d, DP_ROUTE, key));
+		/* Replace only a route of ours; anything else there makes the add fail. */
+		enum nl_op op_kind = m ? NL_REPLACE : NL_ADD;
+		struct dp_op *op = dp_add_op(dp, DP_ROUTE, op_kind, key, dp_why(d, DP_ROUTE, key));
 		op->route = want;
-		nl_batch_route(dp->batch, NL_REPLACE, &want);
+		nl_batch_route(dp->batch, op_kind, &want);
 		return;
 	}
+	hmap_del(&dp->foreign, key);
 	struct nl_route have;
 	if (!m || !mirror_route_of(key, m, &have))
 		return;
@@ -172,6 +179,9 @@ void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
 	describe(dp, &op->route, &sb);
 	hmap_del(&dp->graceful, op->key);
 	if (err == 0 || (op->op == NL_DEL && err == -ESRCH)) {
+		if (hmap_del(&dp->foreign, op->key))
+			log_info("route %s: programmed now that the kernel's other route is gone",
+				 op->key);
 		if (op->op == NL_DEL) {
 			free(hmap_del(&dp->routes, op->key));
 			dp_changed(dp, "route %s removed (%s)", sb.buf, op->why);
@@ -182,6 +192,9 @@ void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
 			free(hmap_put(&dp->routes, op->key, m));
 			dp_changed(dp, "route %s programmed (%s)", sb.buf, op->why);
 		}
+	} else if (op->op == NL_ADD && err == -EEXIST) {
+		/* Not in our mirror: the CNI plugin's (ours), or someone else's. */
+		hmap_put(&dp->conflicts, op->key, (void *)1);
 	} else if (err == -ENODEV || err == -ENETDOWN) {
 		/* The interface went away between read-back and write. */
 		const struct nl_link *l = link_indexed(dp, op->route.oif);
@@ -190,8 +203,69 @@ void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
 		hmap_put(&dp->retry[DP_ROUTE], op->key, (void *)1);
 	} else {
 		dp_error(dp, DP_ERR_NETLINK, "route %s %s (%s): %s",
-			 op->op == NL_DEL ? "delete" : "replace", sb.buf, op->why, strerror(-err));
+			 op->op == NL_DEL   ? "delete"
+			 : op->op == NL_ADD ? "add"
+					    : "replace",
+			 sb.buf, op->why, strerror(-err));
 		hmap_put(&dp->retry[DP_ROUTE], op->key, (void *)1);
 	}
 	sb_free(&sb);
+}
+
+/*
+ * Routes an add found taken: one read of the main table says whose. Ours (a
+ * CNI plugin's route felix had not seen yet) join the mirror and are planned
+ * again; anyone else's are left alone, logged once, and looked at again at
+ * the next resync.
+ */
+void routes_resolve_conflicts(struct dataplane *dp, struct dp_desired *d)
+{
+	if (!dp->conflicts.n)
+		return;
+	struct nl_route_list list = { 0 };
+	struct nl_route_filter f = { .family = AF_INET, .table = RT_TABLE_MAIN };
+	int r = nl_dump_routes(dp->nl, &f, &list);
+	if (r < 0) {
+		dp_error(dp, DP_ERR_DUMP, "reading the main routing table: %s", strerror(-r));
+		nl_route_list_free(&list);
+		for (struct hmap_iter it = hmap_iter(&dp->conflicts); hmap_next(&it);)
+			hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+		hmap_clear(&dp->conflicts);
+		return;
+	}
+	for (struct hmap_iter it = hmap_iter(&dp->conflicts); hmap_next(&it);) {
+		const struct nl_route *found = NULL;
+		for (size_t i = 0; i < list.n && !found; i++) {
+			char c[CIDR_STRLEN];
+			if (!list.v[i].priority && streq(cidr_str(&list.v[i].dst, c), it.key))
+				found = &list.v[i];
+		}
+		if (!found || found->protocol == NL_PROTO_BRINDLE) {
+			if (found) {
+				struct mirror_route *m = xcalloc(1, sizeof(*m));
+				mirror_set(m, found);
+				m->known = true;
+				m->first_seen = 0;
+				free(hmap_put(&dp->routes, it.key, m));
+			}
+			hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+			continue;
+		}
+		bool reported = hmap_has(&dp->foreign, it.key);
+		hmap_put(&dp->foreign, it.key, FOREIGN_WAITING);
+		if (reported)
+			continue;
+		struct strbuf sb = STRBUF_INIT;
+		sb_init(&sb);
+		describe(dp, found, &sb);
+		dp_error(
+			dp, DP_ERR_REFUSED,
+			"refused: %s wants route %s, but the kernel has %s with protocol %u, which "
+			"is not felix's (%u); it is left alone",
+			dp_why(d, DP_ROUTE, it.key), it.key, sb.buf, found->protocol,
+			NL_PROTO_BRINDLE);
+		sb_free(&sb);
+	}
+	hmap_clear(&dp->conflicts);
+	nl_route_list_free(&list);
 }

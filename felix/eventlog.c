@@ -130,17 +130,19 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 }
 
 struct eventlog {
-	char *path;
+	char *dir, *name;
 	int fd;
 	struct ratelimit rl;
 	uint64_t written, dropped;
 	bool complained;
 };
 
-struct eventlog *eventlog_new(const char *path, unsigned per_second, unsigned burst)
+struct eventlog *eventlog_new(const char *dir, const char *name, unsigned per_second,
+			      unsigned burst)
 {
 	struct eventlog *l = xcalloc(1, sizeof(*l));
-	l->path = xstrdup(path);
+	l->dir = xstrdup(dir);
+	l->name = xstrdup(name);
 	l->fd = -1;
 	l->rl = (struct ratelimit)RATELIMIT_INIT(per_second ? 1000 / per_second : 10, burst);
 	return l;
@@ -152,28 +154,58 @@ void eventlog_free(struct eventlog *l)
 		return;
 	if (l->fd >= 0)
 		close(l->fd);
-	free(l->path);
+	free(l->dir);
+	free(l->name);
 	free(l);
 }
 
+/*
+ * The file, opened so that nothing in the directory can redirect it: the
+ * name is one component (config.c sees to that), a symbolic link there is
+ * refused (O_NOFOLLOW), so is anything but a regular file (a FIFO would
+ * block: O_NONBLOCK, then fstat), and a new file is 0640. The directory is
+ * made (0750) when missing, as a DaemonSet's hostPath may not have it.
+ */
 static int open_log(struct eventlog *l)
 {
 	if (l->fd >= 0)
 		return 0;
-	if (streq(l->path, "-")) {
+	if (streq(l->name, "-")) {
 		l->fd = dup(1);
 		return l->fd < 0 ? -errno : 0;
 	}
-	/* the directory, one level, as a DaemonSet's hostPath may not have it */
-	char dir[512];
-	snprintf(dir, sizeof(dir), "%s", l->path);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		mkdir(dir, 0755);
+	if (mkdir(l->dir, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	int dfd = open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int fd = openat(dfd, l->name,
+			O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+				O_NOCTTY,
+			0640);
+	int e = errno;
+	close(dfd);
+	if (fd < 0) /* ELOOP: the name is a symbolic link; ENXIO: a FIFO without a reader */
+		return e == ELOOP ? -EMLINK : e == ENXIO ? -EINVAL : -e;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
 	}
-	l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	return l->fd < 0 ? -errno : 0;
+	l->fd = fd;
+	return 0;
+}
+
+static const char *open_error(int r)
+{
+	switch (r) {
+	case -EMLINK:
+		return "it is a symbolic link; felix writes only a regular file it can name";
+	case -EINVAL:
+		return "it is not a regular file";
+	default:
+		return strerror(-r);
+	}
 }
 
 bool eventlog_write(struct eventlog *l, const char *line)
@@ -185,7 +217,7 @@ bool eventlog_write(struct eventlog *l, const char *line)
 	int r = open_log(l);
 	if (r < 0) {
 		if (!l->complained)
-			log_error("event log %s: %s", l->path, strerror(-r));
+			log_error("event log %s/%s: %s", l->dir, l->name, open_error(r));
 		l->complained = true;
 		l->dropped++;
 		return false;
@@ -198,7 +230,8 @@ bool eventlog_write(struct eventlog *l, const char *line)
 	free(buf);
 	if (w != (ssize_t)(n + 1)) {
 		if (!l->complained)
-			log_error("event log %s: %s", l->path, w < 0 ? strerror(errno) : "short write");
+			log_error("event log %s/%s: %s", l->dir, l->name,
+				  w < 0 ? strerror(errno) : "short write");
 		l->complained = true;
 		close(l->fd);
 		l->fd = -1;

@@ -31,8 +31,13 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 
 struct eventlog;
 
-/* Appends to @path (created, with its directory, when needed). */
-struct eventlog *eventlog_new(const char *path, unsigned per_second, unsigned burst);
+/*
+ * Appends to the file @name in @dir (both created when needed: the file 0640,
+ * the directory 0750; a symbolic link or anything but a regular file is
+ * refused). @name "-" is standard output.
+ */
+struct eventlog *eventlog_new(const char *dir, const char *name, unsigned per_second,
+			      unsigned burst);
 void eventlog_free(struct eventlog *l);
 /* Write one line; false when the rate limit dropped it. */
 bool eventlog_write(struct eventlog *l, const char *line);

@@ -64,8 +64,8 @@ struct felix {
 	size_t reported_errors;
 };
 
-static const char *const error_kind_names[DP_ERR_KINDS] = { "netlink", "dump", "sysctl", "tunnel",
-							    "ipip" };
+static const char *const error_kind_names[DP_ERR_KINDS] = { "netlink", "dump", "sysctl",
+							    "tunnel",  "ipip", "refused" };
 
 /* --- datastore ------------------------------------------------------------------------------ */
 
@@ -150,9 +150,14 @@ static void event_log_configure(struct felix *f)
 		return;
 	}
 	if (!f->evlog)
-		f->evlog = eventlog_new(f->cfg.event_log_file, 100, 200);
-	log_info("event log: denied%s connections to %s", f->cfg.event_log_allowed ? " and allowed" : "",
-		 f->cfg.event_log_file);
+		f->evlog = eventlog_new(f->cfg.event_log_dir, f->cfg.event_log_file, 100, 200);
+	if (streq(f->cfg.event_log_file, "-"))
+		log_info("event log: denied%s connections to standard output",
+			 f->cfg.event_log_allowed ? " and allowed" : "");
+	else
+		log_info("event log: denied%s connections to %s/%s",
+			 f->cfg.event_log_allowed ? " and allowed" : "", f->cfg.event_log_dir,
+			 f->cfg.event_log_file);
 }
 
 /* --- configuration ---------------------------------------------------------------------------- */
@@ -190,7 +195,8 @@ static void maybe_reconfigure(struct felix *f)
 	if (next.route_refresh_ms != f->cfg.route_refresh_ms && f->refresh)
 		loop_timer_arm(f->refresh, next.route_refresh_ms, next.route_refresh_ms);
 	log_info("configuration changed (FelixConfiguration); recomputing the dataplane");
-	bool evlog_changed = strcmp(next.event_log_file, f->cfg.event_log_file) != 0;
+	bool evlog_changed = strcmp(next.event_log_file, f->cfg.event_log_file) != 0 ||
+			     strcmp(next.event_log_dir, f->cfg.event_log_dir) != 0;
 	f->cfg = next;
 	if (evlog_changed && f->evlog) {
 		eventlog_free(f->evlog);
@@ -325,6 +331,13 @@ static void on_link_msg(const struct nlmsghdr *h, void *ctx)
 {
 	struct felix *f = ctx;
 	struct nl_link l;
+	struct nl_addr a;
+	if ((h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) &&
+	    nl_parse_addr(h, &a) == 0) {
+		if (dataplane_on_addr(f->dp, &a))
+			f->dirty = true;
+		return;
+	}
 	if ((h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK) ||
 	    nl_parse_link(h, &l) < 0)
 		return;
@@ -536,7 +549,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	int r;
-	if ((r = nl_open_kernel(&f.nl)) < 0 || (r = nl_monitor_open(RTMGRP_LINK, &f.mon)) < 0) {
+	if ((r = nl_open_kernel(&f.nl)) < 0 ||
+	    (r = nl_monitor_open(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR, &f.mon)) <
+		    0) {
 		log_error("netlink: %s", strerror(-r));
 		goto out;
 	}

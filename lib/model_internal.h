@@ -135,6 +135,8 @@ void check_dns_subdomain(struct model_ctx *c, const void *field);
 void check_dns_subdomain_item(struct model_ctx *c, const char *s);
 void check_port_name(struct model_ctx *c, const void *field);
 void check_iface_name(struct model_ctx *c, const void *field);
+void check_wep_iface(struct model_ctx *c, const void *field);
+void check_wep_net_item(struct model_ctx *c, const char *s);
 void check_peer_ip(struct model_ctx *c, const void *field);
 void check_nonempty_item(struct model_ctx *c, const char *s);
 

@@ -489,13 +489,13 @@ static const struct model_field wep_fields[] = {
 	MF("endpoint", MF_STRING, struct br_wep_spec, endpoint),
 	MF("serviceAccountName", MF_STRING, struct br_wep_spec, service_account_name),
 	MF_L("ipNetworks", MF_STRLIST, struct br_wep_spec, ip_networks, n_ip_networks,
-	     .check_item = check_net_item),
+	     .check_item = check_wep_net_item),
 	MF("ipv4Gateway", MF_STRING, struct br_wep_spec, ipv4_gateway, .check = check_ipv4),
 	MF_L("ipNATs", MF_LIST, struct br_wep_spec, ip_nats, n_ip_nats, .sub = &ip_nat_desc),
 	MF_L("profiles", MF_STRLIST, struct br_wep_spec, profiles, n_profiles,
 	     .check_item = check_nonempty_item),
 	MF("interfaceName", MF_STRING, struct br_wep_spec, interface_name, .flags = MF_REQUIRED,
-	   .check = check_iface_name),
+	   .check = check_wep_iface),
 	MF("mac", MF_STRING, struct br_wep_spec, mac, .check = check_mac),
 	MF_L("ports", MF_LIST, struct br_wep_spec, ports, n_ports, .sub = &endpoint_port_desc),
 	MF_L("allowSpoofedSourcePrefixes", MF_STRLIST, struct br_wep_spec,
@@ -871,6 +871,37 @@ static void check_iface_prefix(struct model_ctx *c, const void *field)
 		model_err(c, "\"%s\" is not a comma-separated list of interface name prefixes", s);
 }
 
+/* Where a health or metrics server listens: an IPv4 address, "localhost", or "" for all. */
+static void check_listen_host(struct model_ctx *c, const void *field)
+{
+	const char *s = *(const char *const *)field;
+	struct br_ip ip;
+	if (*s && !streq(s, "localhost") && (ip_parse(s, &ip) < 0 || ip.family != AF_INET))
+		model_err(c, "\"%s\" is not an IPv4 address, localhost or empty (all addresses)",
+			  s);
+}
+
+/*
+ * The event log: a file name in felix's event log directory, or an absolute
+ * path (felix accepts it only inside that directory), or "-" (standard output).
+ */
+static void check_event_log_file(struct model_ctx *c, const void *field)
+{
+	const char *s = *(const char *const *)field;
+	bool ok = *s && strlen(s) <= 255 && !streq(s, ".") && !streq(s, "..") &&
+		  !str_has_suffix(s, "/") && !strstr(s, "/../") && !str_has_suffix(s, "/..") &&
+		  !strstr(s, "/./");
+	for (const char *p = s; ok && *p; p++)
+		ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
+	if (ok && strchr(s, '/') && s[0] != '/')
+		ok = false;
+	if (!ok)
+		model_err(c,
+			  "\"%s\" is not a file name or an absolute path of a file (felix writes "
+			  "the event log only in its event log directory)",
+			  s);
+}
+
 static void check_mark_mask(struct model_ctx *c, const void *field)
 {
 	const struct opt_int *m = field;
@@ -887,13 +918,16 @@ static const struct model_field felixconfig_fields[] = {
 	   .check = check_iface_prefix),
 	MF("interfaceExclude", MF_STRING, struct br_felixconfig_spec, interface_exclude),
 	MF("healthEnabled", MF_OPT_BOOL, struct br_felixconfig_spec, health_enabled),
-	MF("healthHost", MF_STRING, struct br_felixconfig_spec, health_host),
+	MF("healthHost", MF_STRING, struct br_felixconfig_spec, health_host,
+	   .check = check_listen_host),
 	MF("healthPort", MF_OPT_INT, struct br_felixconfig_spec, health_port, .min = 1,
 	   .max = 65535),
 	MF("prometheusMetricsEnabled", MF_OPT_BOOL, struct br_felixconfig_spec,
 	   prometheus_metrics_enabled),
 	MF("prometheusMetricsPort", MF_OPT_INT, struct br_felixconfig_spec, prometheus_metrics_port,
 	   .min = 1, .max = 65535),
+	MF("prometheusMetricsHost", MF_STRING, struct br_felixconfig_spec, prometheus_metrics_host,
+	   .check = check_listen_host),
 	MF("routeRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec, route_refresh_interval,
 	   .codec = &codec_duration),
 	MF("iptablesRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec,
@@ -935,7 +969,13 @@ static const struct model_field felixconfig_fields[] = {
 	   policy_event_log_enabled),
 	MF("policyEventLogAllowed", MF_OPT_BOOL, struct br_felixconfig_spec,
 	   policy_event_log_allowed),
-	MF("policyEventLogFile", MF_STRING, struct br_felixconfig_spec, policy_event_log_file),
+	MF("policyEventLogFile", MF_STRING, struct br_felixconfig_spec, policy_event_log_file,
+	   .check = check_event_log_file),
+	/* Brindle's own: how wide a workload endpoint's networks may be (docs/security.md) */
+	MF("workloadIPv4MinPrefixLength", MF_OPT_INT, struct br_felixconfig_spec,
+	   workload_ipv4_min_prefix_length, .min = 1, .max = 32),
+	MF("workloadIPv6MinPrefixLength", MF_OPT_INT, struct br_felixconfig_spec,
+	   workload_ipv6_min_prefix_length, .min = 1, .max = 128),
 };
 static MODEL_STRUCT(felixconfig_desc, struct br_felixconfig_spec, felixconfig_fields);
 

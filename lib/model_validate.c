@@ -229,6 +229,41 @@ void check_iface_name(struct model_ctx *c, const void *field)
 			  s);
 }
 
+bool iface_reserved(const char *name)
+{
+	static const char *const reserved[] = { "lo",	 "vxlan.calico",   "vxlan-v6.calico",
+						"tunl0", "wireguard.cali", "wg-v6.cali" };
+	for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
+		if (streq(name, reserved[i]))
+			return true;
+	return false;
+}
+
+/* A workload's host-side interface: a valid name that is not the loopback or felix's own. */
+void check_wep_iface(struct model_ctx *c, const void *field)
+{
+	const char *s = *(const char *const *)field;
+	check_iface_name(c, field);
+	if (iface_reserved(s))
+		model_err(c, "\"%s\" is a host interface felix owns; a workload cannot claim it",
+			  s);
+}
+
+/*
+ * A workload's network: a CIDR, never a default route. (How wide one may be
+ * is felix's setting, workloadIPv4MinPrefixLength; /32 by default.)
+ */
+void check_wep_net_item(struct model_ctx *c, const char *s)
+{
+	struct br_cidr cidr;
+	if (cidr_parse(s, true, &cidr) < 0)
+		model_err(c, "\"%s\" is not a valid IP address or CIDR", s);
+	else if (cidr.len == 0)
+		model_err(c,
+			  "\"%s\" is a default route; a workload's networks are its own addresses",
+			  s);
+}
+
 void check_nonempty_item(struct model_ctx *c, const char *s)
 {
 	if (!*s)

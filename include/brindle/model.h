@@ -564,6 +564,7 @@ struct br_felixconfig_spec {
 	struct opt_int health_port;
 	struct opt_bool prometheus_metrics_enabled;
 	struct opt_int prometheus_metrics_port;
+	const char *prometheus_metrics_host;
 	struct br_duration route_refresh_interval;
 	struct br_duration iptables_refresh_interval;
 	struct br_duration ipsets_refresh_interval;
@@ -589,6 +590,9 @@ struct br_felixconfig_spec {
 	struct opt_bool policy_event_log_enabled;
 	struct opt_bool policy_event_log_allowed;
 	const char *policy_event_log_file;
+	/* Brindle's own: the widest network a workload endpoint may claim */
+	struct opt_int workload_ipv4_min_prefix_length;
+	struct opt_int workload_ipv6_min_prefix_length;
 };
 
 struct br_felixconfig {
@@ -846,6 +850,12 @@ static inline const char *model_ns(const struct br_object *o)
 const char *model_id(const struct br_object *o, char *buf, size_t size);
 
 /* A Go duration in milliseconds; -EINVAL when malformed. */
+/*
+ * Interface names no endpoint may claim, whatever felix's workload prefixes
+ * are: the loopback and the tunnel devices felix owns.
+ */
+bool iface_reserved(const char *name);
+
 int duration_parse(const char *s, int64_t *ms) must_check;
 /* Parse "1.10" or "64512"; -EINVAL when malformed. */
 int asn_parse(const char *s, uint32_t *out) must_check;

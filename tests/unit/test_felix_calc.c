@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include "calc.h"
+#include "policy.h"
 
 #include <brindle/json.h>
 
@@ -273,6 +274,97 @@ static void test_unchanged_update_is_not_dirty(void **state)
 	calc_free(c);
 }
 
+static size_t pol_endpoints(struct calc *c)
+{
+	struct pol_stats st;
+	pol_stats(calc_policy(c), &st);
+	return st.endpoints;
+}
+
+/*
+ * The review's node takeover: a WorkloadEndpoint naming a host interface or
+ * claiming more than its own addresses. Nothing of it reaches routing or
+ * policy; a configuration that allows wider networks admits it again, and a
+ * stricter one retracts it.
+ */
+static void test_wep_trust_gate(void **state)
+{
+	struct calc *c = calc_new("node1");
+	/* The model refuses a default route outright: brindlectl apply stops it first. */
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	const char *attack = "apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+			     "metadata: {name: x, namespace: default}\n"
+			     "spec: {node: node1, interfaceName: eth0, ipNetworks: [0.0.0.0/0]}\n";
+	assert_true(model_read("t", attack, strlen(attack), NULL, &objs, &n, &errs) < 0);
+	assert_non_null(strstr(errs.v[0], "default route"));
+	model_errors_clear(&errs);
+	const char *lo =
+		"apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: x, namespace: default}\n"
+		"spec: {node: node1, interfaceName: vxlan.calico, ipNetworks: [10.0.0.1]}\n";
+	assert_true(model_read("t", lo, strlen(lo), NULL, &objs, &n, &errs) < 0);
+	model_errors_clear(&errs);
+
+	/* A host interface: refused whatever its networks. */
+	put(c, wep("h", "node1", "eth0", "192.168.1.1/32", "0a:58:0a:f4:01:07"), "default", "h");
+	assert_null(route_str(c, "192.168.1.1/32"));
+	assert_null(dp_get(calc_desired(c), DP_IFACE, "eth0"));
+	assert_null(dp_get(calc_desired(c), DP_NEIGH, "eth0|192.168.1.1"));
+	assert_null(pol_endpoint_of_iface(calc_policy(c), "eth0"));
+	assert_int_equal(pol_endpoints(c), 0);
+
+	/* A workload interface with a network wider than a host route: refused whole. */
+	put(c, wep("w", "node1", "caliw", "10.244.1.7/32, 10.0.0.0/8", NULL), "default", "w");
+	assert_null(route_str(c, "10.244.1.7/32"));
+	assert_null(route_str(c, "10.0.0.0/8"));
+	assert_null(dp_get(calc_desired(c), DP_IFACE, "caliw"));
+	assert_null(pol_endpoint_of_iface(calc_policy(c), "caliw"));
+	/* Another node's endpoint claiming a /16 fills no ip set either. */
+	put(c, wep("r", "node2", "calir", "10.1.0.0/16", NULL), "default", "r");
+	assert_int_equal(pol_endpoints(c), 0);
+	/* An honest one next to them is programmed. */
+	put(c, wep("a", "node1", "calia", "10.244.1.8/32", NULL), "default", "a");
+	assert_string_equal(route_str(c, "10.244.1.8/32"), "dev calia scope link");
+	assert_int_equal(pol_endpoints(c), 1);
+
+	/* The operator allows /8 and wider-than-host networks: both come in. */
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	cfg.wep_min_prefix_v4 = 8;
+	calc_set_config(c, &cfg);
+	assert_string_equal(route_str(c, "10.0.0.0/8"), "dev caliw scope link");
+	assert_non_null(pol_endpoint_of_iface(calc_policy(c), "caliw"));
+	assert_int_equal(pol_endpoints(c), 3);
+	assert_null(route_str(c, "192.168.1.1/32")); /* eth0 never */
+
+	/* Back to host routes only: retracted again, from routing and from policy. */
+	felix_config_defaults(&cfg);
+	calc_set_config(c, &cfg);
+	assert_null(route_str(c, "10.0.0.0/8"));
+	assert_null(route_str(c, "10.244.1.7/32"));
+	assert_null(pol_endpoint_of_iface(calc_policy(c), "caliw"));
+	assert_int_equal(pol_endpoints(c), 1);
+
+	/* A prefix that covers felix's own devices still cannot take them. */
+	char why[300];
+	struct br_workloadendpoint t = { .spec = { .node = "node1", .interface_name = "tunl0" } };
+	snprintf(cfg.prefixes[0], sizeof(cfg.prefixes[0]), "tun");
+	assert_true(calc_wep_refused(&cfg, &t, true, why, sizeof(why)));
+	assert_non_null(strstr(why, "tunl0"));
+	t.spec.interface_name = "tun5";
+	assert_false(calc_wep_refused(&cfg, &t, true, why, sizeof(why)));
+
+	/* Deleting the refused ones leaves nothing behind. */
+	del(c, KIND_WORKLOADENDPOINT, "default", "h");
+	del(c, KIND_WORKLOADENDPOINT, "default", "w");
+	del(c, KIND_WORKLOADENDPOINT, "default", "r");
+	assert_int_equal(calc_local_endpoints(c), 1);
+	assert_int_equal(pol_endpoints(c), 1);
+	calc_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_ipip),
 		cmocka_unit_test(test_config_changes_tunnels),
 		cmocka_unit_test(test_unchanged_update_is_not_dirty),
+		cmocka_unit_test(test_wep_trust_gate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static struct br_felixconfig *fc(const char *yaml)
@@ -129,6 +130,129 @@ static void test_bad_environment_ignored(void **state)
 	model_free(&global->o);
 }
 
+static void compute(struct felix_config *c, const char *yaml, char **env, struct model_errors *errs)
+{
+	struct br_felixconfig *g = yaml ? fc(yaml) : NULL;
+	felix_config_compute(c, g, NULL, env, errs);
+	if (g)
+		model_free(&g->o);
+}
+
+/*
+ * The trust review: a FelixConfiguration (anyone who can write one resource)
+ * made felix create and append to any file as root. Now the event log stays
+ * in the directory the environment names; the datastore picks only a name.
+ */
+static void test_event_log_stays_in_its_directory(void **state)
+{
+	struct felix_config c;
+	struct model_errors errs = { 0 };
+	char *none[] = { NULL };
+	compute(&c, NULL, none, &errs);
+	assert_string_equal(c.event_log_dir, "/var/log/brindle");
+	assert_string_equal(c.event_log_file, "policy-events.log");
+	/* A name, or a path inside the directory: taken. */
+	compute(&c,
+		"apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+		"metadata: {name: default}\nspec: {policyEventLogFile: denied.log}\n",
+		none, &errs);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(c.event_log_file, "denied.log");
+	compute(&c,
+		"apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+		"metadata: {name: default}\n"
+		"spec: {policyEventLogFile: /var/log/brindle/x.log}\n",
+		none, &errs);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(c.event_log_file, "x.log");
+	/* Anywhere else: refused with a message, the default stands. */
+	const char *bad[] = { "/etc/cron.d/x", "/var/log/brindle2/x", "/var/log/brindle/sub/x",
+			      "/root/.ssh/authorized_keys" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		char yaml[256];
+		snprintf(yaml, sizeof(yaml),
+			 "apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+			 "metadata: {name: default}\nspec: {policyEventLogFile: '%s'}\n",
+			 bad[i]);
+		compute(&c, yaml, none, &errs);
+		assert_int_equal(errs.n, 1);
+		assert_non_null(strstr(errs.v[0], "outside the event log directory"));
+		assert_string_equal(c.event_log_dir, "/var/log/brindle");
+		assert_string_equal(c.event_log_file, "policy-events.log");
+		model_errors_clear(&errs);
+	}
+	/* The model refuses relative paths and dot segments before felix sees them. */
+	struct br_object **objs;
+	size_t n;
+	const char *rel = "apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+			  "metadata: {name: default}\nspec: {policyEventLogFile: ../../etc/x}\n";
+	assert_true(model_read("t", rel, strlen(rel), NULL, &objs, &n, &errs) < 0);
+	model_errors_clear(&errs);
+	/* The operator's environment may put it anywhere. */
+	char *env[] = { "FELIX_POLICYEVENTLOGFILE=/tmp/t/ev.log", NULL };
+	compute(&c, NULL, env, &errs);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(c.event_log_dir, "/tmp/t");
+	assert_string_equal(c.event_log_file, "ev.log");
+	char *env2[] = { "FELIX_POLICYEVENTLOGDIR=/srv/logs/", NULL };
+	compute(&c,
+		"apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+		"metadata: {name: default}\n"
+		"spec: {policyEventLogFile: /srv/logs/a.log}\n",
+		env2, &errs);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(c.event_log_dir, "/srv/logs");
+	assert_string_equal(c.event_log_file, "a.log");
+	char *env3[] = { "FELIX_POLICYEVENTLOGDIR=relative", NULL };
+	compute(&c, NULL, env3, &errs);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(c.event_log_dir, "/var/log/brindle");
+	model_errors_clear(&errs);
+}
+
+static void test_workload_prefix_lengths_and_metrics_host(void **state)
+{
+	struct felix_config c;
+	struct model_errors errs = { 0 };
+	char *none[] = { NULL };
+	compute(&c, NULL, none, &errs);
+	assert_int_equal(c.wep_min_prefix_v4, 32);
+	assert_int_equal(c.wep_min_prefix_v6, 128);
+	assert_string_equal(c.metrics_host, "");
+	compute(&c,
+		"apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+		"metadata: {name: default}\n"
+		"spec: {workloadIPv4MinPrefixLength: 28, workloadIPv6MinPrefixLength: 120,"
+		" prometheusMetricsHost: 127.0.0.1}\n",
+		none, &errs);
+	assert_int_equal(errs.n, 0);
+	assert_int_equal(c.wep_min_prefix_v4, 28);
+	assert_int_equal(c.wep_min_prefix_v6, 120);
+	assert_string_equal(c.metrics_host, "127.0.0.1");
+	char *env[] = { "FELIX_WORKLOADIPV4MINPREFIXLENGTH=0",
+			"FELIX_WORKLOADIPV6MINPREFIXLENGTH=64", NULL };
+	compute(&c, NULL, env, &errs);
+	assert_int_equal(errs.n, 1); /* 0 would allow a default route */
+	assert_int_equal(c.wep_min_prefix_v4, 32);
+	assert_int_equal(c.wep_min_prefix_v6, 64);
+	model_errors_clear(&errs);
+	/* The model: a length of 0 or an address that is not one is refused. */
+	struct br_object **objs;
+	size_t n;
+	const char *bad[] = { "{workloadIPv4MinPrefixLength: 0}",
+			      "{workloadIPv4MinPrefixLength: 33}",
+			      "{prometheusMetricsHost: 'example.com'}" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		char yaml[256];
+		snprintf(yaml, sizeof(yaml),
+			 "apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+			 "metadata: {name: default}\nspec: %s\n",
+			 bad[i]);
+		assert_true(model_read("t", yaml, strlen(yaml), NULL, &objs, &n, &errs) < 0);
+		model_errors_clear(&errs);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -136,6 +260,8 @@ int main(void)
 		cmocka_unit_test(test_layering),
 		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_bad_environment_ignored),
+		cmocka_unit_test(test_event_log_stays_in_its_directory),
+		cmocka_unit_test(test_workload_prefix_lengths_and_metrics_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

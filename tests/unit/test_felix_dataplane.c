@@ -179,11 +179,11 @@ static void test_cold_start_and_idempotence(void **state)
 	cluster(f);
 	struct dataplane *dp = dataplane_new(f->nl, f->sys);
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
-	if (!logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"))
+	if (!logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"))
 		dump_log(f);
-	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
-	assert_true(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
-	assert_true(logged(f, "route replace 10.244.2.0/26 via 10.244.2.1 dev vxlan.calico proto "
+	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
+	assert_true(logged(f, "route add 10.244.2.0/26 via 10.244.2.1 dev vxlan.calico proto "
 			      "80 onlink"));
 	assert_true(logged(f, "neigh replace 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
 			      "proto 80"));
@@ -258,7 +258,7 @@ static void test_foreign_and_grace(void **state)
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
 	assert_true(logged(f, "route del blackhole 10.250.0.0/26 proto 80"));
 	assert_true(logged(f, "route del blackhole 10.244.1.0/26 proto 80 metric 1024"));
-	assert_true(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
+	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	assert_int_equal(dataplane_next_deadline(dp), 1000 + f->cfg.route_grace_ms);
 	/* Inside the grace period it stays; the endpoint shows up: it is kept for good. */
@@ -291,7 +291,7 @@ static void test_grace_ends_when_endpoint_arrives(void **state)
 	assert_int_equal(log_count(f), 0);
 	cluster(f); /* the endpoint arrives, wanting exactly the CNI's route */
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
-	assert_false(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_false(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 60000), 0);
 	assert_false(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
 	dataplane_free(dp);
@@ -305,7 +305,7 @@ static void test_interface_appears_later(void **state)
 	struct dataplane *dp = dataplane_new(f->nl, f->sys);
 	/* The endpoint is known before its veth exists: nothing to write yet, no error. */
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
-	assert_false(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_false(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_true(dataplane_status(dp)->last_apply_ok);
 	add_link(f, "calia", true);
 	struct nl_link_list links = { 0 };
@@ -313,7 +313,7 @@ static void test_interface_appears_later(void **state)
 	dataplane_on_link(dp, nl_link_by_name(&links, "calia"), false);
 	nl_link_list_free(&links);
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1100), 0);
-	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_true(logged(f, "neigh replace 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
 			      "proto 80"));
 	assert_int_equal(sysctl_record_count(f->sys), 5);
@@ -327,16 +327,16 @@ static void test_partial_failure_retried(void **state)
 	add_link(f, "calia", true);
 	cluster(f);
 	struct dataplane *dp = dataplane_new(f->nl, f->sys);
-	nl_record_fail_next(f->nl, "route replace blackhole 10.244.1.0/26", -EPERM);
+	nl_record_fail_next(f->nl, "route add blackhole 10.244.1.0/26", -EPERM);
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), -EIO);
 	assert_false(dataplane_status(dp)->last_apply_ok);
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_NETLINK], 1);
 	/* The rest went through; the failed one comes back at the next apply. */
-	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
-	assert_false(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
+	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_false(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_int_equal(dataplane_next_deadline(dp), 2000);
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
-	assert_true(logged(f, "route replace blackhole 10.244.1.0/26 proto 80"));
+	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_true(dataplane_status(dp)->last_apply_ok);
 	dataplane_free(dp);
 	fixture_free(f);
@@ -380,8 +380,8 @@ static void test_ipip_without_kernel_support(void **state)
 	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
 	assert_non_null(strstr(st->problem, "IPIP unavailable: IP pool legacy"));
 	/* Everything else is programmed. */
-	assert_true(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
-	assert_true(logged(f, "route replace 10.244.2.0/26 via 10.244.2.1 dev vxlan.calico proto "
+	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(logged(f, "route add 10.244.2.0/26 via 10.244.2.1 dev vxlan.calico proto "
 			      "80 onlink"));
 	/* Reported once, not at every resync. */
 	dataplane_request_resync(dp);
@@ -421,11 +421,11 @@ static void test_ipip_on_a_kernel_with_it(void **state)
 	assert_true(logged(f, "link add tunl0 type ipip up"));
 	assert_true(logged(f, "link set tunl0 mtu 1480 up"));
 	assert_true(logged(f, "addr add 10.10.1.1/32 dev tunl0"));
-	assert_true(logged(f, "route replace 10.10.3.0/26 via 192.168.200.13 dev tunl0 proto 80 "
+	assert_true(logged(f, "route add 10.10.3.0/26 via 192.168.200.13 dev tunl0 proto 80 "
 			      "onlink"));
-	assert_false(logged(f, "route replace 10.10.2.0/26 via 192.168.100.12 dev tunl0 proto 80 "
+	assert_false(logged(f, "route add 10.10.2.0/26 via 192.168.100.12 dev tunl0 proto 80 "
 			       "onlink"));
-	assert_true(logged(f, "route replace blackhole 10.10.1.0/26 proto 80"));
+	assert_true(logged(f, "route add blackhole 10.10.1.0/26 proto 80"));
 	assert_string_equal(dataplane_status(dp)->problem, "");
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_IPIP], 0);
 	/* Idempotent, restart included. */
@@ -446,11 +446,121 @@ static void test_ipip_on_a_kernel_with_it(void **state)
 	fixture_free(f);
 }
 
+static bool sysctl_written(struct fixture *f, const char *prefix)
+{
+	for (size_t i = 0; i < sysctl_record_count(f->sys); i++)
+		if (strncmp(sysctl_record_entry(f->sys, i), prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
+}
+
+static bool kernel_has_route(struct fixture *f, const char *dst, int protocol)
+{
+	struct nl_route_list list = { 0 };
+	struct nl_route_filter flt = { .family = AF_INET, .table = RT_TABLE_MAIN };
+	assert_int_equal(nl_dump_routes(f->nl, &flt, &list), 0);
+	bool found = false;
+	for (size_t i = 0; i < list.n; i++) {
+		char c[CIDR_STRLEN];
+		found |= strcmp(cidr_str(&list.v[i].dst, c), dst) == 0 &&
+			 list.v[i].protocol == protocol;
+	}
+	nl_route_list_free(&list);
+	return found;
+}
+
+/*
+ * The dataplane's own guard, whatever calc lets through: nothing of a
+ * workload goes on an interface holding a host address (here a "cali"
+ * interface that really is the host's, as a hostile interfacePrefix or a
+ * confused operator would make it), and a route felix does not own is never
+ * replaced, while a CNI route (ours) found by a failed add is adopted.
+ */
+static void test_host_interfaces_and_foreign_routes(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	add_link(f, "calih", true);
+	add_link(f, "calib", true);
+	struct nl_batch *b = nl_batch_new();
+	struct nl_addr a = { .ifindex = ifindex(f, "calih") };
+	assert_int_equal(cidr_parse("10.50.0.1/24", false, &a.addr), 0);
+	nl_batch_addr(b, NL_ADD, &a);
+	assert_int_equal(nl_apply(f->nl, b, NULL), 0);
+	nl_batch_free(b);
+	/* The host's own route to the address endpoint "a" claims (protocol boot). */
+	struct nl_route host = { .protocol = RTPROT_BOOT,
+				 .scope = RT_SCOPE_LINK,
+				 .oif = ifindex(f, "eth0"),
+				 .table = RT_TABLE_MAIN,
+				 .type = RTN_UNICAST };
+	assert_int_equal(cidr_parse("10.244.1.7/32", false, &host.dst), 0);
+	raw(f, NL_ADD, &host);
+	cluster(f);
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: h, namespace: default}\n"
+		"spec: {node: node1, interfaceName: calih, ipNetworks: [10.244.1.9/32],"
+		" mac: '0a:00:00:00:00:09'}\n"),
+	    "default", "h");
+	nl_record_clear_log(f->nl);
+	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	dump_log(f);
+	/* calih: no route, no neighbour, no settings. */
+	for (size_t i = 0; i < log_count(f); i++)
+		assert_null(strstr(nl_record_entry(f->nl, i), "10.244.1.9"));
+	assert_false(sysctl_written(f, "net/ipv4/conf/calih/"));
+	assert_true(sysctl_written(f, "net/ipv4/conf/calia/"));
+	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], 4); /* 3 + the route below */
+	/* 10.244.1.7/32: tried as an add (the recording kernel logs only what succeeds),
+	 * refused by the kernel, left to its owner. */
+	assert_false(logged(f, "route replace 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_true(kernel_has_route(f, "10.244.1.7/32", RTPROT_BOOT));
+	assert_false(kernel_has_route(f, "10.244.1.7/32", 80));
+	/* Not tried again at every apply, but at the next resync. */
+	nl_record_clear_log(f->nl);
+	dp_mark_all_dirty(calc_desired(f->calc), DP_ROUTE);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	/* calih's route is looked at (and refused) again; 10.244.1.7/32 is not tried. */
+	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], 5);
+	/* Once its owner removes it, felix's route goes in. */
+	raw(f, NL_DEL, &host);
+	dataplane_request_resync(dp);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_true(kernel_has_route(f, "10.244.1.7/32", 80));
+
+	/* A CNI route for an endpoint felix has not seen: the add finds it, felix adopts it. */
+	struct nl_route cni = { .protocol = 80,
+				.scope = RT_SCOPE_LINK,
+				.oif = ifindex(f, "calib"),
+				.table = RT_TABLE_MAIN,
+				.type = RTN_UNICAST };
+	assert_int_equal(cidr_parse("10.244.1.8/32", false, &cni.dst), 0);
+	raw(f, NL_ADD, &cni);
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: b, namespace: default}\n"
+		"spec: {node: node1, interfaceName: calib, ipNetworks: [10.244.1.8/32]}\n"),
+	    "default", "b");
+	uint64_t refused = dataplane_status(dp)->errors[DP_ERR_REFUSED];
+	nl_record_clear_log(f->nl);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 4000), 0);
+	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], refused);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 5000), 0);
+	assert_true(kernel_has_route(f, "10.244.1.8/32", 80));
+	/* Identical to what felix wants: nothing more is written. */
+	assert_false(logged(f, "route replace 10.244.1.8/32 dev calib proto 80 scope link"));
+	dataplane_free(dp);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cold_start_and_idempotence),
 		cmocka_unit_test(test_foreign_and_grace),
+		cmocka_unit_test(test_host_interfaces_and_foreign_routes),
 		cmocka_unit_test(test_grace_ends_when_endpoint_arrives),
 		cmocka_unit_test(test_interface_appears_later),
 		cmocka_unit_test(test_partial_failure_retried),
