@@ -1,3 +1,9 @@
+/*
+ * The health/metrics HTTP server. Owns its listener, its connections and a
+ * reserve file descriptor. Connections are kept oldest first; every one has a
+ * deadline (the request's, then the answer's) and one timer is armed for the
+ * earliest. Limits and why: include/brindle/httpd.h.
+ */
 #include <brindle/httpd.h>
 #include <brindle/loop.h>
 
@@ -11,28 +17,36 @@
 #include <unistd.h>
 
 #define MAX_REQUEST 8192
-#define IDLE_MS	    5000
+#define BACKLOG	    1024
+/* Connections taken per wakeup of the listener, so the others' handlers get their turn. */
+#define ACCEPT_BATCH 64
+/* Accepting pauses this long when it fails for want of memory or descriptors. */
+#define PAUSE_MS 100
 
 struct conn {
 	struct httpd *h;
 	int fd;
-	char in[MAX_REQUEST];
-	size_t in_len;
-	struct strbuf out;
-	size_t out_off;
 	bool writing;
 	uint64_t deadline;
-	struct conn *next;
+	struct conn *prev, *next; /* oldest first */
+	struct strbuf out;
+	size_t out_off;
+	size_t in_len;
+	char in[MAX_REQUEST];
 };
 
 struct httpd {
 	struct loop *l;
 	int fd;
+	int reserve; /* /dev/null, or -1 */
 	uint16_t port;
 	httpd_handler fn;
 	void *ctx;
-	struct conn *conns;
-	struct loop_timer *sweep;
+	struct conn *oldest, *newest;
+	struct loop_timer *timer;
+	uint64_t timer_at;     /* when the timer fires; 0: not armed */
+	uint64_t paused_until; /* accepting paused until then; 0: not paused */
+	struct httpd_stats stats;
 };
 
 static const char *reason(int status)
@@ -64,25 +78,50 @@ static void conn_close(struct conn *c)
 	struct httpd *h = c->h;
 	loop_del_fd(h->l, c->fd);
 	close(c->fd);
-	for (struct conn **pp = &h->conns; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->oldest = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		h->newest = c->prev;
+	h->stats.connections--;
 	sb_free(&c->out);
 	free(c);
 }
 
-static void conn_io(struct loop *l, int fd, uint32_t events, void *ctx);
+/*
+ * Have the timer fire by the earliest deadline (or the end of a pause). One
+ * that fires early, or for nothing, finds nothing due and comes here again.
+ */
+static void schedule(struct httpd *h)
+{
+	uint64_t next = h->paused_until;
+	for (struct conn *c = h->oldest; c; c = c->next)
+		if (!next || c->deadline < next)
+			next = c->deadline;
+	if (!next || (h->timer_at && h->timer_at <= next && loop_timer_armed(h->timer)))
+		return;
+	uint64_t now = now_ms();
+	loop_timer_arm(h->timer, next > now ? next - now : 1, 0);
+	h->timer_at = next;
+}
 
 static void flush(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
-		ssize_t n = write(c->fd, c->out.buf + c->out_off, c->out.len - c->out_off);
+		ssize_t n =
+			send(c->fd, c->out.buf + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				if (!c->writing && loop_mod_fd(c->h->l, c->fd, EPOLLOUT) == 0)
-					c->writing = true;
+				if (c->writing)
+					return;
+				if (loop_mod_fd(c->h->l, c->fd, EPOLLOUT) < 0)
+					break;
+				c->writing = true;
+				c->deadline = now_ms() + HTTPD_ANSWER_MS;
+				schedule(c->h);
 				return;
 			}
 			if (errno == EINTR)
@@ -137,15 +176,11 @@ static void handle(struct conn *c)
 	sb_free(&r.body);
 }
 
-static void conn_io(struct loop *l, int fd, uint32_t events, void *ctx)
+/* Read what has come; may answer and close @c. */
+static void conn_read(struct conn *c)
 {
-	struct conn *c = ctx;
-	if (c->writing) {
-		flush(c);
-		return;
-	}
 	for (;;) {
-		ssize_t n = read(fd, c->in + c->in_len, sizeof(c->in) - 1 - c->in_len);
+		ssize_t n = read(c->fd, c->in + c->in_len, sizeof(c->in) - 1 - c->in_len);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;
@@ -171,40 +206,143 @@ static void conn_io(struct loop *l, int fd, uint32_t events, void *ctx)
 	}
 }
 
-static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
+static void conn_io(struct loop *l, int fd, uint32_t events, void *ctx)
 {
-	struct httpd *h = ctx;
-	for (;;) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (cfd < 0)
-			return;
-		struct conn *c = xcalloc(1, sizeof(*c));
-		c->h = h;
-		c->fd = cfd;
-		c->deadline = now_ms() + IDLE_MS;
-		sb_init(&c->out);
-		if (loop_add_fd(l, cfd, EPOLLIN, conn_io, c) < 0) {
-			close(cfd);
-			sb_free(&c->out);
-			free(c);
-			continue;
+	struct conn *c = ctx;
+	if (c->writing)
+		flush(c);
+	else
+		conn_read(c);
+}
+
+/* The oldest connection still waiting for its request, else the oldest; not @keep. */
+static struct conn *victim(struct httpd *h, const struct conn *keep)
+{
+	for (struct conn *c = h->oldest; c; c = c->next)
+		if (!c->writing && c != keep)
+			return c;
+	return h->oldest != keep ? h->oldest : NULL;
+}
+
+static void conn_open(struct httpd *h, int fd)
+{
+	struct conn *c = xcalloc(1, sizeof(*c));
+	c->h = h;
+	c->fd = fd;
+	c->deadline = now_ms() + HTTPD_REQUEST_MS;
+	sb_init(&c->out);
+	if (loop_add_fd(h->l, fd, EPOLLIN, conn_io, c) < 0) {
+		close(fd);
+		sb_free(&c->out);
+		free(c);
+		return;
+	}
+	c->prev = h->newest;
+	if (h->newest)
+		h->newest->next = c;
+	else
+		h->oldest = c;
+	h->newest = c;
+	h->stats.connections++;
+	h->stats.accepted++;
+	/* Clients send the request with the connection: answer now if it is here, which
+	 * also frees the place. */
+	conn_read(c);
+	if (h->stats.connections > HTTPD_MAX_CONNECTIONS) {
+		/* Still open, so still the newest. */
+		struct conn *v = victim(h, h->newest);
+		if (v) {
+			h->stats.evicted++;
+			conn_close(v);
 		}
-		c->next = h->conns;
-		h->conns = c;
 	}
 }
 
-static void sweep(struct loop *l, struct loop_timer *t, void *ctx)
+static void pause_accepting(struct httpd *h)
+{
+	if (loop_mod_fd(h->l, h->fd, 0) == 0)
+		h->paused_until = now_ms() + PAUSE_MS;
+}
+
+/*
+ * Out of file descriptors. A pending connection keeps a level-triggered
+ * listener readable, so leaving it there would spin the loop. Close our
+ * oldest connection still waiting for its request, so this one gets its
+ * descriptor; failing that, give up the reserve descriptor to accept the
+ * connection and close it at once (libev's and nginx's way). True when a
+ * descriptor was made free or a connection dropped.
+ */
+static bool out_of_descriptors(struct httpd *h)
+{
+	struct conn *v = h->oldest;
+	while (v && v->writing)
+		v = v->next;
+	if (v) {
+		h->stats.evicted++;
+		conn_close(v);
+		return true;
+	}
+	if (h->reserve < 0)
+		return false;
+	close(h->reserve);
+	int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		h->stats.dropped++;
+	}
+	h->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0;
+}
+
+static void on_accept(struct loop *l, int lfd, uint32_t events, void *ctx)
+{
+	struct httpd *h = ctx;
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			conn_open(h, fd);
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		if (errno == EMFILE || errno == ENFILE) {
+			if (out_of_descriptors(h))
+				continue;
+			pause_accepting(h);
+			break;
+		}
+		if (errno == ENOBUFS || errno == ENOMEM) {
+			pause_accepting(h);
+			break;
+		}
+		/* EINTR, ECONNABORTED and the network errors of the connection, which is gone. */
+	}
+	schedule(h);
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t, void *ctx)
 {
 	struct httpd *h = ctx;
 	uint64_t now = now_ms();
-	struct conn *c = h->conns;
+	h->timer_at = 0;
+	struct conn *c = h->oldest;
 	while (c) {
 		struct conn *next = c->next;
-		if (now > c->deadline)
+		if (now >= c->deadline) {
+			h->stats.timed_out++;
 			conn_close(c);
+		}
 		c = next;
 	}
+	if (h->paused_until && now >= h->paused_until) {
+		if (h->reserve < 0)
+			h->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (loop_mod_fd(l, h->fd, EPOLLIN) == 0)
+			h->paused_until = 0;
+		else
+			h->paused_until = now + PAUSE_MS;
+	}
+	schedule(h);
 }
 
 int httpd_start(struct loop *l, const char *host, uint16_t port, httpd_handler fn, void *ctx,
@@ -225,7 +363,7 @@ int httpd_start(struct loop *l, const char *host, uint16_t port, httpd_handler f
 		return -errno;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, BACKLOG) < 0) {
 		int e = errno;
 		if (err)
 			sb_addf(err, "cannot listen on %s:%u: %s", host && *host ? host : "*", port,
@@ -238,16 +376,20 @@ int httpd_start(struct loop *l, const char *host, uint16_t port, httpd_handler f
 	struct httpd *h = xcalloc(1, sizeof(*h));
 	h->l = l;
 	h->fd = fd;
+	h->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	h->port = ntohs(sa.sin_port);
 	h->fn = fn;
 	h->ctx = ctx;
 	int r = loop_add_fd(l, fd, EPOLLIN, on_accept, h);
-	h->sweep = loop_timer_new(l, sweep, h);
-	if (r < 0 || !h->sweep) {
+	if (r == 0 && !(h->timer = loop_timer_new(l, on_timer, h)))
+		r = -ENOMEM;
+	if (r < 0) {
+		if (err)
+			sb_addf(err, "cannot serve on %s:%u: %s", host && *host ? host : "*", port,
+				strerror(-r));
 		httpd_stop(h);
-		return r < 0 ? r : -ENOMEM;
+		return r;
 	}
-	loop_timer_arm(h->sweep, 1000, 1000);
 	*out = h;
 	return 0;
 }
@@ -257,14 +399,21 @@ uint16_t httpd_port(const struct httpd *h)
 	return h->port;
 }
 
+void httpd_get_stats(const struct httpd *h, struct httpd_stats *out)
+{
+	*out = h->stats;
+}
+
 void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
-	while (h->conns)
-		conn_close(h->conns);
+	while (h->oldest)
+		conn_close(h->oldest);
 	loop_del_fd(h->l, h->fd);
 	close(h->fd);
-	loop_timer_free(h->sweep);
+	if (h->reserve >= 0)
+		close(h->reserve);
+	loop_timer_free(h->timer);
 	free(h);
 }
