@@ -404,6 +404,103 @@ int cni_args_parse(struct arena *a, const char *args, struct br_labels *out, str
 	return 0;
 }
 
+static bool token_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '_' || ch == '.';
+}
+
+static bool token_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (!n || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!token_char(s[i]))
+			return false;
+	return true;
+}
+
+bool cni_container_id_valid(const char *id)
+{
+	return id && token_ok(id, 128);
+}
+
+bool cni_ifname_valid(const char *ifname)
+{
+	/* The kernel's dev_valid_name(), narrowed to characters safe in names and keys. */
+	return ifname && token_ok(ifname, 15) && !streq(ifname, ".") && !streq(ifname, "..");
+}
+
+static bool lower_alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+}
+
+/* RFC 1123: [a-z0-9]([-a-z0-9]*[a-z0-9])?, with '.' between such labels when @dots. */
+static bool dns_name_ok(const char *s, size_t max, bool dots)
+{
+	size_t n = strlen(s);
+	if (!n || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		bool edge = i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+		if (lower_alnum(s[i]) || (s[i] == '-' && !edge) || (dots && s[i] == '.' && !edge))
+			continue;
+		return false;
+	}
+	return true;
+}
+
+/* @s for a message: quoted, control and non-ASCII bytes escaped, at most 64 bytes of it. */
+static void quote_value(struct strbuf *out, const char *s)
+{
+	size_t n = strlen(s);
+	sb_addc(out, '"');
+	for (size_t i = 0; i < n && i < 64; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\')
+			sb_addf(out, "\\%c", ch);
+		else if (ch == '\n')
+			sb_adds(out, "\\n");
+		else if (ch < 0x20 || ch >= 0x7f)
+			sb_addf(out, "\\x%02x", ch);
+		else
+			sb_addc(out, (char)ch);
+	}
+	sb_adds(out, n > 64 ? "\"..." : "\"");
+}
+
+int cni_identity_check(const struct cni_identity *id, const char *ifname, struct strbuf *err)
+{
+	bool k8s = streq(id->orchestrator, "k8s");
+	if (!dns_name_ok(id->namespace, 63, false)) {
+		sb_adds(err, "K8S_POD_NAMESPACE ");
+		quote_value(err, id->namespace);
+		sb_adds(err, " is not a namespace name (1-63 lower case letters, digits and '-', "
+			     "starting and ending with a letter or digit)");
+		return -EINVAL;
+	}
+	if (!dns_name_ok(id->pod, 253, true)) {
+		sb_adds(err, k8s ? "K8S_POD_NAME " : "CNI_CONTAINERID ");
+		quote_value(err, id->pod);
+		sb_addf(err,
+			" is not a pod name (a DNS subdomain: 1-253 lower case letters, "
+			"digits, '-' and '.', each part starting and ending with a letter or "
+			"digit)%s",
+			k8s ? "" : "; without K8S_POD_NAME the container ID is the pod name");
+		return -EINVAL;
+	}
+	if (!dns_name_ok(ifname, 15, true)) {
+		sb_adds(err, "CNI_IFNAME ");
+		quote_value(err, ifname);
+		sb_adds(err, " cannot end a WorkloadEndpoint name (lower case letters, digits, '-' "
+			     "and '.', starting and ending with a letter or digit)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void cni_identity(struct arena *a, const struct br_labels *args, const char *container_id,
 		  struct cni_identity *out)
 {
@@ -464,6 +561,59 @@ char *cni_handle_id(struct arena *a, const char *network, const char *container_
 
 /* --- output documents ----------------------------------------------------------------------- */
 
+/* Length of the valid UTF-8 sequence at @s (1-4), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0; /* overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f; /* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90; /* overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f; /* above U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * A JSON string of text that may come from the request (names, paths): bytes
+ * that are not UTF-8 are written as "\xNN" text, so the document stays JSON.
+ */
+static void write_text(struct strbuf *out, const char *s)
+{
+	struct strbuf clean = STRBUF_INIT;
+	sb_init(&clean);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_len(p);
+		if (n) {
+			for (size_t i = 0; i < n; i++)
+				sb_addc(&clean, (char)p[i]);
+			p += n;
+		} else {
+			sb_addf(&clean, "\\x%02x", *p++);
+		}
+	}
+	json_write_string(out, sb_str(&clean));
+	sb_free(&clean);
+}
+
 static void write_ip(struct strbuf *out, const struct br_ip *ip)
 {
 	char b[IP_STRLEN];
@@ -493,14 +643,14 @@ void cni_result_write(struct strbuf *out, const char *version, const struct cni_
 		sb_adds(out, ",\"interfaces\":[");
 		for (size_t i = 0; i < r->n_ifaces; i++) {
 			sb_adds(out, i ? ",{\"name\":" : "{\"name\":");
-			json_write_string(out, r->ifaces[i].name);
+			write_text(out, r->ifaces[i].name);
 			if (r->ifaces[i].mac[0]) {
 				sb_adds(out, ",\"mac\":");
-				json_write_string(out, r->ifaces[i].mac);
+				write_text(out, r->ifaces[i].mac);
 			}
 			if (r->ifaces[i].sandbox) {
 				sb_adds(out, ",\"sandbox\":");
-				json_write_string(out, r->ifaces[i].sandbox);
+				write_text(out, r->ifaces[i].sandbox);
 			}
 			sb_addc(out, '}');
 		}
@@ -532,10 +682,10 @@ void cni_error_write(struct strbuf *out, const char *version, int code, const ch
 	json_write_string(out,
 			  version && cni_version_supported(version) ? version : CNI_LATEST_VERSION);
 	sb_addf(out, ",\"code\":%d,\"msg\":", code);
-	json_write_string(out, msg ? msg : "");
+	write_text(out, msg ? msg : "");
 	if (details && *details) {
 		sb_adds(out, ",\"details\":");
-		json_write_string(out, details);
+		write_text(out, details);
 	}
 	sb_adds(out, "}\n");
 }

@@ -42,6 +42,7 @@ enum cni_error_code {
 	CNI_ERR_NO_ADDRESS = 101, /* no free address, or the requested one is taken */
 	CNI_ERR_DATAPLANE = 102,  /* a kernel operation failed */
 	CNI_ERR_CHECK = 103,	  /* CHECK found the container's network not as created */
+	CNI_ERR_CONFLICT = 104,	  /* the container already has the interface or a route ADD adds */
 };
 
 #define CNI_DEFAULT_VERSION  "0.2.0" /* a configuration without cniVersion */
@@ -113,6 +114,18 @@ void cni_conf_free(struct cni_conf *c);
 int cni_args_parse(struct arena *a, const char *args, struct br_labels *out,
 		   struct strbuf *err) must_check;
 
+/*
+ * CNI_CONTAINERID as the spec allows it: 1-128 letters, digits, '-', '_' and '.'.
+ * (It becomes part of the IPAM handle and of datastore keys.)
+ */
+bool cni_container_id_valid(const char *id);
+/*
+ * CNI_IFNAME: a name the kernel takes for an interface (1-15 bytes, not "."
+ * or "..") and, as the plugins use it in names and keys, made of letters,
+ * digits, '-', '_' and '.' only.
+ */
+bool cni_ifname_valid(const char *ifname);
+
 /* Who the container is: from CNI_ARGS' K8S_POD_*, else the container ID stands in. */
 struct cni_identity {
 	const char *orchestrator; /* "k8s", or "cni" for a plain runtime */
@@ -121,6 +134,16 @@ struct cni_identity {
 };
 void cni_identity(struct arena *a, const struct br_labels *args, const char *container_id,
 		  struct cni_identity *out);
+/*
+ * Whether an ADD may write an endpoint for @id on interface @ifname: the
+ * namespace must be a DNS label and the pod name a DNS subdomain (as
+ * Kubernetes names them; for a plain runtime the container ID stands in for
+ * the pod), and @ifname, the last part of the endpoint's name, a DNS
+ * subdomain too (lower case). -EINVAL, with a sentence naming the variable
+ * to blame in @err, otherwise 0.
+ */
+int cni_identity_check(const struct cni_identity *id, const char *ifname,
+		       struct strbuf *err) must_check;
 
 /* "cali" + 11 hex of sha1("<namespace>.<pod>"). */
 void cni_host_veth_name(const char *ns, const char *pod, char out[16]);

@@ -1,8 +1,9 @@
 /*
  * The CNI documents without a kernel or a datastore: the network
  * configuration (fields, args conventions, prevResult, errors with their
- * codes), CNI_ARGS, the names the dataplane contract derives from a pod, and
- * result documents in each spec version.
+ * codes), CNI_ARGS, the checks ADD makes of the request before it touches
+ * IPAM or the dataplane, the names the dataplane contract derives from a
+ * pod, and result documents in each spec version.
  */
 #include "harness.h"
 
@@ -141,6 +142,99 @@ static void test_args_and_names(void **state)
 	arena_free(a);
 }
 
+static void identity_bad(const char *args, const char *ifname, const char *want)
+{
+	struct arena *a = arena_new();
+	struct br_labels l;
+	struct cni_identity id;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	assert_int_equal(cni_args_parse(a, args, &l, &err), 0);
+	cni_identity(a, &l, "0123abcd", &id);
+	assert_int_equal(cni_identity_check(&id, ifname, &err), -EINVAL);
+	if (!strstr(sb_str(&err), want))
+		fail_msg("message \"%s\" lacks \"%s\"", sb_str(&err), want);
+	sb_free(&err);
+	arena_free(a);
+}
+
+static void test_request_checks(void **state)
+{
+	assert_true(cni_container_id_valid("c1aaaa"));
+	assert_true(cni_container_id_valid("My_Container.1-x"));
+	assert_false(cni_container_id_valid(NULL));
+	assert_false(cni_container_id_valid(""));
+	assert_false(cni_container_id_valid("a/b"));
+	assert_false(cni_container_id_valid("a b"));
+	assert_false(cni_container_id_valid("a\nb"));
+	char long_id[130];
+	memset(long_id, 'a', 129);
+	long_id[129] = '\0';
+	assert_false(cni_container_id_valid(long_id));
+	long_id[128] = '\0';
+	assert_true(cni_container_id_valid(long_id));
+
+	assert_true(cni_ifname_valid("eth0"));
+	assert_true(cni_ifname_valid("net1"));
+	assert_true(cni_ifname_valid("eth0.100"));
+	assert_true(cni_ifname_valid("abcdefghijklmno")); /* 15 */
+	assert_false(cni_ifname_valid("abcdefghijklmnop"));
+	assert_false(cni_ifname_valid(""));
+	assert_false(cni_ifname_valid(NULL));
+	assert_false(cni_ifname_valid("."));
+	assert_false(cni_ifname_valid(".."));
+	assert_false(cni_ifname_valid("eth/0"));
+	assert_false(cni_ifname_valid("eth:0"));
+	assert_false(cni_ifname_valid("eth 0"));
+	assert_false(cni_ifname_valid("eth0\n"));
+
+	struct arena *a = arena_new();
+	struct br_labels l;
+	struct cni_identity id;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	assert_int_equal(cni_args_parse(a, "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-1.x", &l, &err),
+			 0);
+	cni_identity(a, &l, "0123abcd", &id);
+	assert_int_equal(cni_identity_check(&id, "eth0", &err), 0);
+	assert_int_equal(cni_identity_check(&id, "net1.5", &err), 0);
+	/* A plain runtime: the container ID is the pod name. */
+	assert_int_equal(cni_args_parse(a, "", &l, &err), 0);
+	cni_identity(a, &l, "0123abcd", &id);
+	assert_int_equal(cni_identity_check(&id, "eth0", &err), 0);
+	cni_identity(a, &l, "Upper_Case", &id);
+	assert_int_equal(cni_identity_check(&id, "eth0", &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "CNI_CONTAINERID \"Upper_Case\""));
+	assert_non_null(strstr(sb_str(&err), "without K8S_POD_NAME"));
+	sb_free(&err);
+	arena_free(a);
+
+	/* The value is quoted as JSON: a newline cannot start a new log line. */
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-1\nx", "eth0",
+		     "K8S_POD_NAME \"web-1\\nx\" is not a pod name");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=Web 1", "eth0", "K8S_POD_NAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web_1", "eth0", "K8S_POD_NAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=-web", "eth0", "K8S_POD_NAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-", "eth0", "K8S_POD_NAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web..1", "eth0", "K8S_POD_NAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-.1", "eth0", "K8S_POD_NAME");
+	identity_bad("K8S_POD_NAMESPACE=Shop;K8S_POD_NAME=web", "eth0", "K8S_POD_NAMESPACE");
+	identity_bad("K8S_POD_NAMESPACE=sh.op;K8S_POD_NAME=web", "eth0", "K8S_POD_NAMESPACE");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web", "eth_1", "CNI_IFNAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web", "Eth1", "CNI_IFNAME");
+	identity_bad("K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web", "eth0.", "CNI_IFNAME");
+	char name[300] = "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=";
+	size_t at = strlen(name);
+	memset(name + at, 'a', 254);
+	name[at + 254] = '\0';
+	identity_bad(name, "eth0", "1-253");
+	char ns[100] = "K8S_POD_NAME=web;K8S_POD_NAMESPACE=";
+	at = strlen(ns);
+	memset(ns + at, 'a', 64);
+	ns[at + 64] = '\0';
+	identity_bad(ns, "eth0", "1-63");
+}
+
 static void test_results(void **state)
 {
 	struct cni_result r = { .n_ifaces = 2, .ip_iface = 1, .gateway = true, .n_ips = 1 };
@@ -186,9 +280,8 @@ static void test_results(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_full_config),
-		cmocka_unit_test(test_config_errors),
-		cmocka_unit_test(test_args_and_names),
+		cmocka_unit_test(test_full_config),    cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_args_and_names), cmocka_unit_test(test_request_checks),
 		cmocka_unit_test(test_results),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
