@@ -9,6 +9,13 @@
  * (which takes its host end along), and the WorkloadEndpoint and host
  * interface only when the endpoint names this container ID: a newer sandbox
  * of the same pod keeps both.
+ *
+ * ADD checks everything it can before it touches IPAM or the dataplane: the
+ * names from the request, the WorkloadEndpoint it would write (decoded and
+ * validated with placeholder addresses), CNI_NETNS (plugin_start), and that
+ * the container has no interface CNI_IFNAME, default route or 169.254.1.1
+ * route yet. A failure after that undoes only what this ADD created: its veth
+ * and the addresses it added to the handle.
  */
 #include "plugin.h"
 
@@ -36,9 +43,8 @@ static struct jv *str(struct arena *a, const char *s)
 }
 
 /* The endpoint as a document, decoded by the model so it is validated like any resource. */
-static struct br_object *build_wep(struct plugin *p, const struct names *n,
-				   const struct ipam_assigned *ips, const char *pod_mac,
-				   struct strbuf *err)
+static struct br_object *build_wep(struct plugin *p, const struct names *n, const struct br_ip *ips,
+				   size_t n_ips, const char *pod_mac, struct strbuf *err)
 {
 	const struct cni_conf *c = p->conf;
 	struct arena *a = arena_new();
@@ -63,9 +69,9 @@ static struct br_object *build_wep(struct plugin *p, const struct names *n,
 	jv_add(a, spec, "pod", str(a, p->id.pod));
 	jv_add(a, spec, "endpoint", str(a, p->ifname));
 	struct jv *nets = jv_array(a);
-	for (size_t i = 0; i < ips->n; i++) {
+	for (size_t i = 0; i < n_ips; i++) {
 		char ip[IP_STRLEN];
-		jv_push(a, nets, jv_string(a, arena_printf(a, "%s/32", ip_str(&ips->ips[i], ip))));
+		jv_push(a, nets, jv_string(a, arena_printf(a, "%s/32", ip_str(&ips[i], ip))));
 	}
 	jv_add(a, spec, "ipNetworks", nets);
 	struct jv *profiles = jv_array(a);
@@ -128,20 +134,70 @@ static int write_wep(struct plugin *p, struct br_object *o, struct strbuf *err)
 }
 
 /*
- * After a failed ADD: remove what this call created. An address the handle
- * already held before (a repeated ADD) stays until the runtime's DEL.
+ * Everything an ADD can check before it changes anything: the names from
+ * CNI_ARGS and CNI_IFNAME, the WorkloadEndpoint it would write (with
+ * placeholder addresses and MAC), and the container's namespace. Fails (and
+ * exits) when something is wrong.
  */
-static void undo_add(struct plugin *p, const struct names *n, bool dataplane, bool reused)
+static void check_add(struct plugin *p, const struct names *n, const struct dp_spec *s)
+{
+	const struct cni_conf *c = p->conf;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (cni_identity_check(&p->id, p->ifname, &err) < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_INVALID_ENV, "invalid pod identity", details);
+	}
+	struct br_ip placeholder = ip4_from_u32(0xc0000201u); /* 192.0.2.1, TEST-NET-1 */
+	struct br_object *wep = build_wep(p, n, c->n_ips ? c->ips : &placeholder,
+					  c->n_ips ? c->n_ips : 1, "02:00:00:00:00:00", &err);
+	if (!wep) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_INVALID_CONFIG, "the WorkloadEndpoint would be invalid",
+			    details);
+	}
+	model_free(wep);
+	int r = dp_precheck(s, &err);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, r == -EEXIST ? CNI_ERR_CONFLICT : CNI_ERR_DATAPLANE,
+			    "the container's network is not free for this interface", details);
+	}
+	sb_free(&err);
+}
+
+/*
+ * After a failed ADD: remove what this call created (@made: the veth, when
+ * dp_setup() succeeded) and give back the addresses it added to the handle.
+ * What the handle already held (a retried ADD) stays until the runtime's DEL.
+ */
+static void undo_add(struct plugin *p, const struct dp_spec *s, const struct dp_made *made,
+		     const struct plugin_added *added)
 {
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (dataplane && dp_teardown(p->netns, p->ifname, n->host_if, &err) < 0)
+	if (made && dp_undo(s, made, &err) < 0)
 		log_warn("undoing the dataplane: %s", sb_str(&err));
 	sb_reset(&err);
-	if (!reused && plugin_release(p, &err) < 0)
+	if (plugin_unassign(p, added, &err) < 0)
 		log_warn("releasing %s after a failed ADD: %s (the runtime's DEL will retry)",
 			 p->handle, sb_str(&err));
 	sb_free(&err);
+}
+
+static int dp_code(int r)
+{
+	switch (r) {
+	case -EEXIST:
+		return CNI_ERR_CONFLICT;
+	case -ENOENT:
+		return CNI_ERR_UNKNOWN_CONTAINER;
+	default:
+		return CNI_ERR_DATAPLANE;
+	}
 }
 
 __attribute__((noreturn)) static void cmd_add(struct plugin *p)
@@ -149,37 +205,45 @@ __attribute__((noreturn)) static void cmd_add(struct plugin *p)
 	const struct cni_conf *c = p->conf;
 	struct names n;
 	names_of(p, &n);
-	struct ipam_assigned ips;
-	uint64_t t0 = now_ns();
-	plugin_assign(p, &ips);
-	uint64_t t1 = now_ns();
-
 	struct dp_spec s = { .host_if = n.host_if,
 			     .netns = p->netns,
+			     .netns_fd = p->netns_fd,
 			     .ifname = p->ifname,
-			     .mtu = (unsigned)c->mtu,
-			     .ips = ips.ips,
-			     .n_ips = ips.n };
+			     .mtu = (unsigned)c->mtu };
+	check_add(p, &n, &s);
+
+	struct ipam_assigned ips;
+	struct plugin_added added;
+	uint64_t t0 = now_ns();
+	plugin_assign(p, &ips, &added);
+	uint64_t t1 = now_ns();
+
+	s.ips = ips.ips;
+	s.n_ips = ips.n;
 	char pod_mac[18];
+	struct dp_made made;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	int r = dp_setup(&s, pod_mac, &err);
+	int r = dp_setup(&s, pod_mac, &made, &err);
 	uint64_t t2 = now_ns();
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
 		sb_free(&err);
-		undo_add(p, &n, false, ips.reused);
-		plugin_fail(p, r == -ENOENT ? CNI_ERR_UNKNOWN_CONTAINER : CNI_ERR_DATAPLANE,
-			    "cannot set up the pod's network", details);
+		undo_add(p, &s, NULL, &added);
+		plugin_fail(p, dp_code(r), "cannot set up the pod's network", details);
 	}
-	struct br_object *wep = build_wep(p, &n, &ips, pod_mac, &err);
-	r = wep ? write_wep(p, wep, &err) : -EINVAL;
+	struct br_object *wep = build_wep(p, &n, ips.ips, ips.n, pod_mac, &err);
+	bool built = wep != NULL;
+	r = built ? write_wep(p, wep, &err) : -EINVAL;
 	model_free(wep);
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
 		sb_free(&err);
-		undo_add(p, &n, true, ips.reused);
-		plugin_fail(p, r == -EINVAL ? CNI_ERR_INVALID_CONFIG : CNI_ERR_DATASTORE,
+		undo_add(p, &s, &made, &added);
+		plugin_fail(p,
+			    !built			      ? CNI_ERR_INVALID_CONFIG
+			    : r == -EAGAIN || r == -ETIMEDOUT ? CNI_ERR_TRY_AGAIN
+							      : CNI_ERR_DATASTORE,
 			    "cannot write the WorkloadEndpoint", details);
 	}
 	uint64_t t3 = now_ns();
@@ -307,6 +371,7 @@ __attribute__((noreturn)) static void cmd_check(struct plugin *p)
 		plugin_fail(p, CNI_ERR_CHECK, problem, n.wep);
 	struct dp_spec s = { .host_if = n.host_if,
 			     .netns = p->netns,
+			     .netns_fd = p->netns_fd,
 			     .ifname = p->ifname,
 			     .ips = held,
 			     .n_ips = nh };

@@ -15,7 +15,7 @@
 __attribute__((noreturn)) static void cmd_add(struct plugin *p)
 {
 	struct ipam_assigned ips;
-	plugin_assign(p, &ips);
+	plugin_assign(p, &ips, NULL);
 	struct cni_result res = { .ip_iface = -1 };
 	memcpy(res.ips, ips.ips, ips.n * sizeof(ips.ips[0]));
 	res.n_ips = ips.n;

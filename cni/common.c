@@ -39,6 +39,9 @@ static void write_all(int fd, const char *s, size_t n)
 static void plugin_cleanup(struct plugin *p)
 {
 	plugin_unlock(p);
+	if (p->netns_fd >= 0)
+		close(p->netns_fd);
+	p->netns_fd = -1;
 	ds_close(p->ds);
 	p->ds = NULL;
 	ds_config_free_storage(&p->storage);
@@ -48,6 +51,20 @@ static void plugin_cleanup(struct plugin *p)
 	p->a = NULL;
 	if (p->log_fd > 2)
 		close(p->log_fd);
+}
+
+/* Text from the request may hold anything: stderr gets it on one line, other than ASCII escaped. */
+static void print_escaped(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
 }
 
 void plugin_fail(struct plugin *p, int code, const char *msg, const char *details)
@@ -64,8 +81,13 @@ void plugin_fail(struct plugin *p, int code, const char *msg, const char *detail
 		  msg, details && *details ? ": " : "", details ? details : "", code);
 	if (p->log_fd > 2) {
 		/* Runtimes show stderr to the operator. */
-		fprintf(stderr, "%s: %s%s%s\n", p->prog, msg, details && *details ? ": " : "",
-			details ? details : "");
+		fprintf(stderr, "%s: ", p->prog);
+		print_escaped(stderr, msg);
+		if (details && *details) {
+			fputs(": ", stderr);
+			print_escaped(stderr, details);
+		}
+		fputc('\n', stderr);
 	}
 	sb_free(&out);
 	plugin_cleanup(p);
@@ -123,19 +145,22 @@ static enum plugin_cmd parse_cmd(struct plugin *p, const char *s)
 		    s ? s : "(unset)");
 }
 
-/* A container ID and interface name become key and name parts: keep them tame. */
-static bool safe_token(const char *s, size_t max)
+/* CNI_NETNS must be a network namespace; it stays open so that it cannot change under us. */
+static void open_netns(struct plugin *p)
 {
-	size_t n = strlen(s);
-	if (!n || n > max)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z') &&
-		    !(ch >= '0' && ch <= '9') && ch != '-' && ch != '_' && ch != '.')
-			return false;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = dp_netns_open(p->netns, &p->netns_fd, &err);
+	if (r < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		if (r == -ENOENT || r == -ENOTDIR)
+			plugin_fail(p, CNI_ERR_UNKNOWN_CONTAINER,
+				    "the container's network namespace does not exist", p->netns);
+		plugin_fail(p, r == -EINVAL ? CNI_ERR_INVALID_ENV : CNI_ERR_IO, "invalid CNI_NETNS",
+			    details);
 	}
-	return true;
+	sb_free(&err);
 }
 
 void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
@@ -144,6 +169,7 @@ void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 	p->started_ns = now_ns();
 	p->prog = prog;
 	p->lock_fd = -1;
+	p->netns_fd = -1;
 	p->log_fd = 2;
 	p->a = arena_new();
 	/* Until a log file is known, errors go to stderr only at error level. */
@@ -194,16 +220,22 @@ void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 	p->container_id = env("CNI_CONTAINERID");
 	p->netns = env("CNI_NETNS");
 	p->ifname = env("CNI_IFNAME");
-	if (!p->container_id || !safe_token(p->container_id, 128))
+	if (!cni_container_id_valid(p->container_id))
 		plugin_fail(p, CNI_ERR_INVALID_ENV,
-			    "CNI_CONTAINERID must be set (letters, digits, '-', '_', '.')", NULL);
-	if (p->ifname && (strlen(p->ifname) >= 16 || !safe_token(p->ifname, 15)))
-		plugin_fail(p, CNI_ERR_INVALID_ENV, "CNI_IFNAME is not a valid interface name",
-			    p->ifname);
+			    "CNI_CONTAINERID must be set (letters, digits, '-', '_', '.')",
+			    p->container_id);
+	if (p->ifname && !cni_ifname_valid(p->ifname))
+		plugin_fail(
+			p, CNI_ERR_INVALID_ENV,
+			"CNI_IFNAME is not a valid interface name (1-15 letters, digits, '-', '_' "
+			"and '.'; not \".\" or \"..\")",
+			p->ifname);
 	/* An IPAM plugin never enters the namespace. */
 	bool needs_ns = (p->cmd == CMD_ADD || p->cmd == CMD_CHECK) && streq(prog, "brindle-cni");
 	if (needs_ns && (!p->netns || !p->ifname))
 		plugin_fail(p, CNI_ERR_INVALID_ENV, "CNI_NETNS and CNI_IFNAME must be set", NULL);
+	if (needs_ns)
+		open_netns(p);
 	if (!p->ifname)
 		p->ifname = "eth0";
 	if (cni_args_parse(p->a, env("CNI_ARGS"), &p->args, &err) < 0) {
@@ -302,7 +334,7 @@ void plugin_unlock(struct plugin *p)
 	}
 }
 
-void plugin_assign(struct plugin *p, struct ipam_assigned *out)
+void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_added *added)
 {
 	const struct cni_conf *c = p->conf;
 	struct br_labels secondary = { 0 };
@@ -322,7 +354,12 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out)
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	plugin_lock(p);
-	int r = ipam_assign(p->ds, &req, out, &err);
+	/* What the handle held before, so that a failed ADD gives back only what it added. */
+	struct br_ip held[CNI_MAX_IPS];
+	size_t n_held = 0;
+	int r = added ? ipam_handle_ips(p->ds, p->handle, held, CNI_MAX_IPS, &n_held, &err) : 0;
+	if (r == 0)
+		r = ipam_assign(p->ds, &req, out, &err);
 	plugin_unlock(p);
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
@@ -330,9 +367,50 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out)
 		plugin_fail(p, plugin_ipam_code(r), "IPAM could not assign an address", details);
 	}
 	sb_free(&err);
+	if (added) {
+		*added = (struct plugin_added){ .new_handle = n_held == 0 };
+		for (size_t i = 0; i < out->n && added->n < CNI_MAX_IPS; i++) {
+			bool had = false;
+			for (size_t k = 0; k < n_held; k++)
+				had |= ip_equal(&held[k], &out->ips[i]);
+			if (!had)
+				added->ips[added->n++] = out->ips[i];
+		}
+	}
 	char ip[IP_STRLEN];
 	log_info("%s: %s %s for %s/%s on %s", p->handle, out->reused ? "kept" : "assigned",
 		 ip_str(&out->ips[0], ip), p->id.namespace, p->id.pod, p->node);
+}
+
+int plugin_unassign(struct plugin *p, const struct plugin_added *added, struct strbuf *err)
+{
+	if (!added->n)
+		return 0; /* a retried ADD: the handle's addresses wait for the runtime's DEL */
+	int64_t now = time(NULL);
+	long timeout = p->conf->ipam_timeout_s ? p->conf->ipam_timeout_s * 1000 : 0;
+	int r = 0;
+	size_t n = 0;
+	plugin_lock(p);
+	if (added->new_handle) {
+		r = ipam_release_handle(p->ds, p->handle, now, timeout, &n, err);
+	} else {
+		for (size_t i = 0; i < added->n && r == 0; i++) {
+			char *holder = NULL;
+			r = ipam_release_ip(p->ds, &added->ips[i], now, &holder, err);
+			if (r == -ENOENT)
+				r = 0; /* already free */
+			else if (r == 0)
+				n++;
+			if (holder && !streq(holder, p->handle))
+				log_warn("%s: released address held by %s", p->handle, holder);
+			free(holder);
+		}
+	}
+	plugin_unlock(p);
+	if (r == 0)
+		log_info("%s: gave back %zu address(es) after a failed ADD%s", p->handle, n,
+			 added->new_handle ? "" : "; the handle keeps what it held before");
+	return r;
 }
 
 int plugin_release(struct plugin *p, struct strbuf *err)

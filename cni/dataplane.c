@@ -6,7 +6,13 @@
  * "<ip>/32 dev caliX scope link" route with protocol 80, which felix
  * recognises as ours. The plugin runs in the host namespace (whatever
  * namespace the runtime runs it in); the container's is reached through
- * CNI_NETNS.
+ * CNI_NETNS, opened once and checked to be a network namespace.
+ *
+ * What is ours in the container: only the interface CNI_IFNAME this ADD
+ * created and what hangs on it. A container that already has that
+ * interface, a default route or a route to 169.254.1.1 is refused before
+ * anything is created (routes are added, never replaced), so a failed ADD
+ * cannot take the container's existing network with it.
  */
 #include "plugin.h"
 
@@ -15,9 +21,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const uint8_t host_mac[6] = { 0xee, 0xee, 0xee, 0xee, 0xee, 0xee };
@@ -117,6 +127,179 @@ static int del_link(struct nl *nl, const char *name, struct strbuf *err)
 	return r == -ENODEV ? 0 : r;
 }
 
+/* Delete link @ifindex if it is still the one named @name. */
+static int del_link_index(struct nl *nl, int ifindex, const char *name, struct strbuf *err)
+{
+	struct nl_link_list links = { 0 };
+	int r = dump_links(nl, &links);
+	if (r < 0) {
+		sb_addf(err, "listing links: %s", strerror(-r));
+		return r;
+	}
+	const struct nl_link *l = nl_link_by_index(&links, ifindex);
+	if (l && !streq(l->name, name)) {
+		sb_addf(err, "interface #%d is now %s, not %s; leaving it", ifindex, l->name, name);
+		r = -ESTALE;
+	} else if (l) {
+		struct nl_batch *b = nl_batch_new();
+		struct nl_link del;
+		nl_link_init(&del);
+		del.ifindex = ifindex;
+		nl_batch_link(b, NL_DEL, &del);
+		r = apply(nl, b, err);
+		nl_batch_free(b);
+		if (r == -ENODEV)
+			r = 0;
+	}
+	nl_link_list_free(&links);
+	return r;
+}
+
+/* Netlink in the container's namespace, entered through the descriptor we checked. */
+static int open_pod(const struct dp_spec *s, struct nl **pod, struct strbuf *err)
+{
+	char path[64];
+	if (s->netns_fd >= 0)
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", s->netns_fd);
+	int r = nl_open_kernel_netns(s->netns_fd >= 0 ? path : s->netns, pod);
+	if (r < 0)
+		sb_addf(err, "cannot enter %s: %s", s->netns, strerror(-r));
+	return r;
+}
+
+int dp_netns_open(const char *path, int *out, struct strbuf *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		int e = errno;
+		if (e == ENOENT || e == ENOTDIR)
+			sb_addf(err, "%s does not exist", path);
+		else
+			sb_addf(err, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	/* A namespace file is a regular file; a FIFO would block open(), a device could act. */
+	if (!S_ISREG(st.st_mode)) {
+		sb_addf(err, "%s is not a network namespace (not a namespace file)", path);
+		return -EINVAL;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+		sb_addf(err, "cannot open %s: %s", path, strerror(e));
+		return -e;
+	}
+	int type = ioctl(fd, NS_GET_NSTYPE);
+	if (type != CLONE_NEWNET) {
+		sb_addf(err, "%s is not a network namespace%s", path,
+			type < 0 ? " (not a namespace file)" : " (another kind of namespace)");
+		close(fd);
+		return -EINVAL;
+	}
+	*out = fd;
+	return 0;
+}
+
+static void route_str(const struct nl_route *rt, const struct nl_link_list *links,
+		      struct strbuf *out)
+{
+	char ip[IP_STRLEN];
+	if (rt->type != RTN_UNICAST)
+		sb_addf(out, " of type %u", rt->type);
+	if (rt->gw.family)
+		sb_addf(out, " via %s", ip_str(&rt->gw, ip));
+	if (rt->oif) {
+		const struct nl_link *l = nl_link_by_index(links, rt->oif);
+		if (l)
+			sb_addf(out, " dev %s", l->name);
+		else
+			sb_addf(out, " dev #%d", rt->oif);
+	}
+}
+
+/*
+ * What dp_setup would add must not be there yet: the interface, a default or
+ * gateway route; and the host interface it replaces must not be the one that
+ * connects this very container (a veth pair whose ends name each other).
+ */
+static int pod_conflicts(struct nl *host, struct nl *pod, const struct dp_spec *s,
+			 struct strbuf *err)
+{
+	struct nl_link_list links = { 0 };
+	struct nl_route_list routes = { 0 };
+	struct nl_route_filter f = { .family = AF_INET, .table = RT_TABLE_MAIN };
+	int r = dump_links(pod, &links);
+	if (r < 0) {
+		sb_addf(err, "listing the container's interfaces: %s", strerror(-r));
+		return r;
+	}
+	if (nl_link_by_name(&links, s->ifname)) {
+		sb_addf(err, "the container already has an interface %s", s->ifname);
+		r = -EEXIST;
+		goto out;
+	}
+	r = dump_routes(pod, &f, &routes);
+	if (r < 0) {
+		sb_addf(err, "listing the container's routes: %s", strerror(-r));
+		goto out;
+	}
+	struct br_ip gw = gateway();
+	for (size_t i = 0; i < routes.n; i++) {
+		const struct nl_route *rt = &routes.v[i];
+		if (rt->table != RT_TABLE_MAIN || rt->dst.ip.family != AF_INET)
+			continue;
+		if (rt->dst.len == 0) {
+			sb_adds(err, "the container already has a default route");
+		} else if (rt->dst.len == 32 && ip_equal(&rt->dst.ip, &gw)) {
+			sb_adds(err, "the container already has a route to " CNI_GATEWAY);
+		} else {
+			continue;
+		}
+		route_str(rt, &links, err);
+		sb_addf(err,
+			"; brindle-cni connects a pod's only (default) network and does not "
+			"replace its routes, so it cannot add %s as a second network",
+			s->ifname);
+		r = -EEXIST;
+		break;
+	}
+	if (r < 0)
+		goto out;
+	struct nl_link old;
+	if (find_link(host, s->host_if, &old) == 0 && streq(old.kind, "veth")) {
+		for (size_t i = 0; i < links.n; i++) {
+			const struct nl_link *l = &links.v[i];
+			if (!streq(l->kind, "veth") || l->parent != old.ifindex ||
+			    old.parent != l->ifindex)
+				continue;
+			sb_addf(err,
+				"the host interface %s already connects this container (as %s)",
+				s->host_if, l->name);
+			r = -EEXIST;
+			goto out;
+		}
+	}
+out:
+	nl_route_list_free(&routes);
+	nl_link_list_free(&links);
+	return r;
+}
+
+int dp_precheck(const struct dp_spec *s, struct strbuf *err)
+{
+	struct nl *host = NULL, *pod = NULL;
+	int r = nl_open_kernel(&host);
+	if (r < 0)
+		sb_addf(err, "netlink: %s", strerror(-r));
+	else
+		r = open_pod(s, &pod, err);
+	if (r == 0)
+		r = pod_conflicts(host, pod, s, err);
+	nl_close(pod);
+	nl_close(host);
+	return r;
+}
+
 static struct nl_route host_route(const struct br_ip *ip, int oif)
 {
 	struct nl_route r = { .family = AF_INET,
@@ -182,7 +365,8 @@ static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], s
 			       .oif = l.ifindex };
 	gw.dst.ip = gateway();
 	gw.dst.len = 32;
-	nl_batch_route(b, NL_REPLACE, &gw);
+	/* Added, never replaced: a route the container has is not ours to take. */
+	nl_batch_route(b, NL_ADD, &gw);
 	struct nl_route def = { .family = AF_INET,
 				.protocol = RTPROT_BOOT,
 				.scope = RT_SCOPE_UNIVERSE,
@@ -193,7 +377,7 @@ static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], s
 				.onlink = true };
 	def.dst.ip = ip4_from_u32(0);
 	def.dst.len = 0;
-	nl_batch_route(b, NL_REPLACE, &def);
+	nl_batch_route(b, NL_ADD, &def);
 	r = apply(pod, b, err);
 	nl_batch_free(b);
 	return r;
@@ -231,28 +415,21 @@ static int host_routes(struct nl *host, const struct dp_spec *s, int oif, struct
 	return r;
 }
 
-int dp_setup(const struct dp_spec *s, char pod_mac[18], struct strbuf *err)
+int dp_setup(const struct dp_spec *s, char pod_mac[18], struct dp_made *made, struct strbuf *err)
 {
 	struct nl *host = NULL, *pod = NULL;
-	int nsfd = open(s->netns, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0) {
-		int e = errno;
-		sb_addf(err, "cannot open the container's namespace %s: %s", s->netns, strerror(e));
-		return -e;
-	}
+	int host_ifindex = 0;
+	bool created = false;
 	int r = nl_open_kernel(&host);
-	if (r == 0)
-		r = nl_open_kernel_netns(s->netns, &pod);
 	if (r < 0) {
 		sb_addf(err, "netlink: %s", strerror(-r));
 		goto out;
 	}
-	struct nl_link existing;
-	if (find_link(pod, s->ifname, &existing) == 0) {
-		sb_addf(err, "the container already has an interface %s", s->ifname);
-		r = -EEXIST;
+	if ((r = open_pod(s, &pod, err)) < 0)
 		goto out;
-	}
+	/* Again here: the container may have changed since dp_precheck(). */
+	if ((r = pod_conflicts(host, pod, s, err)) < 0)
+		goto out;
 	/* A previous sandbox of the same pod leaves a host interface of the same name. */
 	if ((r = del_link(host, s->host_if, err)) < 0)
 		goto out;
@@ -263,7 +440,7 @@ int dp_setup(const struct dp_spec *s, char pod_mac[18], struct strbuf *err)
 	snprintf(veth.name, sizeof(veth.name), "%s", s->host_if);
 	snprintf(veth.kind, sizeof(veth.kind), "veth");
 	snprintf(veth.peer_name, sizeof(veth.peer_name), "%s", s->ifname);
-	veth.peer_netns_fd = nsfd;
+	veth.peer_netns_fd = s->netns_fd;
 	veth.mtu = s->mtu;
 	memcpy(veth.mac, host_mac, 6);
 	veth.has_mac = true;
@@ -271,23 +448,26 @@ int dp_setup(const struct dp_spec *s, char pod_mac[18], struct strbuf *err)
 	r = apply(host, b, err);
 	nl_batch_free(b);
 	if (r < 0)
-		goto out;
+		goto out; /* nothing created */
+	created = true;
 
 	struct nl_link hl;
 	r = find_link(host, s->host_if, &hl);
+	if (r == 0)
+		host_ifindex = hl.ifindex;
 	if (r == 0 && memcmp(hl.mac, host_mac, 6) != 0) {
 		sb_addf(err, "%s did not take MAC %s", s->host_if, CNI_HOST_MAC);
 		r = -EIO;
 	}
 	if (r < 0)
-		goto undo;
+		goto out;
 	struct sysctl *sc = sysctl_open_kernel();
 	int changed = 0;
 	r = sysctl_workload_iface(sc, s->host_if, &changed);
 	sysctl_close(sc);
 	if (r < 0) {
 		sb_addf(err, "sysctls of %s: %s", s->host_if, strerror(-r));
-		goto undo;
+		goto out;
 	}
 	b = nl_batch_new();
 	struct nl_link up;
@@ -301,19 +481,33 @@ int dp_setup(const struct dp_spec *s, char pod_mac[18], struct strbuf *err)
 		r = pod_side(pod, s, pod_mac, err);
 	if (r == 0)
 		r = host_routes(host, s, hl.ifindex, err);
-	if (r == 0)
-		goto out;
-undo:;
-	struct strbuf ignored = STRBUF_INIT;
-	sb_init(&ignored);
-	if (del_link(host, s->host_if, &ignored) < 0) {
-		/* Reported with the original error; nothing more to do here. */
-	}
-	sb_free(&ignored);
 out:
+	if (r < 0 && created) {
+		/* Only the veth this call made (its pod end and routes go with it). */
+		struct strbuf ignored = STRBUF_INIT;
+		sb_init(&ignored);
+		int u = host_ifindex ? del_link_index(host, host_ifindex, s->host_if, &ignored)
+				     : del_link(host, s->host_if, &ignored);
+		(void)u; /* reported with the original error; nothing more to do here */
+		sb_free(&ignored);
+	}
+	if (r == 0)
+		made->host_ifindex = host_ifindex;
 	nl_close(pod);
 	nl_close(host);
-	close(nsfd);
+	return r;
+}
+
+int dp_undo(const struct dp_spec *s, const struct dp_made *made, struct strbuf *err)
+{
+	struct nl *host;
+	int r = nl_open_kernel(&host);
+	if (r < 0) {
+		sb_addf(err, "netlink: %s", strerror(-r));
+		return r;
+	}
+	r = del_link_index(host, made->host_ifindex, s->host_if, err);
+	nl_close(host);
 	return r;
 }
 
@@ -321,19 +515,25 @@ int dp_teardown(const char *netns, const char *ifname, const char *host_if, stru
 {
 	int r = 0;
 	if (netns && *netns && ifname && *ifname) {
-		struct nl *pod;
-		r = nl_open_kernel_netns(netns, &pod);
-		if (r == -ENOENT || r == -EINVAL) {
-			r = 0; /* the namespace is gone, and the veth with it */
+		struct dp_spec s = { .netns = netns, .netns_fd = -1 };
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		struct nl *pod = NULL;
+		r = dp_netns_open(netns, &s.netns_fd, &why);
+		if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
+			/* Gone, and the veth with it; or no namespace, which no ADD used. */
+			r = 0;
 		} else if (r < 0) {
-			sb_addf(err, "cannot enter %s: %s", netns, strerror(-r));
-			return r;
-		} else {
+			sb_adds(err, sb_str(&why));
+		} else if ((r = open_pod(&s, &pod, err)) == 0) {
 			r = del_link(pod, ifname, err);
 			nl_close(pod);
-			if (r < 0)
-				return r;
 		}
+		sb_free(&why);
+		if (s.netns_fd >= 0)
+			close(s.netns_fd);
+		if (r < 0)
+			return r;
 	}
 	if (host_if) {
 		struct nl *host;
@@ -401,10 +601,9 @@ int dp_check(const struct dp_spec *s, struct strbuf *err)
 	int r = nl_open_kernel(&host);
 	if (r < 0)
 		return check_fail(err, "netlink: %s", strerror(-r));
-	r = nl_open_kernel_netns(s->netns, &pod);
-	if (r < 0) {
+	if (open_pod(s, &pod, err) < 0) {
 		nl_close(host);
-		return check_fail(err, "cannot enter %s: %s", s->netns, strerror(-r));
+		return -EIO;
 	}
 	struct nl_link hl;
 	if (find_link(host, s->host_if, &hl) < 0) {
