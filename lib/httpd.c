@@ -43,6 +43,7 @@ struct httpd {
 	httpd_handler fn;
 	void *ctx;
 	struct conn *oldest, *newest;
+	struct conn *spare; /* closed ones, for reuse: a flood churns through them */
 	struct loop_timer *timer;
 	uint64_t timer_at;     /* when the timer fires; 0: not armed */
 	uint64_t paused_until; /* accepting paused until then; 0: not paused */
@@ -88,7 +89,8 @@ static void conn_close(struct conn *c)
 		h->newest = c->prev;
 	h->stats.connections--;
 	sb_free(&c->out);
-	free(c);
+	c->next = h->spare;
+	h->spare = c;
 }
 
 /*
@@ -226,17 +228,25 @@ static struct conn *victim(struct httpd *h, const struct conn *keep)
 
 static void conn_open(struct httpd *h, int fd)
 {
-	struct conn *c = xcalloc(1, sizeof(*c));
-	c->h = h;
-	c->fd = fd;
-	c->deadline = now_ms() + HTTPD_REQUEST_MS;
-	sb_init(&c->out);
+	struct conn *c = h->spare ? h->spare : xmalloc(sizeof(*c));
 	if (loop_add_fd(h->l, fd, EPOLLIN, conn_io, c) < 0) {
 		close(fd);
-		sb_free(&c->out);
-		free(c);
+		if (c != h->spare)
+			free(c);
 		return;
 	}
+	if (c == h->spare)
+		h->spare = c->next;
+	/* The input buffer is not cleared: in_len says what is in it. The answer's is
+	 * allocated when there is one. */
+	c->h = h;
+	c->fd = fd;
+	c->writing = false;
+	c->deadline = now_ms() + HTTPD_REQUEST_MS;
+	c->next = NULL;
+	c->out = (struct strbuf)STRBUF_INIT;
+	c->out_off = 0;
+	c->in_len = 0;
 	c->prev = h->newest;
 	if (h->newest)
 		h->newest->next = c;
@@ -410,6 +420,11 @@ void httpd_stop(struct httpd *h)
 		return;
 	while (h->oldest)
 		conn_close(h->oldest);
+	while (h->spare) {
+		struct conn *c = h->spare;
+		h->spare = c->next;
+		free(c);
+	}
 	loop_del_fd(h->l, h->fd);
 	close(h->fd);
 	if (h->reserve >= 0)
