@@ -276,32 +276,36 @@ static void pause_accepting(struct httpd *h)
 
 /*
  * Out of file descriptors. A pending connection keeps a level-triggered
- * listener readable, so leaving it there would spin the loop. Close our
- * oldest connection still waiting for its request, so this one gets its
- * descriptor; failing that, give up the reserve descriptor to accept the
- * connection and close it at once (libev's and nginx's way). True when a
- * descriptor was made free or a connection dropped.
+ * listener readable, so leaving it there would spin the loop: give up the
+ * reserve descriptor to accept it (libev's and nginx's way), then close our
+ * oldest connection still waiting for its request to have the reserve back,
+ * or else the new one. 1 when a connection was taken, 0 when none was pending
+ * (accept checks for a free descriptor first), or a negative errno.
  */
-static bool out_of_descriptors(struct httpd *h)
+static int out_of_descriptors(struct httpd *h)
 {
-	struct conn *v = h->oldest;
-	while (v && v->writing)
-		v = v->next;
-	if (v) {
-		h->stats.evicted++;
-		conn_close(v);
-		return true;
-	}
 	if (h->reserve < 0)
-		return false;
+		return -EMFILE;
 	close(h->reserve);
-	int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int e = errno;
 	if (fd >= 0) {
-		close(fd);
-		h->stats.dropped++;
+		struct conn *v = h->oldest;
+		while (v && v->writing)
+			v = v->next;
+		if (v) {
+			h->stats.evicted++;
+			conn_close(v);
+			conn_open(h, fd);
+		} else {
+			h->stats.dropped++;
+			close(fd);
+		}
 	}
 	h->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd >= 0;
+	if (fd >= 0)
+		return 1;
+	return e == EAGAIN || e == EWOULDBLOCK ? 0 : -e;
 }
 
 static void on_accept(struct loop *l, int lfd, uint32_t events, void *ctx)
@@ -316,9 +320,11 @@ static void on_accept(struct loop *l, int lfd, uint32_t events, void *ctx)
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			break;
 		if (errno == EMFILE || errno == ENFILE) {
-			if (out_of_descriptors(h))
+			int r = out_of_descriptors(h);
+			if (r > 0)
 				continue;
-			pause_accepting(h);
+			if (r < 0)
+				pause_accepting(h);
 			break;
 		}
 		if (errno == ENOBUFS || errno == ENOMEM) {

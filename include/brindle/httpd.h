@@ -13,17 +13,19 @@
  *   not an idle time, so trickling bytes does not extend it), and the answer
  *   must be written within HTTPD_ANSWER_MS of being ready; otherwise the
  *   connection is closed. One timer is armed for the earliest deadline.
- * - Out of file descriptors (EMFILE, ENFILE), the server closes its oldest
- *   connection still waiting for a request, or else gives up a reserve
- *   descriptor (/dev/null, opened at start) to accept the pending connection
- *   and close it at once, so the level-triggered listener does not spin the
- *   loop; it serves again as soon as descriptors are free. Without memory or
+ * - Out of file descriptors (EMFILE, ENFILE), the server gives up a reserve
+ *   descriptor (/dev/null, opened at start) to accept the pending connection,
+ *   then closes its oldest connection still waiting for a request to get the
+ *   reserve back, or else the new connection at once; so the level-triggered
+ *   listener does not spin the loop, a prompt request is still answered, and
+ *   the server serves as before once descriptors are free. Without memory or
  *   a reserve, accepting pauses for 100 ms.
  * - The listen backlog is 1024 (capped by net.core.somaxconn), so a burst of
  *   connections does not drop a probe's SYN.
  * - Writes never raise SIGPIPE.
  * So a server uses at most HTTPD_MAX_CONNECTIONS + 3 descriptors (listener,
- * timer, reserve), and 8 KiB of buffer per connection plus the answers.
+ * timer, reserve), and 8 KiB of buffer per connection plus the answers (the
+ * buffers of closed connections are kept for the next ones, up to the peak).
  */
 #ifndef BRINDLE_HTTPD_H
 #define BRINDLE_HTTPD_H
