@@ -930,18 +930,35 @@ static void load_globals(struct builder *b)
 		b->me->has[BGP_V4] ? b->me->ip_str[BGP_V4] : hashed_router_id(b->a, b->me->name);
 }
 
-/* BIRD's strings have no escapes: a password with '"' or a line break cannot be written. */
+/*
+ * Why BIRD cannot use @pw, or NULL. Its strings have no escapes, so '"' and
+ * line breaks cannot be written (nor, here, any control character), and the
+ * kernel takes TCP MD5 keys of at most 80 bytes (TCP_MD5SIG_MAXKEYLEN):
+ * BIRD's check passes a longer one, and the session then never comes up.
+ */
+const char *bgp_password_problem(const char *pw)
+{
+	if (!*pw)
+		return "it is empty";
+	if (strlen(pw) > BGP_PASSWORD_MAX)
+		return "it is longer than 80 bytes, the kernel's limit for a TCP MD5 key";
+	for (const char *p = pw; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '"')
+			return "it holds '\"', a line break or another control character, which "
+			       "BIRD's configuration cannot express";
+	return NULL;
+}
+
 static void drop_unwritable_passwords(struct builder *b, int f)
 {
 	struct svec *sv = &b->sessions[f];
 	size_t k = 0;
 	for (size_t i = 0; i < sv->n; i++) {
 		const char *pw = sv->v[i].password;
-		if (pw && (strpbrk(pw, "\"\n\r") || !*pw)) {
-			problem(b,
-				"%s: the password for %s is empty or holds '\"' or a line break, "
-				"which BIRD's configuration cannot express; no session",
-				sv->v[i].origin, sv->v[i].peer_ip);
+		const char *why = pw ? bgp_password_problem(pw) : NULL;
+		if (why) {
+			problem(b, "%s: the password for %s cannot be used: %s; no session",
+				sv->v[i].origin, sv->v[i].peer_ip, why);
 			continue;
 		}
 		sv->v[k++] = sv->v[i];

@@ -44,6 +44,11 @@
  * and 0, or a negative errno with a message in @err. Called only for
  * sessions this node has.
  */
+/* TCP MD5 keys are at most this long (the kernel's TCP_MD5SIG_MAXKEYLEN). */
+#define BGP_PASSWORD_MAX 80
+/* Why BIRD and the kernel cannot use password @pw, or NULL when they can. */
+const char *bgp_password_problem(const char *pw);
+
 typedef int (*bgp_password_fn)(void *ctx, const struct br_bgp_password *p, struct arena *a,
 			       const char **out, struct strbuf *err);
 

@@ -45,6 +45,7 @@ struct opts {
 	const char *bird;
 	const char *bird_socket;
 	const char *secrets_dir;
+	const char *password_env_prefix;
 	const char *health_host;
 	int health_port;
 	int64_t settle_ms, max_delay_ms, resync_ms;
@@ -447,6 +448,7 @@ static void usage(FILE *f)
 		"  --bird PATH            BRINDLE_BIRD; bird (used for bird -p -c)\n"
 		"  --bird-socket PATH     BRINDLE_BIRD_SOCKET; %s\n"
 		"  --secrets-dir DIR      BRINDLE_SECRETS_DIR; %s\n"
+		"  --password-env-prefix P  BRINDLE_PASSWORD_ENV_PREFIX; %s (\"\": none)\n"
 		"  --health-host HOST     BRINDLE_CONFD_HEALTH_HOST; 127.0.0.1\n"
 		"  --health-port PORT     BRINDLE_CONFD_HEALTH_PORT; 9098 (0: off)\n"
 		"  --settle DURATION      BRINDLE_CONFD_SETTLE; 100ms of quiet before applying\n"
@@ -458,7 +460,8 @@ static void usage(FILE *f)
 		"  --datastore-type, --etcd-endpoints, --etcd-ca-cert-file, --etcd-cert-file,\n"
 		"  --etcd-key-file        as for brindlectl (BRINDLE_DATASTORE_TYPE, ...)\n"
 		"See docs/confd.md.\n",
-		BRINDLE_TEMPLATES_DIR, BIRD_CTL_DEFAULT_SOCKET, SECRETS_DEFAULT_DIR);
+		BRINDLE_TEMPLATES_DIR, BIRD_CTL_DEFAULT_SOCKET, SECRETS_DEFAULT_DIR,
+		SECRETS_DEFAULT_ENV_PREFIX);
 }
 
 static const char *env_or(const char *name, const char *def)
@@ -493,6 +496,10 @@ static int parse_args(int argc, char **argv, struct opts *o, struct ds_config *c
 	o->bird = env_or("BRINDLE_BIRD", "bird");
 	o->bird_socket = env_or("BRINDLE_BIRD_SOCKET", BIRD_CTL_DEFAULT_SOCKET);
 	o->secrets_dir = env_or("BRINDLE_SECRETS_DIR", SECRETS_DEFAULT_DIR);
+	/* Set but empty turns passwords from the environment off. */
+	o->password_env_prefix = getenv("BRINDLE_PASSWORD_ENV_PREFIX")
+					 ? getenv("BRINDLE_PASSWORD_ENV_PREFIX")
+					 : SECRETS_DEFAULT_ENV_PREFIX;
 	o->health_host = env_or("BRINDLE_CONFD_HEALTH_HOST", "127.0.0.1");
 	*log_level = env_or("BRINDLE_LOG_LEVEL", "info");
 	*log_format = env_or("BRINDLE_LOG_FORMAT", "text");
@@ -518,6 +525,7 @@ static int parse_args(int argc, char **argv, struct opts *o, struct ds_config *c
 		{ "--etcd-ca-cert-file", 15 },
 		{ "--etcd-cert-file", 16 },
 		{ "--etcd-key-file", 17 },
+		{ "--password-env-prefix", 18 },
 	};
 	const char **slots[] = { &o->node,
 				 &o->output_dir,
@@ -536,7 +544,8 @@ static int parse_args(int argc, char **argv, struct opts *o, struct ds_config *c
 				 &endpoints,
 				 &cfg->etcd_ca_file,
 				 &cfg->etcd_cert_file,
-				 &cfg->etcd_key_file };
+				 &cfg->etcd_key_file,
+				 &o->password_env_prefix };
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 		if (streq(arg, "--help") || streq(arg, "-h")) {
@@ -646,6 +655,7 @@ static int run(struct confd *c, const struct ds_config *cfg)
 	}
 	c->out = output_new(c->o.output_dir, c->o.bird, 10000);
 	c->secrets.dir = c->o.secrets_dir;
+	c->secrets.env_prefix = c->o.password_env_prefix;
 	c->loop = loop_new();
 	if (!c->loop) {
 		log_error("cannot create the event loop: %s", strerror(errno));

@@ -6,6 +6,7 @@
 #include <brindle/cni.h>
 #include <brindle/hash.h>
 #include <brindle/json.h>
+#include <brindle/model.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -432,24 +433,11 @@ bool cni_ifname_valid(const char *ifname)
 	return ifname && token_ok(ifname, 15) && !streq(ifname, ".") && !streq(ifname, "..");
 }
 
-static bool lower_alnum(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-}
-
-/* RFC 1123: [a-z0-9]([-a-z0-9]*[a-z0-9])?, with '.' between such labels when @dots. */
+/* RFC 1123 names (the model's checks), at most @max bytes; @dots: a subdomain. */
 static bool dns_name_ok(const char *s, size_t max, bool dots)
 {
-	size_t n = strlen(s);
-	if (!n || n > max)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		bool edge = i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.';
-		if (lower_alnum(s[i]) || (s[i] == '-' && !edge) || (dots && s[i] == '.' && !edge))
-			continue;
-		return false;
-	}
-	return true;
+	const char *why;
+	return strlen(s) <= max && (dots ? valid_dns_subdomain(s, &why) : valid_dns_label(s, &why));
 }
 
 /* @s for a message: quoted, control and non-ASCII bytes escaped, at most 64 bytes of it. */

@@ -142,8 +142,6 @@ void check_nonempty_item(struct model_ctx *c, const char *s);
 
 bool valid_label_key(const char *s, const char **why);
 bool valid_label_value(const char *s, const char **why);
-bool valid_dns_label(const char *s, const char **why);
-bool valid_dns_subdomain(const char *s, const char **why);
 bool valid_port_name(const char *s, const char **why);
 
 /* Kind tables (model_kinds.c). */

@@ -680,10 +680,13 @@ static const struct model_field cidr_entry_fields[] = {
 };
 static MODEL_STRUCT(cidr_entry_desc, struct br_cidr_entry, cidr_entry_fields);
 
-/* "aa:nn" (standard, 16-bit parts) or "aa:nn:mm" (large, 32-bit parts) community. */
-static void check_community_value(struct model_ctx *c, const void *field)
+/*
+ * "aa:nn" (standard, 16-bit parts) or "aa:nn:mm" (large, 32-bit parts): what
+ * BIRD takes as (aa,nn) and (aa,nn,mm). Anything else would make the rendered
+ * configuration fail its check, and with it every node using the resource.
+ */
+bool community_valid(const char *s)
 {
-	const char *s = *(const char *const *)field;
 	size_t parts = 1, digits = 0;
 	bool ok = true;
 	for (const char *p = s; ok && *p; p++) {
@@ -700,8 +703,17 @@ static void check_community_value(struct model_ctx *c, const void *field)
 		unsigned long long v = strtoull(p, NULL, 10);
 		ok = v <= (parts == 2 ? 65535ull : 4294967295ull);
 	}
-	if (!ok)
-		model_err(c, "\"%s\" is not a community (aa:nn or aa:nn:mm)", s);
+	return ok;
+}
+
+static void check_community_value(struct model_ctx *c, const void *field)
+{
+	const char *s = *(const char *const *)field;
+	if (!community_valid(s))
+		model_err(c,
+			  "\"%s\" is not a community: aa:nn with parts up to 65535, or a large "
+			  "community aa:nn:mm with parts up to 4294967295",
+			  s);
 }
 
 static const struct model_field community_fields[] = {
@@ -734,15 +746,64 @@ static void check_password(struct model_ctx *c, const void *obj)
 		model_err(c, "exactly one of secretKeyRef, file or env is required");
 }
 
+/* A password file: a path inside confd's secrets directory (confd checks where it leads). */
+static void check_password_file(struct model_ctx *c, const void *field)
+{
+	const char *s = *(const char *const *)field;
+	bool ok = *s && strlen(s) <= 255;
+	for (const char *p = s; ok && *p; p++)
+		ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
+	for (const char *p = s; ok && p; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
+		ok = !(p[0] == '.' && p[1] == '.' && (p[2] == '/' || !p[2]));
+	if (!ok)
+		model_err(c,
+			  "\"%s\" is not a password file path (printable, no \"..\"; confd reads "
+			  "only files inside its secrets directory)",
+			  s);
+}
+
+static void check_env_name(struct model_ctx *c, const void *field)
+{
+	const char *s = *(const char *const *)field;
+	bool ok = *s && strlen(s) <= 128 && !isdigit((unsigned char)*s);
+	for (const char *p = s; ok && *p; p++)
+		ok = isalnum((unsigned char)*p) || *p == '_';
+	if (!ok)
+		model_err(c, "\"%s\" is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+			  s);
+}
+
 static const struct model_field password_fields[] = {
 	MF("secretKeyRef", MF_PTR, struct br_bgp_password, secret_key_ref, .sub = &secret_ref_desc),
-	MF("file", MF_STRING, struct br_bgp_password, file),
-	MF("env", MF_STRING, struct br_bgp_password, env),
+	MF("file", MF_STRING, struct br_bgp_password, file, .check = check_password_file),
+	MF("env", MF_STRING, struct br_bgp_password, env, .check = check_env_name),
 };
 static MODEL_STRUCT(password_desc, struct br_bgp_password, password_fields,
 		    .check = check_password);
 
 static const char *const log_levels[] = { "Debug", "Info", "Warning", "Error", "Fatal", NULL };
+
+/*
+ * BGP times as BIRD and the protocol take them: a graceful restart time fits
+ * the capability's 12 bits (RFC 4724: at most 4095 s); a keepalive is 1 s to
+ * half of BIRD's hold time (240 s), or BIRD refuses or warns.
+ */
+static void check_restart_time(struct model_ctx *c, const void *field)
+{
+	const struct br_duration *d = field;
+	if (d->text && (d->ms < 0 || d->ms > 4095 * 1000ll))
+		model_err(c, "%s is not a graceful restart time from 0s to 4095s (BGP's limit)",
+			  d->text);
+}
+
+static void check_keepalive_time(struct model_ctx *c, const void *field)
+{
+	const struct br_duration *d = field;
+	if (d->text && (d->ms <= 0 || d->ms > 120 * 1000ll))
+		model_err(c,
+			  "%s is not a keepalive time from 1s to 120s (half of BIRD's hold time)",
+			  d->text);
+}
 
 static const struct model_field bgpconfig_fields[] = {
 	MF("logSeverityScreen", MF_STRING, struct br_bgpconfig_spec, log_severity_screen,
@@ -768,7 +829,7 @@ static const struct model_field bgpconfig_fields[] = {
 	MF("nodeMeshPassword", MF_PTR, struct br_bgpconfig_spec, node_mesh_password,
 	   .sub = &password_desc),
 	MF("nodeMeshMaxRestartTime", MF_CUSTOM, struct br_bgpconfig_spec,
-	   node_mesh_max_restart_time, .codec = &codec_duration),
+	   node_mesh_max_restart_time, .codec = &codec_duration, .check = check_restart_time),
 };
 
 static void check_bgpconfig_spec(struct model_ctx *c, const void *obj)
@@ -779,16 +840,21 @@ static void check_bgpconfig_spec(struct model_ctx *c, const void *obj)
 		const struct br_prefix_adv *pa = &s->prefix_advertisements[i];
 		for (size_t j = 0; j < pa->n_communities; j++) {
 			const char *name = pa->communities[j];
-			bool known = strchr(name, ':') != NULL;
-			for (size_t k = 0; !known && k < s->n_communities; k++)
+			bool literal = strchr(name, ':') != NULL;
+			bool known = literal && community_valid(name);
+			for (size_t k = 0; !literal && !known && k < s->n_communities; k++)
 				known = streq(s->communities[k].name, name);
 			if (!known) {
 				size_t m = model_push(c, "prefixAdvertisements");
 				model_push_index(c, i);
 				model_push(c, "communities");
 				model_push_index(c, j);
-				model_err(c, "community \"%s\" is not defined in communities",
-					  name);
+				if (literal)
+					check_community_value(c, &name);
+				else
+					model_err(c,
+						  "community \"%s\" is not defined in communities",
+						  name);
 				model_pop(c, m);
 			}
 		}
@@ -827,12 +893,12 @@ static const struct model_field bgppeer_fields[] = {
 	MF("sourceAddress", MF_STRING, struct br_bgppeer_spec, source_address,
 	   .enum_values = E("UseNodeIP", "None")),
 	MF("maxRestartTime", MF_CUSTOM, struct br_bgppeer_spec, max_restart_time,
-	   .codec = &codec_duration),
+	   .codec = &codec_duration, .check = check_restart_time),
 	MF("numAllowedLocalASNumbers", MF_OPT_INT, struct br_bgppeer_spec,
 	   num_allowed_local_as_numbers, .min = 1, .max = 10),
 	MF("ttlSecurity", MF_OPT_INT, struct br_bgppeer_spec, ttl_security, .min = 1, .max = 255),
 	MF("keepaliveTime", MF_CUSTOM, struct br_bgppeer_spec, keepalive_time,
-	   .codec = &codec_duration),
+	   .codec = &codec_duration, .check = check_keepalive_time),
 	MF("reachableBy", MF_STRING, struct br_bgppeer_spec, reachable_by, .check = check_ip),
 	MF("localASNumber", MF_CUSTOM, struct br_bgppeer_spec, local_as_number,
 	   .codec = &codec_asn),

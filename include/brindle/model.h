@@ -856,6 +856,13 @@ const char *model_id(const struct br_object *o, char *buf, size_t size);
  */
 bool iface_reserved(const char *name);
 
+/* RFC 1123 names as Kubernetes checks them; false with the reason in *why. */
+bool valid_dns_label(const char *s, const char **why);
+bool valid_dns_subdomain(const char *s, const char **why);
+
+/* A BGP community as BIRD takes it: "aa:nn" (16-bit parts) or large "aa:nn:mm" (32-bit). */
+bool community_valid(const char *s);
+
 int duration_parse(const char *s, int64_t *ms) must_check;
 /* Parse "1.10" or "64512"; -EINVAL when malformed. */
 int asn_parse(const char *s, uint32_t *out) must_check;

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# A datastore change that renders a configuration BIRD rejects (keepalive
-# longer than the hold time) leaves the running configuration untouched: the
-# files stay byte for byte, BIRD is not reconfigured and its sessions stay
-# up; readiness says why, a metric counts it, the error is logged once. The
-# fix goes through. An operator's broken template is refused the same way.
+# A datastore change that renders a configuration BIRD rejects leaves the
+# running configuration untouched: the files stay byte for byte, BIRD is not
+# reconfigured and its sessions stay up; readiness says why, a metric counts
+# it, the error is logged once. The fix goes through. The model keeps every
+# resource within what BIRD takes (tests/integration/test_confd_bird_check),
+# so what renders a bad configuration here is an operator's template that
+# breaks only with some data (a keepalive longer than the hold time, for
+# peers with a password); a template that does not render at all is refused
+# the same way. And brindlectl refuses the keepalive that used to get through.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/confd.sh"
 
@@ -27,10 +31,16 @@ YAML
 "$BRINDLECTL" apply -f "$BT_DIR/cluster.yaml" >/dev/null
 confd_affinity node-2 10.244.2.0/26
 confd_switch
+mkdir -p "$BT_DIR/tpl" "$BT_DIR/secrets"
+cp "$CONFD_TEMPLATES"/*.mustache "$BT_DIR/tpl/"
+sed -i 's/^{{#password}}$/{{#password}}\n\tkeepalive time 300;/' "$BT_DIR/tpl/_session.mustache"
+grep -q 'keepalive time 300' "$BT_DIR/tpl/_session.mustache" || bt_fail "template not changed"
+printf 'peer-secret\n' >"$BT_DIR/secrets/router"
 for i in 1 2; do
 	confd_node "node-$i" "10.99.0.1$i/24"
-	confd_start "node-$i"
 done
+confd_start node-1 --templates "$BT_DIR/tpl"
+confd_start node-2
 for i in 1 2; do
 	confd_bird "node-$i"
 done
@@ -43,11 +53,22 @@ reconfigured() { confd_birdc node-1 show status | grep 'Last reconfiguration'; }
 before=$(sums)
 reconf_before=$(reconfigured)
 
-cat >"$BT_DIR/bad-peer.yaml" <<'YAML'
+# The model refuses a keepalive BIRD cannot take, with the field named.
+if "$BRINDLECTL" apply -f - >/dev/null 2>"$BT_DIR/err" <<'YAML'; then
 apiVersion: projectcalico.org/v3
 kind: BGPPeer
 metadata: {name: router}
 spec: {node: node-1, peerIP: 10.99.0.1, asNumber: 65000, keepaliveTime: 5m}
+YAML
+	bt_fail "brindlectl took keepaliveTime: 5m"
+fi
+bt_expect_contains "the keepalive error" "spec.keepaliveTime: 5m is not a keepalive time" "$(cat "$BT_DIR/err")"
+
+cat >"$BT_DIR/bad-peer.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: BGPPeer
+metadata: {name: router}
+spec: {node: node-1, peerIP: 10.99.0.1, asNumber: 65000, password: {file: router}}
 YAML
 "$BRINDLECTL" apply -f "$BT_DIR/bad-peer.yaml" >/dev/null
 bt_wait_for 20 "readiness to report the rejected configuration" \
@@ -75,7 +96,7 @@ out=$(find "$BT_DIR/node-1" -name '.stage-*')
 bt_expect_eq "no staging directories left" "" "$out"
 
 # The fix is installed and loaded.
-sed -i 's/keepaliveTime: 5m/keepaliveTime: 20s/' "$BT_DIR/bad-peer.yaml"
+sed -i 's/password: {file: router}/keepaliveTime: 20s/' "$BT_DIR/bad-peer.yaml"
 "$BRINDLECTL" apply -f "$BT_DIR/bad-peer.yaml" >/dev/null
 bt_wait_for 20 "node-1's confd to be ready again" sh -c "ip netns exec $(confd_ns node-1) curl -sf http://127.0.0.1:9098/readiness"
 grep -q "keepalive time 20;" "$BT_DIR/node-1/bird_peers.conf" || bt_fail "the fixed peer is not in the configuration"

@@ -101,14 +101,14 @@ static void test_secrets(void **state)
 	f = fopen(spath, "w");
 	fputs("from-secret\r\n", f);
 	fclose(f);
-	setenv("BRINDLE_TEST_PW", "from-env", 1);
+	setenv("BRINDLE_BGP_PASSWORD_TEST", "from-env", 1);
 
-	struct secrets s = { .dir = dir };
+	struct secrets s = { .dir = dir, .env_prefix = SECRETS_DEFAULT_ENV_PREFIX };
 	struct arena *a = arena_new();
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	const char *out;
-	struct br_bgp_password p = { .env = "BRINDLE_TEST_PW" };
+	struct br_bgp_password p = { .env = "BRINDLE_BGP_PASSWORD_TEST" };
 	assert_int_equal(secrets_password(&s, &p, a, &out, &err), 0);
 	assert_string_equal(out, "from-env");
 	p = (struct br_bgp_password){ .file = path };
@@ -125,10 +125,11 @@ static void test_secrets(void **state)
 	sb_reset(&err);
 	assert_int_equal(secrets_password(&s, &p, a, &out, &err), -ENOENT);
 	assert_non_null(strstr(sb_str(&err), "/bgp/absent: No such file or directory"));
-	p = (struct br_bgp_password){ .env = "BRINDLE_TEST_PW_UNSET" };
+	p = (struct br_bgp_password){ .env = "BRINDLE_BGP_PASSWORD_UNSET" };
 	sb_reset(&err);
 	assert_int_equal(secrets_password(&s, &p, a, &out, &err), -ENOENT);
-	assert_string_equal(sb_str(&err), "environment variable BRINDLE_TEST_PW_UNSET is not set");
+	assert_string_equal(sb_str(&err),
+			    "environment variable BRINDLE_BGP_PASSWORD_UNSET is not set");
 
 	f = fopen(path, "w");
 	for (int i = 0; i < SECRET_MAX_BYTES + 10; i++)

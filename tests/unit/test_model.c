@@ -365,10 +365,12 @@ static const struct bad bad_inputs[] = {
 	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16, natoutgoing: true}\n",
 	  D1 "spec.natoutgoing: unknown field" },
 	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16}\nextra: 1\n", D1 "extra: unknown field" },
-	{ "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}",
+	{ "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"a\",\"name\":"
+	  "\"b\"}}",
 	  D1 "metadata.name: duplicate field" },
 	/* Metadata */
-	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16}\n" "metadata: {}\n",
+	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16}\n"
+		    "metadata: {}\n",
 	  "test.yaml: document 1: line 5: duplicate key \"metadata\"" },
 	{ "apiVersion: projectcalico.org/v3\nkind: IPPool\nspec: {cidr: 10.0.0.0/16}\n",
 	  D1 "metadata.name: required" },
@@ -398,12 +400,13 @@ static const struct bad bad_inputs[] = {
 	{ "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\nstatus: {phase: Gone}\n",
 	  D1 "status.phase: \"Gone\" is not one of Active or Terminating" },
 	/* Kubernetes NetworkPolicy */
-	{ NP_HEAD "spec:\n  ingress:\n  - ports:\n    - port: 80\n    - port: 81\n      endPort: 79\n",
+	{ NP_HEAD
+	  "spec:\n  ingress:\n  - ports:\n    - port: 80\n    - port: 81\n      endPort: 79\n",
 	  D1 "spec.ingress[0].ports[1].endPort: must be >= port (81)" },
 	{ NP_HEAD "spec: {egress: [{ports: [{endPort: 90}]}]}\n",
 	  D1 "spec.egress[0].ports[0].endPort: requires port to be set" },
-	{ NP_HEAD "spec: {egress: [{ports: [{port: http, endPort: 90}]}]}\n",
-	  D1 "spec.egress[0].ports[0].endPort: requires a numeric port, not the port name \"http\"" },
+	{ NP_HEAD "spec: {egress: [{ports: [{port: http, endPort: 90}]}]}\n", D1
+	  "spec.egress[0].ports[0].endPort: requires a numeric port, not the port name \"http\"" },
 	{ NP_HEAD "spec: {ingress: [{ports: [{port: 70000}]}]}\n",
 	  D1 "spec.ingress[0].ports[0].port: 70000 is out of range (1-65535)" },
 	{ NP_HEAD "spec: {ingress: [{ports: [{port: 0}]}]}\n",
@@ -436,30 +439,37 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.ingress[0].from[0].ipBlock.cidr: \"10.0.0.1\" is not a valid CIDR" },
 	{ NP_HEAD "spec: {ingress: [{from: [{ipBlock: {except: [10.1.0.0/16]}}]}]}\n",
 	  D1 "spec.ingress[0].from[0].ipBlock.cidr: required" },
-	{ NP_HEAD "spec: {ingress: [{from: [{ipBlock: {cidr: 10.0.0.0/16, except: [10.1.0.0/24]}}]}]}\n",
-	  D1 "spec.ingress[0].from[0].ipBlock.except[0]: \"10.1.0.0/24\" must be a strict subset of "
-	     "cidr 10.0.0.0/16" },
-	{ NP_HEAD "spec: {ingress: [{from: [{ipBlock: {cidr: 10.0.0.0/16, except: [10.0.0.0/16]}}]}]}\n",
-	  D1 "spec.ingress[0].from[0].ipBlock.except[0]: \"10.0.0.0/16\" must be a strict subset of "
-	     "cidr 10.0.0.0/16" },
+	{ NP_HEAD
+	  "spec: {ingress: [{from: [{ipBlock: {cidr: 10.0.0.0/16, except: [10.1.0.0/24]}}]}]}\n",
+	  D1
+	  "spec.ingress[0].from[0].ipBlock.except[0]: \"10.1.0.0/24\" must be a strict subset of "
+	  "cidr 10.0.0.0/16" },
+	{ NP_HEAD
+	  "spec: {ingress: [{from: [{ipBlock: {cidr: 10.0.0.0/16, except: [10.0.0.0/16]}}]}]}\n",
+	  D1
+	  "spec.ingress[0].from[0].ipBlock.except[0]: \"10.0.0.0/16\" must be a strict subset of "
+	  "cidr 10.0.0.0/16" },
 	{ NP_HEAD "spec: {podSelector: {matchExpressions: [{key: app, operator: In}]}}\n",
 	  D1 "spec.podSelector.matchExpressions[0].values: must be non-empty for operator In" },
-	{ NP_HEAD "spec: {podSelector: {matchExpressions: [{key: app, operator: Exists, values: [a]}]}}\n",
+	{ NP_HEAD
+	  "spec: {podSelector: {matchExpressions: [{key: app, operator: Exists, values: [a]}]}}\n",
 	  D1 "spec.podSelector.matchExpressions[0].values: must be empty for operator Exists" },
-	{ NP_HEAD "spec: {podSelector: {matchExpressions: [{key: app, operator: Equals, values: [a]}]}}\n",
+	{ NP_HEAD
+	  "spec: {podSelector: {matchExpressions: [{key: app, operator: Equals, values: [a]}]}}\n",
 	  D1 "spec.podSelector.matchExpressions[0].operator: \"Equals\" is not one of In, NotIn, "
 	     "Exists or DoesNotExist" },
 	{ NP_HEAD "spec: {podSelector: {matchExpressions: [{operator: Exists}]}}\n",
 	  D1 "spec.podSelector.matchExpressions[0].key: required" },
-	{ NP_HEAD "spec: {podSelector: {matchLabels: {role: \"db x\"}}}\n",
-	  D1 "spec.podSelector.matchLabels: value \"db x\" of role: must consist of letters, digits, "
-	     "'-', '_' and '.', and start and end with a letter or digit" },
+	{ NP_HEAD "spec: {podSelector: {matchLabels: {role: \"db x\"}}}\n", D1
+	  "spec.podSelector.matchLabels: value \"db x\" of role: must consist of letters, digits, "
+	  "'-', '_' and '.', and start and end with a letter or digit" },
 	{ NP_HEAD "spec: {policyTypes: [Ingress, Ingress]}\n",
 	  D1 "spec.policyTypes[1]: duplicate value \"Ingress\"" },
 	{ NP_HEAD "spec: {policyTypes: [Inbound]}\n",
 	  D1 "spec.policyTypes[0]: \"Inbound\" is not one of Ingress or Egress" },
 	{ NP_HEAD "spec: {ingress: {from: []}}\n", D1 "spec.ingress: must be a list" },
-	{ NP_HEAD "spec: {podSelector: []}\n", D1 "spec.podSelector: must be an object, not a list" },
+	{ NP_HEAD "spec: {podSelector: []}\n",
+	  D1 "spec.podSelector: must be an object, not a list" },
 	/* Calico policy */
 	{ CP_HEAD "spec: {ingress: [{protocol: TCP}]}\n", D1 "spec.ingress[0].action: required" },
 	{ CP_HEAD "spec: {ingress: [{action: allow}]}\n",
@@ -473,12 +483,14 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.ingress[0].destination.ports: requires protocol TCP, UDP, SCTP or UDPLite" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: ICMP, source: {notPorts: [53]}}]}\n",
 	  D1 "spec.ingress[0].source.notPorts: requires protocol TCP, UDP, SCTP or UDPLite" },
-	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: TCP, destination: {ports: ['90:80']}}]}\n",
+	{ CP_HEAD
+	  "spec: {ingress: [{action: Allow, protocol: TCP, destination: {ports: ['90:80']}}]}\n",
 	  D1 "spec.ingress[0].destination.ports[0]: port range \"90:80\" has its minimum above its "
 	     "maximum" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: TCP, destination: {ports: [0]}}]}\n",
 	  D1 "spec.ingress[0].destination.ports[0]: port 0 is out of range (1-65535)" },
-	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: TCP, destination: {ports: ['1:99999']}}]}\n",
+	{ CP_HEAD
+	  "spec: {ingress: [{action: Allow, protocol: TCP, destination: {ports: ['1:99999']}}]}\n",
 	  D1 "spec.ingress[0].destination.ports[0]: \"1:99999\" is not a valid port range (min:max "
 	     "within 1-65535)" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: TCP, icmp: {type: 8}}]}\n",
@@ -489,7 +501,8 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.ingress[0].icmp.type: 255 is out of range (0-254)" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, ipVersion: 5}]}\n",
 	  D1 "spec.ingress[0].ipVersion: must be 4 or 6" },
-	{ CP_HEAD "spec: {ingress: [{action: Allow, ipVersion: 6, source: {nets: [10.0.0.0/8]}}]}\n",
+	{ CP_HEAD
+	  "spec: {ingress: [{action: Allow, ipVersion: 6, source: {nets: [10.0.0.0/8]}}]}\n",
 	  D1 "spec.ingress[0].source.nets[0]: \"10.0.0.0/8\" is not an IPv6 network (ipVersion is "
 	     "6)" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, source: {nets: [10.0.0.0/33]}}]}\n",
@@ -526,20 +539,22 @@ static const struct bad bad_inputs[] = {
 	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16, blockSize: 26.5}\n",
 	  D1 "spec.blockSize: must be an integer" },
 	/* Node, BGP */
-	{ NODE_HEAD "spec: {bgp: {ipv4Address: 'fd00::1/64'}}\n",
-	  D1 "spec.bgp.ipv4Address: \"fd00::1/64\" is not a valid IPv4 address with prefix length" },
+	{ NODE_HEAD "spec: {bgp: {ipv4Address: 'fd00::1/64'}}\n", D1
+	  "spec.bgp.ipv4Address: \"fd00::1/64\" is not a valid IPv4 address with prefix length" },
 	{ NODE_HEAD "spec: {bgp: {asNumber: 70000.1}}\n",
 	  D1 "spec.bgp.asNumber: \"70000.1\" is not an AS number (0-4294967295, or dotted "
 	     "0-65535.0-65535)" },
 	{ NODE_HEAD "spec: {bgp: {asNumber: 4294967296}}\n",
 	  D1 "spec.bgp.asNumber: \"4294967296\" is not an AS number (0-4294967295, or dotted "
 	     "0-65535.0-65535)" },
-	{ NODE_HEAD "spec: {bgp: {asNumber: 0}}\n", D1 "spec.bgp.asNumber: AS number 0 is reserved" },
+	{ NODE_HEAD "spec: {bgp: {asNumber: 0}}\n",
+	  D1 "spec.bgp.asNumber: AS number 0 is reserved" },
 	{ NODE_HEAD "spec: {bgp: {routeReflectorClusterID: abc}}\n",
 	  D1 "spec.bgp.routeReflectorClusterID: \"abc\" is not a valid IPv4 address" },
 	{ NODE_HEAD "spec: {vxlanTunnelMACAddr: 'ee:ee:ee'}\n",
 	  D1 "spec.vxlanTunnelMACAddr: \"ee:ee:ee\" is not a valid MAC address" },
-	{ PEER_HEAD "spec: {asNumber: 65000}\n", D1 "spec: one of peerIP or peerSelector is required" },
+	{ PEER_HEAD "spec: {asNumber: 65000}\n",
+	  D1 "spec: one of peerIP or peerSelector is required" },
 	{ PEER_HEAD "spec: {peerIP: 10.0.0.1}\n", D1 "spec.asNumber: required with peerIP" },
 	{ PEER_HEAD "spec: {peerIP: '10.0.0.1:99999', asNumber: 65000}\n",
 	  D1 "spec.peerIP: \"10.0.0.1:99999\" is not a valid peer address (IP, IP:port or "
@@ -556,10 +571,48 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.asNumber: can only be set in the default BGPConfiguration" },
 	{ BGPC_HEAD "metadata: {name: global}\nspec: {}\n",
 	  D1 "metadata.name: must be \"default\" or \"node.<node name>\"" },
-	{ BGPC_HEAD "metadata: {name: default}\nspec: {logSeverityScreen: chatty}\n",
-	  D1 "spec.logSeverityScreen: \"chatty\" is not one of Debug, Info, Warning, Error or Fatal" },
-	{ BGPC_HEAD "metadata: {name: default}\nspec: {communities: [{name: a, value: '1:2:3:4'}]}\n",
-	  D1 "spec.communities[0].value: \"1:2:3:4\" is not a community (aa:nn or aa:nn:mm)" },
+	{ BGPC_HEAD "metadata: {name: default}\nspec: {logSeverityScreen: chatty}\n", D1
+	  "spec.logSeverityScreen: \"chatty\" is not one of Debug, Info, Warning, Error or Fatal" },
+	{ BGPC_HEAD
+	  "metadata: {name: default}\nspec: {communities: [{name: a, value: '1:2:3:4'}]}\n",
+	  D1 "spec.communities[0].value: \"1:2:3:4\" is not a community: aa:nn with parts up to "
+	     "65535, or a large community aa:nn:mm with parts up to 4294967295" },
+	/* The trust review: values that reach BIRD within BIRD's limits. */
+	{ BGPC_HEAD
+	  "metadata: {name: default}\n"
+	  "spec: {prefixAdvertisements: [{cidr: 10.0.0.0/8, communities: ['99999999999:1']}]}\n",
+	  D1 "spec.prefixAdvertisements[0].communities[0]: \"99999999999:1\" is not a community: "
+	     "aa:nn with parts up to 65535, or a large community aa:nn:mm with parts up to "
+	     "4294967295" },
+	{ BGPC_HEAD
+	  "metadata: {name: default}\n"
+	  "spec: {prefixAdvertisements: [{cidr: 10.0.0.0/8, communities: ['65000:1;']}]}\n",
+	  D1 "spec.prefixAdvertisements[0].communities[0]: \"65000:1;\" is not a community: "
+	     "aa:nn with parts up to 65535, or a large community aa:nn:mm with parts up to "
+	     "4294967295" },
+	{ PEER_HEAD "spec: {peerIP: 10.0.0.1, asNumber: 1, keepaliveTime: 5m}\n",
+	  D1 "spec.keepaliveTime: 5m is not a keepalive time from 1s to 120s (half of BIRD's hold "
+	     "time)" },
+	{ PEER_HEAD "spec: {peerIP: 10.0.0.1, asNumber: 1, maxRestartTime: 2h}\n", D1
+	  "spec.maxRestartTime: 2h is not a graceful restart time from 0s to 4095s (BGP's limit)" },
+	{ PEER_HEAD "spec: {peerIP: 10.0.0.1, asNumber: 1, password: {file: '../../etc/shadow'}}\n",
+	  D1 "spec.password.file: \"../../etc/shadow\" is not a password file path (printable, no "
+	     "\"..\"; confd reads only files inside its secrets directory)" },
+	{ PEER_HEAD "spec: {peerIP: 10.0.0.1, asNumber: 1, password: {env: 'A-B'}}\n",
+	  D1 "spec.password.env: \"A-B\" is not an environment variable name "
+	     "([A-Za-z_][A-Za-z0-9_]*)" },
+	{ WEP_HEAD "spec: {interfaceName: eth0, ipNetworks: [0.0.0.0/0]}\n",
+	  D1 "spec.ipNetworks[0]: \"0.0.0.0/0\" is a default route; a workload's networks are its "
+	     "own addresses" },
+	{ WEP_HEAD "spec: {interfaceName: tunl0, ipNetworks: [10.0.0.1/32]}\n", D1
+	  "spec.interfaceName: \"tunl0\" is a host interface felix owns; a workload cannot claim "
+	  "it" },
+	{ FELIX_HEAD "metadata: {name: default}\nspec: {policyEventLogFile: 'logs/x.log'}\n",
+	  D1 "spec.policyEventLogFile: \"logs/x.log\" is not a file name or an absolute path of a "
+	     "file (felix writes the event log only in its event log directory)" },
+	{ FELIX_HEAD "metadata: {name: default}\nspec: {prometheusMetricsHost: 'all'}\n",
+	  D1 "spec.prometheusMetricsHost: \"all\" is not an IPv4 address, localhost or empty (all "
+	     "addresses)" },
 	{ BGPC_HEAD "metadata: {name: default}\n"
 		    "spec: {prefixAdvertisements: [{cidr: 10.0.0.0/8, communities: [nope]}]}\n",
 	  D1 "spec.prefixAdvertisements[0].communities[0]: community \"nope\" is not defined in "
@@ -588,7 +641,8 @@ static const struct bad bad_inputs[] = {
 	{ "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {name: h}\n"
 	  "spec: {node: n}\n",
 	  D1 "spec: one of interfaceName or expectedIPs is required" },
-	{ "apiVersion: projectcalico.org/v3\nkind: IPAMConfiguration\nmetadata: {name: x}\nspec: {}\n",
+	{ "apiVersion: projectcalico.org/v3\nkind: IPAMConfiguration\nmetadata: {name: x}\nspec: "
+	  "{}\n",
 	  D1 "metadata.name: must be \"default\"" },
 	/* Syntax */
 	{ "apiVersion: v1\nkind: Namespace\nmetadata: {name: a\n",
