@@ -564,6 +564,9 @@ int main(int argc, char **argv)
 	f.dpp = dp_policy_new(f.ipt, f.ips);
 	f.loop = loop_new();
 	make_metrics(&f);
+	/* A peer that closes early must not kill felix on a write (the HTTP server uses
+	 * MSG_NOSIGNAL; this covers every other socket). */
+	signal(SIGPIPE, SIG_IGN);
 	if (loop_add_signal(f.loop, SIGTERM, on_signal, &f) < 0 ||
 	    loop_add_signal(f.loop, SIGINT, on_signal, &f) < 0 ||
 	    loop_add_fd(f.loop, nl_monitor_fd(f.mon), EPOLLIN, on_monitor, &f) < 0) {
