@@ -1,0 +1,47 @@
+# The Kubernetes test control plane for shell tests (source after common.sh):
+# scripts/kube-testenv's servers, which ./scripts/test builds before the tiers
+# run. A test of the kube tier fails (never skips) when they are not built.
+#   kube_up DIR [NETNS]          a control plane in DIR (inside NETNS if given), ready
+#   kube_down DIR                stop it; nothing is left
+#   kube_kubectl KUBECONFIG ARGS...   kubectl against it (in its namespace)
+#   kube_testenv ARGS...         scripts/kube-testenv itself
+#   kube_state DIR NAME          a value of DIR/state (API_PORT, ...)
+# Sets KUBE_BIN, KUBE_VERSION, ETCD_VERSION.
+
+KUBE_TESTENV=$BT_SOURCE_DIR/scripts/kube-testenv
+kube_vars=$("$KUBE_TESTENV" check) || bt_fail "the kube tier cannot run (see above)"
+eval "$kube_vars"
+KUBE_NETNS=""
+
+kube_testenv() { "$KUBE_TESTENV" "$@"; }
+
+kube_state() { sed -n "s/^$2=//p" "$1/state"; }
+
+kube_up() {
+	local dir=$1
+	KUBE_NETNS=${2:-}
+	if ! "$KUBE_TESTENV" up "$dir" ${KUBE_NETNS:+--netns "$KUBE_NETNS"} 2>"$BT_DIR/kube-up.log"; then
+		cat "$BT_DIR/kube-up.log" >&2
+		bt_fail "the control plane did not come up"
+	fi
+	# The servers die with the test whatever happens (the namespace's cleanup kills them too).
+	local f
+	for f in "$dir"/*.pid; do
+		bt_pids+=("$(cat "$f")")
+	done
+	# Their logs stay in $BT_DIR for a failure's report.
+	ln -sf "$dir/kube-apiserver.log" "$BT_DIR/kube-apiserver.log"
+	ln -sf "$dir/kube-controller-manager.log" "$BT_DIR/kube-controller-manager.log"
+}
+
+kube_down() { "$KUBE_TESTENV" down "$1"; }
+
+kube_kubectl() {
+	local kubeconfig=$1
+	shift
+	if [ -n "$KUBE_NETNS" ]; then
+		ip netns exec "$KUBE_NETNS" "$KUBE_BIN/kubectl" --kubeconfig "$kubeconfig" "$@"
+	else
+		"$KUBE_BIN/kubectl" --kubeconfig "$kubeconfig" "$@"
+	fi
+}
