@@ -21,7 +21,8 @@ struct ctl {
 	struct ds *ds; /* opened on first use */
 };
 
-/* Opens the datastore on first use; prints the error and returns NULL on failure. */
+/* Shared helpers (ctl.c). Opens the datastore on first use; prints the error and returns NULL
+ * on failure. */
 struct ds *ctl_ds(struct ctl *c);
 
 /* "Error: ..." on stderr. */
