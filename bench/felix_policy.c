@@ -19,9 +19,9 @@
  * within the run.
  * Run: sudo build/release/bench/bench_felix_policy
  */
-#include "calc.h"
-#include "dp_policy.h"
-#include "policy.h"
+#include "calc/calc.h"
+#include "dataplane/dp_policy.h"
+#include "calc/policy.h"
 #include "policy_scenario.h"
 
 #include <brindle/log.h>

@@ -11,8 +11,8 @@
  * Each figure is the median of 5 runs; ratios are to the libmnl batch of the
  * same run. Run: sudo build/release/bench/bench_felix_routes
  */
-#include "calc.h"
-#include "dataplane.h"
+#include "calc/calc.h"
+#include "dataplane/dataplane.h"
 
 #include <brindle/log.h>
 

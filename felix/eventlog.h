@@ -17,7 +17,7 @@
 #ifndef FELIX_EVENTLOG_H
 #define FELIX_EVENTLOG_H
 
-#include "policy.h"
+#include "calc/policy.h"
 
 #include <brindle/nflog.h>
 #include <brindle/strbuf.h>

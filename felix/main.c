@@ -6,12 +6,12 @@
  * kernel in line. Nothing is written before the datastore is in sync, and
  * stopping leaves the kernel as it is, so a restart disturbs no traffic.
  */
-#include "calc.h"
+#include "calc/calc.h"
 #include "config.h"
-#include "dataplane.h"
-#include "dp_policy.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/dp_policy.h"
 #include "eventlog.h"
-#include "policy.h"
+#include "calc/policy.h"
 
 #include <brindle/ds.h>
 #include <brindle/httpd.h>

@@ -13,7 +13,7 @@
  */
 #include "harness.h"
 
-#include "policy.h"
+#include "calc/policy.h"
 
 #include <brindle/ipt.h>
 #include <brindle/yaml.h>

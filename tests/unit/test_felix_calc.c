@@ -1,8 +1,8 @@
 /* felix's routing calculation over plain data: resources in, desired dataplane out. */
 #include "harness.h"
 
-#include "calc.h"
-#include "policy.h"
+#include "calc/calc.h"
+#include "calc/policy.h"
 
 #include <brindle/json.h>
 

@@ -6,8 +6,8 @@
  */
 #include "harness.h"
 
-#include "calc.h"
-#include "dataplane.h"
+#include "calc/calc.h"
+#include "dataplane/dataplane.h"
 
 #include <brindle/json.h>
 

@@ -6,7 +6,7 @@
  */
 #include "harness.h"
 
-#include "policy.h"
+#include "calc/policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

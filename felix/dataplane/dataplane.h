@@ -15,7 +15,7 @@
 #define FELIX_DATAPLANE_H
 
 #include "config.h"
-#include "desired.h"
+#include "calc/desired.h"
 
 #include <brindle/nl.h>
 #include <brindle/sysctl.h>

@@ -20,7 +20,7 @@
 #define FELIX_DP_POLICY_H
 
 #include "config.h"
-#include "policy.h"
+#include "calc/policy.h"
 
 #include <brindle/ipset.h>
 #include <brindle/ipt.h>
