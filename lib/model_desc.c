@@ -1,8 +1,8 @@
 /*
  * The field-table engine: decode a jv tree into typed structs (rejecting
  * unknown fields), apply defaults, validate, and encode back to the canonical
- * jv form. Also the document-level entry points (kind dispatch, kind: List,
- * file reading) and error collection with field paths.
+ * jv form. Also the document-level entry points (kind lookup and dispatch,
+ * kind: List, file reading). Errors and field paths are model_ctx.c's.
  */
 #include "model_internal.h"
 
@@ -14,94 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
-
-#define MAX_ERRORS 50
-
-/* --- errors and paths ---------------------------------------------------- */
-
-void model_errors_clear(struct model_errors *e)
-{
-	for (size_t i = 0; i < e->n; i++)
-		free(e->v[i]);
-	free(e->v);
-	e->v = NULL;
-	e->n = 0;
-}
-
-void model_errors_add(struct model_errors *e, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-	sb_init(&sb);
-	va_start(ap, fmt);
-	sb_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	e->v = xrealloc(e->v, sizeof(char *) * (e->n + 1));
-	e->v[e->n++] = sb_detach(&sb);
-}
-
-static void verr(struct model_ctx *c, const char *field, const char *fmt, va_list ap)
-	printf_like(3, 0);
-static void verr(struct model_ctx *c, const char *field, const char *fmt, va_list ap)
-{
-	if (c->errs->n - c->n_errs_before >= MAX_ERRORS)
-		return;
-	struct strbuf sb = STRBUF_INIT;
-	sb_init(&sb);
-	sb_adds(&sb, sb_str(&c->path));
-	if (field) {
-		if (sb.len)
-			sb_addc(&sb, '.');
-		sb_adds(&sb, field);
-	}
-	if (sb.len)
-		sb_adds(&sb, ": ");
-	sb_vaddf(&sb, fmt, ap);
-	c->errs->v = xrealloc(c->errs->v, sizeof(char *) * (c->errs->n + 1));
-	c->errs->v[c->errs->n++] = sb_detach(&sb);
-}
-
-void model_err(struct model_ctx *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	verr(c, NULL, fmt, ap);
-	va_end(ap);
-}
-
-void model_err_at(struct model_ctx *c, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	verr(c, field, fmt, ap);
-	va_end(ap);
-}
-
-size_t model_push(struct model_ctx *c, const char *field)
-{
-	size_t mark = c->path.len;
-	if (c->path.len)
-		sb_addc(&c->path, '.');
-	sb_adds(&c->path, field);
-	return mark;
-}
-
-size_t model_push_index(struct model_ctx *c, size_t i)
-{
-	size_t mark = c->path.len;
-	sb_addf(&c->path, "[%zu]", i);
-	return mark;
-}
-
-void model_pop(struct model_ctx *c, size_t mark)
-{
-	sb_truncate(&c->path, mark);
-}
-
-bool model_has_errors_since(const struct model_ctx *c, size_t mark)
-{
-	return c->errs->n > mark;
-}
 
 /* --- decoding -------------------------------------------------------------- */
 
@@ -523,6 +435,55 @@ static const struct model_field meta_fields[] = {
 	MF("annotations", MF_MAP, struct br_meta, annotations, .check = check_annotation_map),
 };
 static MODEL_STRUCT(meta_desc, struct br_meta, meta_fields);
+
+/* --- kinds --------------------------------------------------------------------- */
+
+const struct br_kind *model_kind(enum br_kind_id id)
+{
+	return &model_kinds[id];
+}
+
+const struct br_kind *model_kind_find(const char *api_version, const char *kind)
+{
+	for (size_t i = 0; i < KIND_COUNT; i++)
+		if (streq(model_kinds[i].kind, kind) &&
+		    streq(model_kinds[i].api_version, api_version))
+			return &model_kinds[i];
+	return NULL;
+}
+
+static bool name_matches(const struct br_kind *k, const char *name)
+{
+	if (strcasecmp(name, k->kind) == 0 || strcasecmp(name, k->plural) == 0)
+		return true;
+	for (const char *const *a = k->aliases; a && *a; a++)
+		if (strcasecmp(name, *a) == 0)
+			return true;
+	return false;
+}
+
+const struct br_kind *model_kind_by_name(const char *name)
+{
+	const char *dot = strchr(name, '.');
+	char base[64];
+	if (dot && (size_t)(dot - name) < sizeof(base)) {
+		/* Qualified: "networkpolicy.networking.k8s.io", "ippools.projectcalico.org" */
+		memcpy(base, name, (size_t)(dot - name));
+		base[dot - name] = '\0';
+		for (size_t i = 0; i < KIND_COUNT; i++) {
+			const struct br_kind *k = &model_kinds[i];
+			if (strcasecmp(dot + 1, k->group) == 0 &&
+			    (strcasecmp(base, k->kind) == 0 || strcasecmp(base, k->plural) == 0))
+				return k;
+		}
+		return NULL;
+	}
+	/* Calico's kinds come first in the table, so bare "networkpolicy" is Calico's. */
+	for (size_t i = 0; i < KIND_COUNT; i++)
+		if (name_matches(&model_kinds[i], name))
+			return &model_kinds[i];
+	return NULL;
+}
 
 /* --- resources ------------------------------------------------------------------ */
 

@@ -72,6 +72,7 @@ struct model_ctx {
 	size_t n_errs_before;
 };
 
+/* Errors and paths (model_ctx.c). */
 void model_err(struct model_ctx *c, const char *fmt, ...) printf_like(2, 3);
 /* Error at "<current path>.<field>". */
 void model_err_at(struct model_ctx *c, const char *field, const char *fmt, ...) printf_like(3, 4);
@@ -79,6 +80,8 @@ size_t model_push(struct model_ctx *c, const char *field);
 size_t model_push_index(struct model_ctx *c, size_t i);
 void model_pop(struct model_ctx *c, size_t mark);
 bool model_has_errors_since(const struct model_ctx *c, size_t mark);
+/* An arena array of the @n strings that follow. */
+const char **model_strlist(struct arena *a, size_t n, ...);
 
 /* Field-table builders. */
 #define MF(nm, t, st, fld, ...)                                              \
@@ -139,13 +142,25 @@ void check_wep_iface(struct model_ctx *c, const void *field);
 void check_wep_net_item(struct model_ctx *c, const char *s);
 void check_peer_ip(struct model_ctx *c, const void *field);
 void check_nonempty_item(struct model_ctx *c, const char *s);
+/* Duplicates in a list of enum values: "Ingress" twice. */
+void check_no_dups(struct model_ctx *c, const char *field, const char *const *v, size_t n);
+void check_policy_type_item(struct model_ctx *c, const char *s); /* Ingress or Egress */
+/* metadata.name by the rules of the object's kind. */
+void model_check_name(struct model_ctx *c, const struct br_object *o);
 
 bool valid_label_key(const char *s, const char **why);
 bool valid_label_value(const char *s, const char **why);
 bool valid_port_name(const char *s, const char **why);
 
-/* Kind tables (model_kinds.c). */
+/* The kind table (model_kinds.c), indexed by enum br_kind_id. */
 extern const struct br_kind model_kinds[KIND_COUNT];
-void model_check_name(struct model_ctx *c, const struct br_object *o);
+
+/* The Kubernetes kinds' tables and kind-level functions (model_kinds_k8s.c). */
+extern const struct model_struct model_k8s_np_desc;
+extern const struct model_struct model_ns_spec_desc, model_ns_status_desc;
+extern const struct model_struct model_service_desc, model_service_status_desc;
+extern const struct model_struct model_endpointslice_desc;
+void model_default_namespace(struct model_ctx *c, struct br_object *o);
+void model_check_service_name(struct model_ctx *c, const struct br_object *o);
 
 #endif

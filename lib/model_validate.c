@@ -773,3 +773,39 @@ static struct jv *str_int_map_encode(struct arena *a, const void *field)
 }
 
 const struct model_codec codec_str_int_map = { str_int_map_decode, str_int_map_encode };
+
+/* --- lists and kinds ------------------------------------------------------------ */
+
+/* Duplicates in a list of enum values: "Ingress" twice. */
+void check_no_dups(struct model_ctx *c, const char *field, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (streq(v[i], v[j])) {
+				size_t m = model_push(c, field);
+				model_push_index(c, i);
+				model_err(c, "duplicate value \"%s\"", v[i]);
+				model_pop(c, m);
+			}
+}
+
+void check_policy_type_item(struct model_ctx *c, const char *s)
+{
+	if (!streq(s, "Ingress") && !streq(s, "Egress"))
+		model_err(c, "\"%s\" is not one of Ingress or Egress", s);
+}
+
+void model_check_name(struct model_ctx *c, const struct br_object *o)
+{
+	const char *why;
+	/* IPAM bookkeeping names are key segments ("fd00::-122"), never user input. */
+	if (o->kind->internal) {
+		if (strchr(o->meta.name, '/'))
+			model_err_at(c, "metadata.name", "must not contain '/'");
+		return;
+	}
+	bool ok = o->kind->id == KIND_NAMESPACE ? valid_dns_label(o->meta.name, &why)
+						: valid_dns_subdomain(o->meta.name, &why);
+	if (!ok)
+		model_err_at(c, "metadata.name", "\"%s\" %s", o->meta.name, why);
+}
