@@ -37,11 +37,6 @@ struct op {
 	unsigned seed;
 };
 
-static const struct br_kind *K(enum br_kind_id id)
-{
-	return model_kind(id);
-}
-
 static void op_init(struct op *op, struct ds *d, long timeout_ms, struct strbuf *err)
 {
 	op->d = d;
@@ -130,7 +125,7 @@ static int ds_err(struct op *op, int r)
 static int get_block(struct op *op, const char *name, struct br_ipamblock **out)
 {
 	struct br_object *o;
-	int r = ds_get(op->d, K(KIND_IPAMBLOCK), NULL, name, &o);
+	int r = ds_get(op->d, model_kind(KIND_IPAMBLOCK), NULL, name, &o);
 	if (r < 0)
 		return ds_err(op, r);
 	struct br_ipamblock *b = (struct br_ipamblock *)o;
@@ -146,7 +141,7 @@ static int get_block(struct op *op, const char *name, struct br_ipamblock **out)
 static int get_handle(struct op *op, const char *handle, struct br_ipamhandle **out)
 {
 	struct br_object *o;
-	int r = ds_get(op->d, K(KIND_IPAMHANDLE), NULL, handle, &o);
+	int r = ds_get(op->d, model_kind(KIND_IPAMHANDLE), NULL, handle, &o);
 	if (r < 0)
 		return r == -ENOENT ? r : ds_err(op, r);
 	*out = (struct br_ipamhandle *)o;
@@ -167,7 +162,7 @@ static void objs_free(struct objs *l)
 
 static int list(struct op *op, enum br_kind_id k, const char *scope, struct objs *out)
 {
-	int r = ds_list(op->d, K(k), scope, &out->v, &out->n);
+	int r = ds_list(op->d, model_kind(k), scope, &out->v, &out->n);
 	return r < 0 ? ds_err(op, r) : 0;
 }
 
@@ -181,7 +176,7 @@ static int read_config(struct op *op, struct ipam_cfg *cfg)
 {
 	*cfg = (struct ipam_cfg){ .auto_allocate = true };
 	struct br_object *o;
-	int r = ds_get(op->d, K(KIND_IPAMCONFIGURATION), NULL, "default", &o);
+	int r = ds_get(op->d, model_kind(KIND_IPAMCONFIGURATION), NULL, "default", &o);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -197,7 +192,7 @@ static int read_config(struct op *op, struct ipam_cfg *cfg)
 /* The node's labels (none when there is no Node resource, as with a bare runtime). */
 static int read_node(struct op *op, const char *node, struct br_object **out)
 {
-	int r = ds_get(op->d, K(KIND_NODE), NULL, node, out);
+	int r = ds_get(op->d, model_kind(KIND_NODE), NULL, node, out);
 	if (r == -ENOENT) {
 		*out = NULL;
 		return 0;
@@ -319,7 +314,7 @@ static int commit_with_handle(struct op *op, const char *handle, struct br_ipamb
 	int r = *absent ? -ENOENT : get_handle(op, handle, &h);
 	enum ds_write_op hop = DS_WRITE_UPDATE;
 	if (r == -ENOENT) {
-		h = (struct br_ipamhandle *)model_new(K(KIND_IPAMHANDLE), NULL, handle);
+		h = (struct br_ipamhandle *)model_new(model_kind(KIND_IPAMHANDLE), NULL, handle);
 		h->spec.handle_id = arena_strdup(h->o.arena, handle);
 		hop = DS_WRITE_CREATE;
 	} else if (r < 0) {
@@ -392,7 +387,8 @@ static int create_block(struct op *op, const struct br_cidr *cidr, const char *n
 {
 	char name[IPAM_BLOCK_NAME_LEN];
 	ipam_block_name(cidr, name);
-	struct br_ipamblock *b = (struct br_ipamblock *)model_new(K(KIND_IPAMBLOCK), NULL, name);
+	struct br_ipamblock *b =
+		(struct br_ipamblock *)model_new(model_kind(KIND_IPAMBLOCK), NULL, name);
 	ipam_block_init(b, cidr, node, strict);
 	int r = ds_create(op->d, &b->o);
 	if (r < 0) {
@@ -424,7 +420,7 @@ static int finish_claim(struct op *op, struct br_blockaffinity *a, bool strict,
 	char host[256];
 	if (!streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)) {
 		model_free(&b->o);
-		r = ds_delete(op->d, K(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
 			      a->o.revision);
 		return r < 0 ? ds_err(op, r) : -ECANCELED;
 	}
@@ -443,7 +439,7 @@ static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, 
 	char name[IPAM_BLOCK_NAME_LEN], cbuf[CIDR_STRLEN];
 	ipam_block_name(c, name);
 	struct br_blockaffinity *a =
-		(struct br_blockaffinity *)model_new(K(KIND_BLOCKAFFINITY), NULL, name);
+		(struct br_blockaffinity *)model_new(model_kind(KIND_BLOCKAFFINITY), NULL, name);
 	a->spec.node = arena_strdup(a->o.arena, node);
 	a->spec.cidr = arena_strdup(a->o.arena, cidr_str(c, cbuf));
 	a->spec.state = "pending";
@@ -452,7 +448,7 @@ static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, 
 		/* Ours from an earlier attempt (affinities are per node): carry on with it. */
 		model_free(&a->o);
 		struct br_object *o = NULL;
-		r = ds_get(op->d, K(KIND_BLOCKAFFINITY), node, name, &o);
+		r = ds_get(op->d, model_kind(KIND_BLOCKAFFINITY), node, name, &o);
 		a = (struct br_blockaffinity *)o;
 	}
 	if (r < 0) {
@@ -961,8 +957,8 @@ static int release_ip_attempt(struct op *op, const struct br_ip *ip, int64_t now
 			int64_t cnt = handle_count(hd, b->o.meta.name);
 			handle_set(hd, b->o.meta.name, cnt - 1);
 			int w = hd->spec.block.n ? ds_update(op->d, &hd->o)
-						 : ds_delete(op->d, K(KIND_IPAMHANDLE), NULL, hid,
-							     hd->o.revision);
+						 : ds_delete(op->d, model_kind(KIND_IPAMHANDLE),
+							     NULL, hid, hd->o.revision);
 			(void)w; /* a stale count only misleads reports; release finds blocks */
 			model_free(&hd->o);
 		}
@@ -1007,7 +1003,8 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 		/* Pending: a claim may be in flight. Otherwise nothing to route: drop it. */
 		if (streq(a->spec.state, "pending"))
 			return 0;
-		r = ds_delete(op->d, K(KIND_BLOCKAFFINITY), node, a->o.meta.name, a->o.revision);
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
+			      a->o.revision);
 		return r < 0 ? ds_err(op, r) : 0;
 	}
 	if (r < 0)
@@ -1018,7 +1015,8 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 		model_free(&b->o);
 		if (streq(a->spec.state, "pending"))
 			return 0;
-		r = ds_delete(op->d, K(KIND_BLOCKAFFINITY), node, a->o.meta.name, a->o.revision);
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
+			      a->o.revision);
 		return r < 0 ? ds_err(op, r) : 0;
 	}
 	if (streq(a->spec.state, "pending")) {
@@ -1046,11 +1044,13 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 	if (!streq(a->spec.state, "pendingDeletion"))
 		r = set_affinity_state(op, a, "pendingDeletion");
 	if (r == 0) {
-		r = ds_delete(op->d, K(KIND_IPAMBLOCK), NULL, b->o.meta.name, b->o.revision);
+		r = ds_delete(op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
+			      b->o.revision);
 		r = r < 0 ? ds_err(op, r) : 0;
 	}
 	if (r == 0) {
-		r = ds_delete(op->d, K(KIND_BLOCKAFFINITY), node, a->o.meta.name, a->o.revision);
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
+			      a->o.revision);
 		r = r < 0 ? ds_err(op, r) : 0;
 		if (r == 0 && released)
 			(*released)++;

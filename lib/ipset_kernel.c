@@ -60,7 +60,7 @@ struct ips_kernel {
 	struct strbuf msg; /* the text of the last report */
 };
 
-static struct ips_kernel *K(struct ips *s)
+static struct ips_kernel *kernel_of(struct ips *s)
 {
 	return container_of(s, struct ips_kernel, ips);
 }
@@ -463,7 +463,7 @@ static void forget_sets(struct ips_kernel *k)
 
 static int k_apply(struct ips *s, struct ips_batch *b, int *errs)
 {
-	struct ips_kernel *k = K(s);
+	struct ips_kernel *k = kernel_of(s);
 	struct apply a = { .k = k, .b = b, .errs = errs, .n = ips_batch_count(b) };
 	pthread_mutex_lock(&lib_lock);
 	forget_sets(k);
@@ -629,7 +629,7 @@ static void parse_terse(struct ips_kernel *k, const char *prefix, struct ips_lis
 
 static int k_list(struct ips *s, const char *prefix, struct ips_list *out)
 {
-	struct ips_kernel *k = K(s);
+	struct ips_kernel *k = kernel_of(s);
 	pthread_mutex_lock(&lib_lock);
 	int r = run_list(k, false);
 	pthread_mutex_unlock(&lib_lock);
@@ -641,7 +641,7 @@ static int k_list(struct ips *s, const char *prefix, struct ips_list *out)
 
 static int k_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 {
-	struct ips_kernel *k = K(s);
+	struct ips_kernel *k = kernel_of(s);
 	pthread_mutex_lock(&lib_lock);
 	int r = run_list(k, true);
 	pthread_mutex_unlock(&lib_lock);
@@ -655,7 +655,7 @@ static int k_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 
 static void k_close(struct ips *s)
 {
-	struct ips_kernel *k = K(s);
+	struct ips_kernel *k = kernel_of(s);
 	pthread_mutex_lock(&lib_lock);
 	if (k->session)
 		ipset_session_fini(k->session);

@@ -32,7 +32,7 @@ struct ips_record {
 
 static const struct ips_ops record_ops;
 
-static struct ips_record *R(struct ips *s)
+static struct ips_record *record_of(struct ips *s)
 {
 	return container_of(s, struct ips_record, ips);
 }
@@ -139,7 +139,7 @@ static int do_op(struct ips_record *r, const struct ips_op *op)
 
 static int r_apply(struct ips *s, struct ips_batch *b, int *errs)
 {
-	struct ips_record *r = R(s);
+	struct ips_record *r = record_of(s);
 	int failed = 0;
 	for (size_t i = 0; i < ips_batch_count(b); i++) {
 		const char *desc = ips_batch_describe(b, i);
@@ -163,7 +163,7 @@ static int r_apply(struct ips *s, struct ips_batch *b, int *errs)
 
 static int list(struct ips *s, const char *prefix, struct ips_list *out, bool members)
 {
-	struct ips_record *r = R(s);
+	struct ips_record *r = record_of(s);
 	for (struct hmap_iter it = hmap_iter(&r->sets); hmap_next(&it);) {
 		if (!str_has_prefix(it.key, prefix))
 			continue;
@@ -189,7 +189,7 @@ static int r_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 
 static void r_close(struct ips *s)
 {
-	struct ips_record *r = R(s);
+	struct ips_record *r = record_of(s);
 	for (struct hmap_iter it = hmap_iter(&r->sets); hmap_next(&it);)
 		set_free(it.value);
 	hmap_clear(&r->sets);

@@ -43,7 +43,7 @@ struct ipt_kernel {
 	struct hmap set_index; /* name → index + 1, for this session */
 };
 
-static struct ipt_kernel *K(struct ipt *t)
+static struct ipt_kernel *kernel_of(struct ipt *t)
 {
 	return container_of(t, struct ipt_kernel, ipt);
 }
@@ -219,7 +219,7 @@ static void read_state(struct ipt_kernel *k, struct ipt_table_state *out)
 
 static int k_begin(struct ipt *t, const char *table, struct ipt_table_state *out)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	if (k->h)
 		return fail(k, -EINPROGRESS, "a session on table %s is open", k->table);
 	if (strlen(table) >= sizeof(k->table))
@@ -241,7 +241,7 @@ static int k_begin(struct ipt *t, const char *table, struct ipt_table_state *out
 
 static int k_new_chain(struct ipt *t, const char *chain)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	int e = session(k);
 	if (e)
 		return e;
@@ -254,7 +254,7 @@ static int k_new_chain(struct ipt *t, const char *chain)
 
 static int k_flush_chain(struct ipt *t, const char *chain)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	int e = session(k);
 	if (e)
 		return e;
@@ -265,7 +265,7 @@ static int k_flush_chain(struct ipt *t, const char *chain)
 
 static int k_delete_chain(struct ipt *t, const char *chain)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	int e = session(k);
 	if (e)
 		return e;
@@ -321,7 +321,7 @@ static int k_write(struct ipt *t, enum k_write_op op, const char *chain, size_t 
 {
 	static const char *const what[] = { "inserting into chain", "appending to chain",
 					    "replacing in chain" };
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	struct ipt_entry *en = NULL;
 	int e = session(k);
 	if (!e)
@@ -359,7 +359,7 @@ static int k_replace(struct ipt *t, const char *chain, size_t pos, const char *r
 
 static int k_delete(struct ipt *t, const char *chain, size_t pos)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	int e = session(k);
 	if (e)
 		return e;
@@ -374,7 +374,7 @@ static int k_delete(struct ipt *t, const char *chain, size_t pos)
 
 static int k_commit(struct ipt *t)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	int e = session(k);
 	if (e)
 		return e;
@@ -390,12 +390,12 @@ static int k_commit(struct ipt *t)
 
 static void k_abort(struct ipt *t)
 {
-	end_session(K(t));
+	end_session(kernel_of(t));
 }
 
 static void k_close(struct ipt *t)
 {
-	struct ipt_kernel *k = K(t);
+	struct ipt_kernel *k = kernel_of(t);
 	end_session(k);
 	if (k->set_sock >= 0)
 		close(k->set_sock);

@@ -60,7 +60,7 @@ static const struct {
 	{ "raw", { "PREROUTING", "OUTPUT" } },
 };
 
-static struct ipt_record *R(struct ipt *t)
+static struct ipt_record *record_of(struct ipt *t)
 {
 	return container_of(t, struct ipt_record, ipt);
 }
@@ -147,7 +147,7 @@ static int session_chain(struct ipt_record *r, const char *name, struct rec_chai
 
 static int rec_begin(struct ipt *t, const char *table, struct ipt_table_state *out)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_table *tab = NULL;
 	if (r->cur)
 		return err(r, -EINPROGRESS, "a session on table %s is open", r->cur->name);
@@ -181,7 +181,7 @@ static int rec_begin(struct ipt *t, const char *table, struct ipt_table_state *o
 
 static int rec_new_chain(struct ipt *t, const char *chain)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	int e = session(r);
 	if (e)
 		return e;
@@ -203,7 +203,7 @@ static int rec_new_chain(struct ipt *t, const char *chain)
 
 static int rec_flush_chain(struct ipt *t, const char *chain)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_chain *c;
 	int e = session_chain(r, chain, &c);
 	if (e)
@@ -224,7 +224,7 @@ static size_t references(const struct rec_table *w, const char *chain)
 
 static int rec_delete_chain(struct ipt *t, const char *chain)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_chain *c;
 	int e = session_chain(r, chain, &c);
 	if (e)
@@ -295,7 +295,7 @@ out:
 
 static int rec_insert(struct ipt *t, const char *chain, size_t pos, const char *rule)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_chain *c;
 	struct rec_rule x;
 	int e = session_chain(r, chain, &c);
@@ -315,7 +315,7 @@ static int rec_insert(struct ipt *t, const char *chain, size_t pos, const char *
 
 static int rec_append(struct ipt *t, const char *chain, const char *rule)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_chain *c;
 	int e = session_chain(r, chain, &c);
 	if (e)
@@ -325,7 +325,7 @@ static int rec_append(struct ipt *t, const char *chain, const char *rule)
 
 static int rec_replace(struct ipt *t, const char *chain, size_t pos, const char *rule)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_chain *c;
 	struct rec_rule x;
 	int e = session_chain(r, chain, &c);
@@ -343,7 +343,7 @@ static int rec_replace(struct ipt *t, const char *chain, size_t pos, const char 
 
 static int rec_delete(struct ipt *t, const char *chain, size_t pos)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	struct rec_chain *c;
 	int e = session_chain(r, chain, &c);
 	if (e)
@@ -378,7 +378,7 @@ static bool loops_from(struct rec_table *w, size_t i, uint8_t *state, const char
 
 static int rec_commit(struct ipt *t)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	int e = session(r);
 	if (e)
 		return e;
@@ -405,14 +405,14 @@ static int rec_commit(struct ipt *t)
 
 static void rec_abort(struct ipt *t)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	table_clear(&r->work);
 	r->cur = NULL;
 }
 
 static void rec_close(struct ipt *t)
 {
-	struct ipt_record *r = R(t);
+	struct ipt_record *r = record_of(t);
 	rec_abort(t);
 	for (size_t i = 0; i < ARRAY_SIZE(r->tables); i++)
 		table_clear(&r->tables[i]);
@@ -466,7 +466,7 @@ static struct rec_table *table_named(struct ipt_record *r, const char *table)
 
 void ipt_record_save(struct ipt *t, const char *table, struct strbuf *out)
 {
-	struct rec_table *tab = table_named(R(t), table);
+	struct rec_table *tab = table_named(record_of(t), table);
 	if (!tab)
 		return;
 	sb_addf(out, "*%s\n", tab->name);
@@ -482,6 +482,6 @@ void ipt_record_save(struct ipt *t, const char *table, struct strbuf *out)
 
 unsigned ipt_record_commits(struct ipt *t, const char *table)
 {
-	struct rec_table *tab = table_named(R(t), table);
+	struct rec_table *tab = table_named(record_of(t), table);
 	return tab ? tab->commits : 0;
 }

@@ -26,7 +26,7 @@ struct nl_kernel {
 	uint32_t seq;
 };
 
-static struct nl_kernel *K(struct nl *nl)
+static struct nl_kernel *kernel_of(struct nl *nl)
 {
 	return container_of(nl, struct nl_kernel, nl);
 }
@@ -76,7 +76,7 @@ static int drain_dump(struct nl_kernel *k, uint8_t *buf, size_t n, uint32_t seq)
 static int k_dump(struct nl *nl, const void *req, size_t len,
 		  int (*cb)(const struct nlmsghdr *h, void *ctx), void *ctx)
 {
-	struct nl_kernel *k = K(nl);
+	struct nl_kernel *k = kernel_of(nl);
 	uint8_t copy[4096];
 	if (len > sizeof(copy))
 		return -EINVAL;
@@ -139,7 +139,7 @@ static int collect_acks(struct nl_kernel *k, uint32_t base, size_t first, size_t
 
 static int k_apply(struct nl *nl, struct nl_batch *b, int *errs)
 {
-	struct nl_kernel *k = K(nl);
+	struct nl_kernel *k = kernel_of(nl);
 	size_t n = nl_batch_count(b);
 	uint32_t base = k->seq + 1;
 	k->seq += (uint32_t)n;
@@ -171,7 +171,7 @@ static int k_apply(struct nl *nl, struct nl_batch *b, int *errs)
 
 static void k_close(struct nl *nl)
 {
-	struct nl_kernel *k = K(nl);
+	struct nl_kernel *k = kernel_of(nl);
 	mnl_socket_close(k->sock);
 	free(k);
 }

@@ -30,7 +30,7 @@ struct nl_record {
 	bool ipip;
 };
 
-static struct nl_record *R(struct nl *nl)
+static struct nl_record *record_of(struct nl *nl)
 {
 	return container_of(nl, struct nl_record, nl);
 }
@@ -259,7 +259,7 @@ static int do_neigh(struct nl_record *r, const struct nlmsghdr *h)
 
 static int r_apply(struct nl *nl, struct nl_batch *b, int *errs)
 {
-	struct nl_record *r = R(nl);
+	struct nl_record *r = record_of(nl);
 	size_t len;
 	const uint8_t *data = nl_batch_data(b, &len);
 	size_t off = 0;
@@ -324,7 +324,7 @@ static int emit_all(struct nl_batch *tmp, int (*cb)(const struct nlmsghdr *h, vo
 static int r_dump(struct nl *nl, const void *req, size_t len,
 		  int (*cb)(const struct nlmsghdr *h, void *ctx), void *ctx)
 {
-	struct nl_record *r = R(nl);
+	struct nl_record *r = record_of(nl);
 	const struct nlmsghdr *q = req;
 	struct nl_batch *tmp = nl_batch_new();
 	uint16_t type = 0;
@@ -377,7 +377,7 @@ static int r_dump(struct nl *nl, const void *req, size_t len,
 
 static void r_close(struct nl *nl)
 {
-	struct nl_record *r = R(nl);
+	struct nl_record *r = record_of(nl);
 	nl_link_list_free(&r->links);
 	nl_addr_list_free(&r->addrs);
 	nl_route_list_free(&r->routes);
@@ -426,7 +426,7 @@ void nl_record_clear_log(struct nl *nl)
 {
 	if (!is_recording(nl))
 		return;
-	struct nl_record *r = R(nl);
+	struct nl_record *r = record_of(nl);
 	for (size_t i = 0; i < r->nlog; i++)
 		free(r->log[i]);
 	r->nlog = 0;
@@ -435,14 +435,14 @@ void nl_record_clear_log(struct nl *nl)
 void nl_record_allow_ipip(struct nl *nl)
 {
 	if (is_recording(nl))
-		R(nl)->ipip = true;
+		record_of(nl)->ipip = true;
 }
 
 void nl_record_fail_next(struct nl *nl, const char *what, int err)
 {
 	if (!is_recording(nl))
 		return;
-	struct nl_record *r = R(nl);
+	struct nl_record *r = record_of(nl);
 	free(r->fail_what);
 	r->fail_what = xstrdup(what);
 	r->fail_err = err;

@@ -76,7 +76,7 @@ static int assign(struct ds *d, const char *node, const char *handle, struct br_
 	return r;
 }
 
-static const char *S(const struct br_ip *ip)
+static const char *addr_text(const struct br_ip *ip)
 {
 	static char buf[8][IP_STRLEN];
 	static int i;
@@ -117,7 +117,7 @@ static void test_claim_assign_release(void **state)
 	add_pool(d, "pool-a", "10.10.0.0/24", 26, NULL);
 	struct br_ip ip, again;
 	assert_int_equal(assign(d, "node-a", "net.c1", &ip, &err), 0);
-	assert_string_equal(S(&ip), "10.10.0.0");
+	assert_string_equal(addr_text(&ip), "10.10.0.0");
 	struct br_blockaffinity *a = get_aff(d, "node-a", "10.10.0.0-26");
 	assert_non_null(a);
 	assert_string_equal(a->spec.state, "confirmed");
@@ -137,16 +137,16 @@ static void test_claim_assign_release(void **state)
 	assert_true(out.reused);
 	assert_true(ip_equal(&out.ips[0], &ip));
 	assert_int_equal(assign(d, "node-a", "net.c2", &again, &err), 0);
-	assert_string_equal(S(&again), "10.10.0.1");
+	assert_string_equal(addr_text(&again), "10.10.0.1");
 	/* Another node claims the next block. */
 	assert_int_equal(assign(d, "node-b", "net.c3", &again, &err), 0);
-	assert_string_equal(S(&again), "10.10.0.64");
+	assert_string_equal(addr_text(&again), "10.10.0.64");
 
 	struct br_ip held[4];
 	size_t n;
 	assert_int_equal(ipam_handle_ips(d, "net.c2", held, 4, &n, &err), 0);
 	assert_int_equal(n, 1);
-	assert_string_equal(S(&held[0]), "10.10.0.1");
+	assert_string_equal(addr_text(&held[0]), "10.10.0.1");
 
 	size_t released;
 	assert_int_equal(ipam_release_handle(d, "net.c1", 1000, 0, &released, &err), 0);
@@ -181,7 +181,7 @@ static void test_borrow_and_strict(void **state)
 	char h[32];
 	assert_int_equal(assign(d, "node-a", "net.a0", &ip, &err), 0);
 	assert_int_equal(assign(d, "node-b", "net.b0", &ip, &err), 0);
-	assert_string_equal(S(&ip), "10.20.0.8");
+	assert_string_equal(addr_text(&ip), "10.20.0.8");
 	for (int i = 1; i < 8; i++) {
 		snprintf(h, sizeof(h), "net.a%d", i);
 		assert_int_equal(assign(d, "node-a", h, &ip, &err), 0);
@@ -189,7 +189,7 @@ static void test_borrow_and_strict(void **state)
 	}
 	/* node-a's block is full and no block is left: it borrows from node-b's. */
 	assert_int_equal(assign(d, "node-a", "net.a8", &ip, &err), 0);
-	assert_string_equal(S(&ip), "10.20.0.9");
+	assert_string_equal(addr_text(&ip), "10.20.0.9");
 	struct br_ipamblock *b = get_block(d, "10.20.0.8-29");
 	assert_string_equal(b->spec.affinity, "host:node-b"); /* still node-b's */
 	model_free(&b->o);
@@ -200,7 +200,7 @@ static void test_borrow_and_strict(void **state)
 	assert_non_null(strstr(sb_str(&err), "StrictAffinity"));
 	/* node-b still has room in its own block. */
 	assert_int_equal(assign(d, "node-b", "net.b1", &ip, &err), 0);
-	assert_string_equal(S(&ip), "10.20.0.10");
+	assert_string_equal(addr_text(&ip), "10.20.0.10");
 	sb_free(&err);
 	ds_close(d);
 }
@@ -218,14 +218,14 @@ static void test_requested_and_pools(void **state)
 	struct br_ip ip;
 	/* A disabled pool is skipped; a nodeSelector decides per node. */
 	assert_int_equal(assign(d, "node-x", "net.x", &ip, &err), 0);
-	assert_string_equal(S(&ip), "10.32.0.0");
+	assert_string_equal(addr_text(&ip), "10.32.0.0");
 	struct ipam_request req = { .handle = "net.r", .node = "node-r1" };
 	const char *pools[] = { "rack1" };
 	req.pools = pools;
 	req.n_pools = 1;
 	struct ipam_assigned out;
 	assert_int_equal(ipam_assign(d, &req, &out, &err), 0);
-	assert_string_equal(S(&out.ips[0]), "10.31.0.0");
+	assert_string_equal(addr_text(&out.ips[0]), "10.31.0.0");
 	assert_string_equal(out.pool, "rack1");
 	req.handle = "net.r2";
 	req.node = "node-x";
@@ -241,7 +241,7 @@ static void test_requested_and_pools(void **state)
 	assert_int_equal(ip_parse("10.32.0.77", &want), 0);
 	struct ipam_request rq = { .handle = "net.q1", .node = "node-x", .ips = &want, .n_ips = 1 };
 	assert_int_equal(ipam_assign(d, &rq, &out, &err), 0);
-	assert_string_equal(S(&out.ips[0]), "10.32.0.77");
+	assert_string_equal(addr_text(&out.ips[0]), "10.32.0.77");
 	/* Its block (10.32.0.64/26) was unclaimed: it is node-x's now. */
 	struct br_blockaffinity *a = get_aff(d, "node-x", "10.32.0.64-26");
 	assert_non_null(a);
@@ -443,7 +443,7 @@ static void check_consistent(struct ds *d, int n, const struct child_result *res
 			int idx = atoi(attr->handle_id + strlen("net.c"));
 			assert_true(idx >= 0 && idx < n);
 			/* The address the child got, and no other (no leak). */
-			assert_string_equal(S(&ip), res[idx].ip);
+			assert_string_equal(addr_text(&ip), res[idx].ip);
 		}
 	}
 	model_free_all(blocks, nb);

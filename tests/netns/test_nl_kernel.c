@@ -20,14 +20,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct br_cidr C(const char *s) {
+static struct br_cidr parse_cidr(const char *s)
+{
 	struct br_cidr c;
 	assert_int_equal(cidr_parse(s, true, &c), 0);
 	return c;
 }
 
-static struct br_ip
-IP(const char *s) {
+static struct br_ip IP(const char *s) {
 	struct br_ip ip;
 	assert_int_equal(ip_parse(s, &ip), 0);
 	return ip;
@@ -97,7 +97,7 @@ static void test_links_routes_neighs(void **state)
 	up.ifindex = peer;
 	up.flags = IFF_UP;
 	nl_batch_link(b, NL_SET, &up);
-	struct nl_addr a = { .ifindex = peer, .addr = C("192.168.100.11/24") };
+	struct nl_addr a = { .ifindex = peer, .addr = parse_cidr("192.168.100.11/24") };
 	nl_batch_addr(b, NL_ADD, &a);
 	apply_ok(nl, b);
 
@@ -136,21 +136,21 @@ static void test_links_routes_neighs(void **state)
 				.scope = RT_SCOPE_LINK,
 				.type = RTN_UNICAST,
 				.table = RT_TABLE_MAIN,
-				.dst = C("10.244.1.7/32"),
+				.dst = parse_cidr("10.244.1.7/32"),
 				.oif = cali };
 	struct nl_route bh = { .protocol = 80,
 			       .type = RTN_BLACKHOLE,
 			       .table = RT_TABLE_MAIN,
-			       .dst = C("10.244.1.0/26") };
+			       .dst = parse_cidr("10.244.1.0/26") };
 	struct nl_route tun = { .protocol = 80,
 				.type = RTN_UNICAST,
 				.table = RT_TABLE_MAIN,
-				.dst = C("10.244.2.0/26"),
+				.dst = parse_cidr("10.244.2.0/26"),
 				.gw = IP("10.244.2.0"),
 				.oif = vxi,
 				.onlink = true };
 	struct nl_route foreign = pod;
-	foreign.dst = C("10.244.1.8/32");
+	foreign.dst = parse_cidr("10.244.1.8/32");
 	foreign.protocol = RTPROT_BOOT;
 	nl_batch_route(b, NL_REPLACE, &pod);
 	nl_batch_route(b, NL_REPLACE, &bh);
@@ -174,10 +174,10 @@ static void test_links_routes_neighs(void **state)
 
 	/* One bad message fails alone; the rest of the batch is applied. */
 	struct nl_route bad = pod;
-	bad.dst = C("10.244.1.9/32");
+	bad.dst = parse_cidr("10.244.1.9/32");
 	bad.oif = 999;
 	struct nl_route ok = pod;
-	ok.dst = C("10.244.1.10/32");
+	ok.dst = parse_cidr("10.244.1.10/32");
 	nl_batch_route(b, NL_ADD, &bad);
 	nl_batch_route(b, NL_ADD, &ok);
 	nl_batch_route(b, NL_ADD, &pod); /* exists */

@@ -12,21 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static struct br_cidr C(const char *s) {
+static struct br_cidr parse_cidr(const char *s)
+{
 	struct br_cidr c;
 	assert_int_equal(cidr_parse(s, true, &c), 0);
 	return c;
 }
 
-static struct br_ip
-IP(const char *s) {
+static struct br_ip IP(const char *s) {
 	struct br_ip ip;
 	assert_int_equal(ip_parse(s, &ip), 0);
 	return ip;
 }
 
 static const char *
-S(const struct br_ip *ip)
+addr_text(const struct br_ip *ip)
 {
 	static char buf[4][IP_STRLEN];
 	static int i;
@@ -35,7 +35,7 @@ S(const struct br_ip *ip)
 
 static struct br_ipamblock *new_block(const char *cidr, const char *node)
 {
-	struct br_cidr c = C(cidr);
+	struct br_cidr c = parse_cidr(cidr);
 	char name[IPAM_BLOCK_NAME_LEN];
 	ipam_block_name(&c, name);
 	struct br_ipamblock *b =
@@ -76,12 +76,12 @@ static struct br_ipamblock *roundtrip(struct br_ipamblock *b)
 static void test_names(void **state)
 {
 	char name[IPAM_BLOCK_NAME_LEN];
-	struct br_cidr c = C("10.244.3.64/26"), back;
+	struct br_cidr c = parse_cidr("10.244.3.64/26"), back;
 	ipam_block_name(&c, name);
 	assert_string_equal(name, "10.244.3.64-26");
 	assert_int_equal(ipam_block_name_parse(name, &back), 0);
 	assert_int_equal(cidr_cmp(&c, &back), 0);
-	c = C("fd00::40/122");
+	c = parse_cidr("fd00::40/122");
 	ipam_block_name(&c, name);
 	assert_string_equal(name, "fd00::40-122");
 	assert_int_equal(ipam_block_name_parse(name, &back), 0);
@@ -106,8 +106,8 @@ static void test_assign_release_fifo(void **state)
 		snprintf(h, sizeof(h), "net.c%d", i);
 		assert_int_equal(ipam_block_assign(b, h, &sec, &ips[i]), 0);
 	}
-	assert_string_equal(S(&ips[0]), "10.0.0.0");
-	assert_string_equal(S(&ips[7]), "10.0.0.7");
+	assert_string_equal(addr_text(&ips[0]), "10.0.0.0");
+	assert_string_equal(addr_text(&ips[7]), "10.0.0.7");
 	struct br_ip extra;
 	assert_int_equal(ipam_block_assign(b, "net.c9", &sec, &extra), -ENOSPC);
 	assert_int_equal(ipam_block_used(b), 8);
@@ -128,9 +128,9 @@ static void test_assign_release_fifo(void **state)
 	b = roundtrip(b);
 	struct br_ip got;
 	assert_int_equal(ipam_block_assign(b, "net.x", NULL, &got), 0);
-	assert_string_equal(S(&got), "10.0.0.5");
+	assert_string_equal(addr_text(&got), "10.0.0.5");
 	assert_int_equal(ipam_block_assign(b, "net.y", NULL, &got), 0);
-	assert_string_equal(S(&got), "10.0.0.2");
+	assert_string_equal(addr_text(&got), "10.0.0.2");
 	assert_int_equal(ipam_block_empty_since(b), -1);
 	model_free(&b->o);
 }
@@ -153,7 +153,7 @@ static void test_handles_and_specific(void **state)
 	assert_int_equal(ipam_block_free_count(b), 0);
 	size_t n = ipam_block_ips_of(b, "net.a", out, 4);
 	assert_int_equal(n, 8); /* counts all, writes at most 4 */
-	assert_string_equal(S(&out[0]), "10.0.1.1");
+	assert_string_equal(addr_text(&out[0]), "10.0.1.1");
 	assert_int_equal(b->spec.n_attributes, 2); /* shared per handle */
 
 	const char *h;
@@ -217,15 +217,16 @@ static void test_pools(void **state)
 	struct br_ippool *p =
 		pool("apiVersion: projectcalico.org/v3\nkind: IPPool\n"
 		     "metadata: {name: p}\nspec: {cidr: 10.1.0.0/27, blockSize: 29}\n");
-	struct br_cidr taken[3] = { C("10.1.0.0/29"), C("10.1.0.16/29"), C("10.2.0.0/29") };
+	struct br_cidr taken[3] = { parse_cidr("10.1.0.0/29"), parse_cidr("10.1.0.16/29"),
+				    parse_cidr("10.2.0.0/29") };
 	struct br_cidr got;
 	assert_int_equal(ipam_pool_free_block(p, taken, 0, &got), 0);
 	assert_int_equal(cidr_cmp(&got, &taken[0]), 0);
 	assert_int_equal(ipam_pool_free_block(p, taken, 3, &got), 0);
-	struct br_cidr second = C("10.1.0.8/29");
+	struct br_cidr second = parse_cidr("10.1.0.8/29");
 	assert_int_equal(cidr_cmp(&got, &second), 0);
-	struct br_cidr all[4] = { C("10.1.0.0/29"), C("10.1.0.8/29"), C("10.1.0.16/29"),
-				  C("10.1.0.24/29") };
+	struct br_cidr all[4] = { parse_cidr("10.1.0.0/29"), parse_cidr("10.1.0.8/29"),
+				  parse_cidr("10.1.0.16/29"), parse_cidr("10.1.0.24/29") };
 	assert_int_equal(ipam_pool_free_block(p, all, 4, &got), -ENOSPC);
 	struct br_ip ip = IP("10.1.0.13");
 	assert_int_equal(ipam_pool_block_of(p, &ip, &got), 0);

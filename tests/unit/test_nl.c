@@ -19,14 +19,14 @@ static const struct nlmsghdr *msg(const struct nl_batch *b, size_t i)
 	return (const struct nlmsghdr *)(d + off);
 }
 
-static struct br_cidr C(const char *s) {
+static struct br_cidr parse_cidr(const char *s)
+{
 	struct br_cidr c;
 	assert_int_equal(cidr_parse(s, true, &c), 0);
 	return c;
 }
 
-static struct br_ip
-IP(const char *s) {
+static struct br_ip IP(const char *s) {
 	struct br_ip ip;
 	assert_int_equal(ip_parse(s, &ip), 0);
 	return ip;
@@ -41,13 +41,16 @@ test_route_roundtrip(void **state)
 		  .scope = RT_SCOPE_LINK,
 		  .type = RTN_UNICAST,
 		  .table = 254,
-		  .dst = C("10.244.1.7/32"),
+		  .dst = parse_cidr("10.244.1.7/32"),
 		  .oif = 9 },
-		{ .protocol = 80, .type = RTN_BLACKHOLE, .table = 254, .dst = C("10.244.1.0/26") },
+		{ .protocol = 80,
+		  .type = RTN_BLACKHOLE,
+		  .table = 254,
+		  .dst = parse_cidr("10.244.1.0/26") },
 		{ .protocol = 80,
 		  .type = RTN_UNICAST,
 		  .table = 1000,
-		  .dst = C("10.244.2.0/26"),
+		  .dst = parse_cidr("10.244.2.0/26"),
 		  .gw = IP("10.244.2.0"),
 		  .oif = 3,
 		  .onlink = true,
@@ -56,7 +59,7 @@ test_route_roundtrip(void **state)
 		{ .protocol = 80,
 		  .type = RTN_UNICAST,
 		  .table = 254,
-		  .dst = C("fd00:1::/122"),
+		  .dst = parse_cidr("fd00:1::/122"),
 		  .gw = IP("fe80::1"),
 		  .oif = 4 },
 	};
@@ -103,7 +106,7 @@ static void test_link_neigh_addr_roundtrip(void **state)
 				.flags = NTF_SELF };
 	memcpy(fdb.lladdr, mac, 6);
 	nl_batch_neigh(b, NL_REPLACE, &fdb);
-	struct nl_addr a = { .ifindex = 7, .addr = C("10.244.0.1/32") };
+	struct nl_addr a = { .ifindex = 7, .addr = parse_cidr("10.244.0.1/32") };
 	nl_batch_addr(b, NL_ADD, &a);
 
 	struct nl_link l;
@@ -175,13 +178,15 @@ static void test_recording_kernel(void **state)
 	struct nl_route r1 = { .protocol = 80,
 			       .scope = RT_SCOPE_LINK,
 			       .type = RTN_UNICAST,
-			       .dst = C("10.0.0.1/32"),
+			       .dst = parse_cidr("10.0.0.1/32"),
 			       .oif = up };
 	struct nl_route r2 = r1, r3 = r1,
-			bh = { .protocol = 80, .type = RTN_BLACKHOLE, .dst = C("10.0.0.0/26") };
-	r2.dst = C("10.0.0.2/32");
+			bh = { .protocol = 80,
+			       .type = RTN_BLACKHOLE,
+			       .dst = parse_cidr("10.0.0.0/26") };
+	r2.dst = parse_cidr("10.0.0.2/32");
 	r2.oif = down; /* ENETDOWN */
-	r3.dst = C("10.0.0.3/32");
+	r3.dst = parse_cidr("10.0.0.3/32");
 	r3.oif = 99; /* ENODEV */
 	nl_batch_route(b, NL_ADD, &r1);
 	nl_batch_route(b, NL_ADD, &r2);
@@ -203,7 +208,7 @@ static void test_recording_kernel(void **state)
 	/* Dumps filter by protocol; a foreign route stays out of ours. */
 	nl_batch_reset(b);
 	struct nl_route foreign = r1;
-	foreign.dst = C("10.0.0.9/32");
+	foreign.dst = parse_cidr("10.0.0.9/32");
 	foreign.protocol = RTPROT_BOOT;
 	nl_batch_route(b, NL_ADD, &foreign);
 	assert_int_equal(nl_apply(nl, b, NULL), 0);
