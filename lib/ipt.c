@@ -1,7 +1,8 @@
 /*
  * What the iptables backends share: the handle's accessors and the table
  * state they hand out on begin. The backends live in ipt_kernel.c (libiptc)
- * and ipt_record.c (simulated); the rule text in ipt_rule.c.
+ * and ipt_record.c (simulated); the rule text in ipt_rule_parse.c and
+ * ipt_rule_format.c.
  */
 #include <brindle/arena.h>
 #include <brindle/ipt.h>

@@ -9,10 +9,11 @@
  * restricted to the options and extensions Brindle uses (below), always
  * written the way iptables-save prints them, so that what felix renders and
  * what `iptables-legacy-save` shows after the write are the same string. The
- * pure part (lib/ipt_rule.c) parses that text into the kernel's entry layout
- * and formats an entry back to text; the kernel backend (lib/ipt_kernel.c,
- * the only file with libiptc headers) and a recording backend (lib/ipt_record.c,
- * a simulated set of tables for unit tests) sit behind one table of functions.
+ * pure part (lib/ipt_rule_parse.c) parses that text into the kernel's entry
+ * layout and lib/ipt_rule_format.c formats an entry back to text; the kernel
+ * backend (lib/ipt_kernel.c, the only file with libiptc headers) and a
+ * recording backend (lib/ipt_record.c, a simulated set of tables for unit
+ * tests) sit behind one table of functions.
  *
  * The subset, in the order iptables-save prints it (each option may be
  * preceded by "! " to negate it where iptables allows):

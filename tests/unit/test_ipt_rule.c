@@ -1,5 +1,5 @@
 /*
- * iptables rule text <-> kernel entries (lib/ipt_rule.c) and the recording
+ * iptables rule text <-> kernel entries (lib/ipt_rule_*.c) and the recording
  * backend (lib/ipt_record.c). The round-trip texts are what
  * iptables-legacy-save 1.8.9 printed for the same rules; the netns test
  * checks them against the kernel.
