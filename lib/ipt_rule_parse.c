@@ -1079,7 +1079,8 @@ static bool plain_comment_id(const char *text, char *id)
 		if ((n == 2 && (memcmp(w, "-j", 2) == 0 || memcmp(w, "-g", 2) == 0)))
 			return false;
 		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)w[i] < 0x20 || w[i] == 0x7f || w[i] == '"' || w[i] == '\\')
+			if ((unsigned char)w[i] < 0x20 || w[i] == 0x7f || w[i] == '"' ||
+			    w[i] == '\\')
 				return false;
 		w += n + (w[n] == ' ');
 	}
