@@ -30,7 +30,6 @@
 #include <brindle/ds.h>
 #include <brindle/hmap.h>
 #include <brindle/ipset.h>
-#include <brindle/strbuf.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -116,12 +115,5 @@ struct pol_stats {
 	size_t active_policies, active_sets, members, chains, rules;
 };
 void pol_stats(const struct pol *p, struct pol_stats *out);
-
-/*
- * For tests: recomputes every active set's members from scratch (every
- * endpoint against every set, without the label index) and compares them with
- * the incrementally kept ones. Returns 0, or -1 with what differs in @err.
- */
-int pol_verify_sets(struct pol *p, struct strbuf *err);
 
 #endif

@@ -1,7 +1,17 @@
 /*
- * Inside felix's policy core: parsed policies and rules (policy_parse.c), the
- * rule renderer (policy_render.c) and the state that ties them to endpoints
- * (policy.c).
+ * Inside felix's policy core. The modules, each using only those below it:
+ *
+ *   policy.c         the core: updates in, pol_flush, the endpoints' life cycle
+ *   applicable.c     which policies and profiles apply to which local endpoint
+ *   chains.c         the desired tables: policy, profile, endpoint, dispatch
+ *                    and static chains, and the hooks
+ *   sets.c           the ip sets chains use, and the label index that keeps
+ *                    their members
+ *   endpoint.c       endpoint records and their effective labels
+ *   rules.c          the chain builder (rule ids) and the rules of a policy
+ *   policy_parse.c   policies and profiles as the renderer needs them
+ *
+ * All of it is pure: data in, rule text and set members out.
  */
 #ifndef FELIX_POLICY_INTERNAL_H
 #define FELIX_POLICY_INTERNAL_H
@@ -141,11 +151,8 @@ void cb_match(struct chain_builder *b, const char *fmt, ...) __attribute__((form
 void cb_comment(struct chain_builder *b, const char *text);
 void cb_target(struct chain_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cb_emit(struct chain_builder *b);
-/* Append @s as iptables-save quotes a string (leading space included). */
-void ipt_quote(struct strbuf *out, const char *s);
-
 /* A chain name: prefix + suffix, or prefix + "_" + hash when that is too long. */
-void chain_name(char out[32], const char *prefix, const char *suffix);
+void cb_chain_name(char out[32], const char *prefix, const char *suffix);
 
 /* The rules of one direction of a policy or profile, into @b (which the caller started). */
 void render_policy_rules(struct chain_builder *b, const struct render_ctx *rc,
@@ -155,5 +162,235 @@ void policy_log_hash(const char *id, char out[13]);
 
 /* A fail-closed chain body: drop everything, saying why. */
 void render_fail_closed(struct chain_builder *b, const char *why);
+/* An event log rule: NFLOG with @prefix (see eventlog.h), 10 a second, bursts of 20. */
+void render_event_log(struct chain_builder *b, bool ingress, const char *prefix);
+
+/* --- the core's records (policy.c owns them; the modules below read and update them) --- */
+
+struct pentry; /* a policy */
+struct pprof;  /* a profile */
+
+enum pep_kind {
+	PEP_WEP,
+	PEP_HEP,
+	PEP_NETSET,
+};
+
+struct pport {
+	const char *name;
+	uint8_t proto;
+	uint16_t port;
+};
+
+/* What a local endpoint needs beyond set membership. */
+struct plocal {
+	char iface[16];
+	/* applicable policies, in order, per direction (0 ingress, 1 egress) */
+	struct pentry **pol[2];
+	uint32_t n_pol[2];
+	struct pprof **prof; /* resolved at render time (refs taken) */
+	uint32_t n_prof;
+	char chain[3][32];     /* ingress, egress, anti-spoofing ("" when none) */
+	const char **spoof_ok; /* allowSpoofedSourcePrefixes */
+	uint32_t n_spoof_ok;
+};
+
+/*
+ * Any endpoint or network set in the cluster, in one allocation: what set
+ * membership and (for local endpoints) the endpoint chains need.
+ */
+struct pep {
+	enum pep_kind kind;
+	const char *key;
+	const char *ns;		  /* NULL when not namespaced */
+	const char *orchestrator; /* WEPs */
+	struct br_labels labels;
+	const char **profiles;
+	uint32_t n_profiles;
+	char (*addrs)[20]; /* canonical hash:net members */
+	uint32_t n_addrs;
+	struct pport *ports;
+	uint32_t n_ports;
+	struct plocal *local; /* NULL unless on this node */
+};
+
+struct pentry {
+	struct ppolicy *p;
+	uint32_t refs[2];  /* local endpoint chains that jump to it */
+	char chain[2][32]; /* cali-pi-..., cali-po-... */
+	bool dirty;
+};
+
+struct pprof {
+	char *name;
+	struct ppolicy *explicit_p; /* from a Profile resource */
+	struct ppolicy *from_ns;    /* kns.<ns> from the Namespace (or a default) */
+	bool ns_known;
+	uint32_t refs[2];
+	uint32_t users; /* endpoints that list it */
+	char chain[2][32];
+	bool dirty;
+};
+
+/* The profile's policy in force: the Profile resource's, else the namespace's. */
+static inline const struct ppolicy *prof_effective(const struct pprof *pr)
+{
+	return pr->explicit_p ? pr->explicit_p : pr->from_ns;
+}
+
+/* An ip set some rendered chain asked for. */
+struct psetrec {
+	char name[32];
+	enum pset_kind kind;
+	struct sel *sel;
+	char *port_name;
+	uint8_t proto;
+	char **nets; /* NETS: canonical members */
+	uint32_t n_nets;
+	uint32_t refs;	    /* included chains using it */
+	struct pset *out;   /* in the desired sets while refs > 0 */
+	uint32_t active_at; /* index in pol->active while active */
+	bool is_static;
+};
+
+/* A bag of pointers; order does not matter (swap-remove). */
+struct pvec {
+	void **v;
+	size_t n, cap;
+};
+
+struct ppool {
+	struct br_cidr cidr;
+	bool nat_outgoing;
+	bool disabled;
+};
+
+struct pol {
+	char *nodename;
+	struct felix_config cfg;
+	struct pmarks marks;
+	bool marks_ok;
+	struct hmap policies; /* id → struct pentry */
+	struct hmap profiles; /* name → struct pprof */
+	struct hmap eps;      /* key → struct pep */
+	struct hmap locals;   /* iface → struct pep (local endpoints) */
+	struct hmap sets;     /* name → struct psetrec */
+	struct psetrec **active;
+	size_t n_active, cap_active;
+	/*
+	 * Label index, so that matching costs what can match rather than every
+	 * endpoint times every set: "key\x1fvalue" of every effective label →
+	 * the endpoints carrying it (struct pvec of struct pep *), and → the
+	 * active selector sets that require it (struct pvec of struct psetrec *;
+	 * sel_required_label). Active selector sets without such a label are in
+	 * unindexed.
+	 */
+	struct hmap ep_index;
+	struct hmap set_index;
+	struct pvec unindexed;
+	struct hmap pools; /* name → struct ppool */
+	struct pol_desired d;
+	struct hmap dirty_eps; /* key → (void *)1 */
+	bool dirty_dispatch, dirty_static, dirty_all;
+	/* rendering */
+	struct render_ctx rc;
+	char **errors;
+	size_t n_errors;
+	struct hmap log_hashes; /* NFLOG policy hash → id (owned copy) */
+	struct hmap dispatch;	/* dispatch chains made last time → (void *)1 */
+	bool had_heps;
+	struct strbuf scratch;
+};
+
+/* --- endpoint.c: endpoint records and their labels --------------------------------- */
+
+/* What an endpoint record is built from (a WorkloadEndpoint, HostEndpoint or network set). */
+struct pep_src {
+	enum pep_kind kind;
+	const char *key, *ns, *orchestrator, *iface;
+	bool local;
+	const struct br_labels *labels;
+	const char *const *profiles;
+	size_t n_profiles;
+	const char *const *nets;
+	size_t n_nets;
+	const struct br_endpoint_port *ports;
+	size_t n_ports;
+	const char *const *spoof_ok;
+	size_t n_spoof_ok;
+};
+
+/* The record for @s, in one allocation (free() it; its local part's arrays are not in it). */
+struct pep *endpoint_build(const struct pep_src *s);
+/* Does @e, with the labels it inherits from its namespace and profiles, match @s? */
+bool endpoint_matches(const struct pol *p, const struct pep *e, const struct sel *s);
+/*
+ * Calls @fn once per effective label of @e (the value a selector sees for its
+ * key): its own, the namespace and orchestrator ones, then its profiles'.
+ */
+typedef void endpoint_label_fn(struct pol *p, const struct pep *e, const char *key,
+			       const char *value, void *arg);
+void endpoint_each_label(struct pol *p, const struct pep *e, endpoint_label_fn *fn, void *arg);
+/* The canonical hash:net member of an IPv4 network: a host without "/32". */
+void endpoint_net_member(const struct br_cidr *c, char out[20]);
+
+/* --- sets.c: the ip sets chains use, and their members ------------------------------ */
+
+/* The set a rule asks for (made on first use; names are hashes of what a set holds). */
+struct psetrec *sets_for(struct pol *p, const struct pset_ref *ref);
+/* A chain enters (+1) or leaves (-1) the desired tables: the sets its rules name. */
+void sets_chain_refs(struct pol *p, const struct pchain *c, int delta);
+/* @e enters the sets it matches and the label index (after any change to its labels). */
+void sets_endpoint_enter(struct pol *p, const struct pep *e);
+/* The reverse of sets_endpoint_enter, with the labels @e had then. */
+void sets_endpoint_leave(struct pol *p, const struct pep *e);
+/* The record of a static set (pool CIDRs: SETS_ALL_POOLS, SETS_MASQ_POOLS). */
+#define SETS_ALL_POOLS	"cali40all-ipam-pools"
+#define SETS_MASQ_POOLS "cali40masq-ipam-pools"
+void sets_static(struct pol *p, const char *name);
+/* Pools changed: bring the active static sets to the new members. */
+void sets_pools_changed(struct pol *p);
+/* Forget set records no chain uses. */
+void sets_forget_unused(struct pol *p);
+void sets_free(struct pol *p);
+
+/* --- chains.c: the desired tables ----------------------------------------------------- */
+
+/* Take chain @name out of table @t, releasing its sets. */
+void chains_del(struct pol *p, enum pt_table t, const char *name);
+/* A policy's or profile's chain of direction @dir (0 ingress, 1 egress). */
+void chains_render_policy(struct pol *p, struct pentry *pe, int dir);
+void chains_render_profile(struct pol *p, struct pprof *pr, int dir);
+/* A local endpoint's chains, from the policies and profiles in its record. */
+void chains_render_endpoint(struct pol *p, struct pep *e);
+/* Its chains out of the tables. */
+void chains_drop_endpoint(struct pol *p, struct plocal *lo);
+/* The interface dispatch chains, over every local endpoint. */
+void chains_render_dispatch(struct pol *p);
+/* The static chains (cali-FORWARD, cali-INPUT, ..., nat) and the hooks in built-in chains. */
+void chains_render_static(struct pol *p);
+/* Are there local host endpoints (the static chains then send traffic through them)? */
+bool chains_have_local_heps(const struct pol *p);
+void chains_free(struct pol *p);
+
+/* --- applicable.c: which policies and profiles apply to which local endpoint ---------- */
+
+/* The profile record @name (made on first use). */
+struct pprof *applicable_profile(struct pol *p, const char *name);
+/* Drop the profile record when nothing holds it any more. */
+void applicable_profile_release(struct pol *p, struct pprof *pr);
+/* A local endpoint's chains need rendering (a NULL or remote @e is ignored). */
+void applicable_mark_local(struct pol *p, const struct pep *e);
+/* A policy changed (@np NULL: deleted; ownership passes). */
+void applicable_policy_set(struct pol *p, const char *id, struct ppolicy *np);
+/* A profile changed: from a Profile resource (@explicit_p, ownership passes), or from its
+ * namespace (@ns_labels; @ns_deleted when the namespace went). */
+void applicable_profile_set(struct pol *p, const char *name, struct ppolicy *explicit_p,
+			    bool from_resource, const struct br_labels *ns_labels, bool ns_event,
+			    bool ns_deleted);
+/* Work out the policies and profiles of local endpoint @e and render its chains. */
+void applicable_render_local(struct pol *p, struct pep *e);
+/* @e's local part goes: its references and its chains. */
+void applicable_release_local(struct pol *p, struct pep *e);
 
 #endif

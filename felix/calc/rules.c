@@ -85,7 +85,8 @@ void cb_target(struct chain_builder *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-void ipt_quote(struct strbuf *out, const char *s)
+/* Append @s as iptables-save quotes a string (leading space included). */
+static void cb_quote(struct strbuf *out, const char *s)
 {
 	static const char plain[] = "_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 	size_t n = strspn(s, plain);
@@ -114,7 +115,7 @@ void cb_comment(struct chain_builder *b, const char *text)
 				     : *text;
 	clean[n] = '\0';
 	sb_adds(&b->matches, " -m comment --comment");
-	ipt_quote(&b->matches, clean);
+	cb_quote(&b->matches, clean);
 }
 
 void cb_emit(struct chain_builder *b)
@@ -161,7 +162,7 @@ void cb_emit(struct chain_builder *b)
 	sb_reset(&b->target);
 }
 
-void chain_name(char out[32], const char *prefix, const char *suffix)
+void cb_chain_name(char out[32], const char *prefix, const char *suffix)
 {
 	size_t lp = strlen(prefix), ls = strlen(suffix);
 	if (lp + ls <= IPT_CHAIN_MAX && !(lp + ls == IPT_CHAIN_MAX && suffix[0] == '_')) {
@@ -406,12 +407,12 @@ static void free_saved(struct saved *s)
 #define NFLOG_GROUP(ingress) ((ingress) ? 1 : 2)
 #define LIMIT_MATCH	     "-m limit --limit 10/sec --limit-burst 20"
 
-static void event_log_rule(struct chain_builder *b, bool ingress, const char *prefix)
+void render_event_log(struct chain_builder *b, bool ingress, const char *prefix)
 {
 	cb_match(b, LIMIT_MATCH);
 	struct strbuf t = STRBUF_INIT;
 	sb_adds(&t, "-j NFLOG --nflog-prefix");
-	ipt_quote(&t, prefix);
+	cb_quote(&t, prefix);
 	sb_addf(&t, " --nflog-group %d", NFLOG_GROUP(ingress));
 	cb_target(b, "%s", sb_str(&t));
 	sb_free(&t);
@@ -440,7 +441,7 @@ static void emit_action(struct chain_builder *b, const struct render_ctx *rc,
 	struct saved s;
 	save_matches(b, &s);
 	if (prefix[0]) {
-		event_log_rule(b, ingress, prefix);
+		render_event_log(b, ingress, prefix);
 		restore_matches(b, &s);
 	}
 	switch (r->action) {
@@ -464,7 +465,7 @@ static void emit_action(struct chain_builder *b, const struct render_ctx *rc,
 		snprintf(pfx, sizeof(pfx), "%s: ", lp);
 		struct strbuf t = STRBUF_INIT;
 		sb_adds(&t, "-j LOG --log-prefix");
-		ipt_quote(&t, pfx);
+		cb_quote(&t, pfx);
 		sb_adds(&t, " --log-level 5");
 		cb_target(b, "%s", sb_str(&t));
 		sb_free(&t);

@@ -1,0 +1,247 @@
+/*
+ * Which policies and profiles apply to which local endpoint, in order, and
+ * the references that keep their chains in the tables: a policy's chain of a
+ * direction exists while some local endpoint's chain of that direction jumps
+ * to it. A policy or profile that changes marks the local endpoints it
+ * applies to (before and after) for rendering; pol_flush renders them. Pure.
+ */
+#include "policy_internal.h"
+
+#include <brindle/util.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- profiles ----------------------------------------------------------------------------- */
+
+struct pprof *applicable_profile(struct pol *p, const char *name)
+{
+	struct pprof *pr = hmap_get(&p->profiles, name);
+	if (pr)
+		return pr;
+	pr = xcalloc(1, sizeof(*pr));
+	pr->name = xstrdup(name);
+	cb_chain_name(pr->chain[0], "cali-pri-", name);
+	cb_chain_name(pr->chain[1], "cali-pro-", name);
+	/* A namespace's profile exists with the namespace; until its resource is seen, a default.
+	 */
+	if (str_has_prefix(name, "kns."))
+		pr->from_ns = ppolicy_from_namespace(name + 4, NULL);
+	hmap_put(&p->profiles, name, pr);
+	return pr;
+}
+
+void applicable_profile_release(struct pol *p, struct pprof *pr)
+{
+	if (pr->users || pr->explicit_p || pr->ns_known || pr->refs[0] || pr->refs[1])
+		return;
+	hmap_del(&p->profiles, pr->name);
+	ppolicy_free(pr->from_ns);
+	free(pr->name);
+	free(pr);
+}
+
+/* --- references to policy and profile chains ---------------------------------------------- */
+
+static void pentry_ref(struct pol *p, struct pentry *pe, int dir, int delta)
+{
+	if (delta > 0) {
+		if (pe->refs[dir]++ == 0)
+			chains_render_policy(p, pe, dir);
+	} else if (--pe->refs[dir] == 0) {
+		chains_del(p, PT_FILTER, pe->chain[dir]);
+	}
+}
+
+static void pprof_ref(struct pol *p, struct pprof *pr, int dir, int delta)
+{
+	if (delta > 0) {
+		if (pr->refs[dir]++ == 0)
+			chains_render_profile(p, pr, dir);
+	} else if (--pr->refs[dir] == 0) {
+		chains_del(p, PT_FILTER, pr->chain[dir]);
+	}
+}
+
+/* --- changes ------------------------------------------------------------------------------ */
+
+void applicable_mark_local(struct pol *p, const struct pep *e)
+{
+	if (e && e->local)
+		hmap_put(&p->dirty_eps, e->key, (void *)1);
+}
+
+static bool policy_applies(const struct pol *p, const struct ppolicy *pp, const struct pep *e)
+{
+	return pp && pp->selector && endpoint_matches(p, e, pp->selector);
+}
+
+/* Mark the local endpoints a policy applies to (before or after a change). */
+static void mark_applicable(struct pol *p, const struct ppolicy *pp)
+{
+	if (!pp)
+		return;
+	for (struct hmap_iter it = hmap_iter(&p->locals); hmap_next(&it);)
+		if (policy_applies(p, pp, it.value))
+			applicable_mark_local(p, it.value);
+}
+
+static void note_log_hash(struct pol *p, const struct ppolicy *pp)
+{
+	if (!pp)
+		return;
+	char h[13];
+	policy_log_hash(pp->id, h);
+	free(hmap_put(&p->log_hashes, h, xstrdup(pp->id)));
+}
+
+void applicable_policy_set(struct pol *p, const char *id, struct ppolicy *np)
+{
+	struct pentry *pe = hmap_get(&p->policies, id);
+	if (!pe) {
+		if (!np)
+			return;
+		pe = xcalloc(1, sizeof(*pe));
+		cb_chain_name(pe->chain[0], "cali-pi-", id);
+		cb_chain_name(pe->chain[1], "cali-po-", id);
+		hmap_put(&p->policies, id, pe);
+	}
+	mark_applicable(p, pe->p);
+	mark_applicable(p, np);
+	ppolicy_free(pe->p);
+	pe->p = np;
+	/* Kept after a delete: the event log may still see packets it decided. */
+	note_log_hash(p, np);
+	pe->dirty = true;
+	if (!np && !pe->refs[0] && !pe->refs[1]) {
+		hmap_del(&p->policies, id);
+		free(pe);
+	}
+}
+
+/* Endpoints that inherit from @pr: their set membership and policies depend on its labels. */
+static void profile_labels_changing(struct pol *p, const char *name, bool after)
+{
+	for (struct hmap_iter it = hmap_iter(&p->eps); hmap_next(&it);) {
+		struct pep *e = it.value;
+		bool uses = false;
+		for (uint32_t i = 0; i < e->n_profiles && !uses; i++)
+			uses = streq(e->profiles[i], name);
+		if (!uses)
+			continue;
+		if (after) {
+			sets_endpoint_enter(p, e);
+			applicable_mark_local(p, e);
+		} else {
+			sets_endpoint_leave(p, e);
+		}
+	}
+}
+
+void applicable_profile_set(struct pol *p, const char *name, struct ppolicy *explicit_p,
+			    bool from_resource, const struct br_labels *ns_labels, bool ns_event,
+			    bool ns_deleted)
+{
+	struct pprof *pr = applicable_profile(p, name);
+	profile_labels_changing(p, name, false);
+	if (from_resource) {
+		ppolicy_free(pr->explicit_p);
+		pr->explicit_p = explicit_p;
+		note_log_hash(p, explicit_p);
+	}
+	if (ns_event) {
+		ppolicy_free(pr->from_ns);
+		pr->from_ns = ppolicy_from_namespace(name + 4, ns_deleted ? NULL : ns_labels);
+		pr->ns_known = !ns_deleted;
+	}
+	note_log_hash(p, pr->from_ns);
+	pr->dirty = true;
+	profile_labels_changing(p, name, true);
+	applicable_profile_release(p, pr);
+}
+
+/* --- local endpoints ---------------------------------------------------------------------- */
+
+static int cmp_pentry(const void *a, const void *b)
+{
+	const struct pentry *x = *(struct pentry *const *)a, *y = *(struct pentry *const *)b;
+	return ppolicy_cmp(x->p, y->p);
+}
+
+static void local_compute_policies(struct pol *p, struct pep *e, struct pentry ***pol, uint32_t *n)
+{
+	size_t cap = 0, k[2] = { 0, 0 };
+	pol[0] = pol[1] = NULL;
+	for (struct hmap_iter it = hmap_iter(&p->policies); hmap_next(&it);) {
+		struct pentry *pe = it.value;
+		const struct ppolicy *pp = pe->p;
+		if (!policy_applies(p, pp, e))
+			continue;
+		if (k[0] + k[1] + 2 > cap) {
+			cap = cap ? cap * 2 : 8;
+			pol[0] = xrealloc(pol[0], sizeof(**pol) * cap);
+			pol[1] = xrealloc(pol[1], sizeof(**pol) * cap);
+		}
+		if (pp->ingress)
+			pol[0][k[0]++] = pe;
+		if (pp->egress)
+			pol[1][k[1]++] = pe;
+	}
+	for (int d = 0; d < 2; d++) {
+		if (k[d] > 1)
+			qsort(pol[d], k[d], sizeof(*pol[d]), cmp_pentry);
+		n[d] = (uint32_t)k[d];
+	}
+}
+
+/* Drop what the endpoint's chains referenced. */
+static void local_unref(struct pol *p, struct plocal *lo)
+{
+	for (int d = 0; d < 2; d++) {
+		for (uint32_t i = 0; i < lo->n_pol[d]; i++)
+			pentry_ref(p, lo->pol[d][i], d, -1);
+		free(lo->pol[d]);
+		lo->pol[d] = NULL;
+		lo->n_pol[d] = 0;
+		for (uint32_t i = 0; i < lo->n_prof; i++)
+			pprof_ref(p, lo->prof[i], d, -1);
+	}
+	for (uint32_t i = 0; i < lo->n_prof; i++)
+		applicable_profile_release(p, lo->prof[i]);
+	free(lo->prof);
+	lo->prof = NULL;
+	lo->n_prof = 0;
+}
+
+void applicable_release_local(struct pol *p, struct pep *e)
+{
+	local_unref(p, e->local);
+	chains_drop_endpoint(p, e->local);
+}
+
+void applicable_render_local(struct pol *p, struct pep *e)
+{
+	struct plocal *lo = e->local;
+	struct pentry **pol[2];
+	uint32_t n[2];
+	local_compute_policies(p, e, pol, n);
+	/* New references first, so shared chains and sets do not flap. */
+	for (int d = 0; d < 2; d++)
+		for (uint32_t i = 0; i < n[d]; i++)
+			pentry_ref(p, pol[d][i], d, +1);
+	struct pprof **prof = e->n_profiles ? xcalloc(e->n_profiles, sizeof(*prof)) : NULL;
+	for (uint32_t i = 0; i < e->n_profiles; i++) {
+		prof[i] = applicable_profile(p, e->profiles[i]);
+		pprof_ref(p, prof[i], 0, +1);
+		pprof_ref(p, prof[i], 1, +1);
+	}
+	local_unref(p, lo);
+	lo->pol[0] = pol[0];
+	lo->pol[1] = pol[1];
+	lo->n_pol[0] = n[0];
+	lo->n_pol[1] = n[1];
+	lo->prof = prof;
+	lo->n_prof = e->n_profiles;
+	chains_render_endpoint(p, e);
+}

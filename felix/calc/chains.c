@@ -1,0 +1,537 @@
+/*
+ * The desired tables of the policy core: every chain felix wants, rendered
+ * from the records (a policy's and a profile's chains, a local endpoint's,
+ * the interface dispatch trees, the static chains and nat), and our rules in
+ * the built-in chains. A chain put into a table takes the ip sets its rules
+ * name; one taken out releases them. Pure.
+ */
+#include "policy_internal.h"
+
+#include <brindle/ipt.h>
+#include <brindle/util.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- the tables --------------------------------------------------------------------------- */
+
+/* Put @c into table @t (replacing one of the same name), taking its sets. */
+static void chains_put(struct pol *p, enum pt_table t, struct pchain *c)
+{
+	sets_chain_refs(p, c, +1);
+	struct pchain *old = hmap_put(&p->d.tables[t].chains, c->name, c);
+	if (old) {
+		sets_chain_refs(p, old, -1);
+		pchain_free(old);
+	}
+	p->d.tables[t].dirty = true;
+}
+
+void chains_del(struct pol *p, enum pt_table t, const char *name)
+{
+	struct pchain *old = hmap_del(&p->d.tables[t].chains, name);
+	if (!old)
+		return;
+	sets_chain_refs(p, old, -1);
+	pchain_free(old);
+	p->d.tables[t].dirty = true;
+}
+
+/* --- policy and profile chains ------------------------------------------------------------ */
+
+void chains_render_policy(struct pol *p, struct pentry *pe, int dir)
+{
+	struct chain_builder b;
+	cb_start(&b, pe->chain[dir]);
+	if (pe->p->error)
+		render_fail_closed(&b, pe->p->error);
+	else
+		render_policy_rules(&b, &p->rc, pe->p, dir == 0);
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
+void chains_render_profile(struct pol *p, struct pprof *pr, int dir)
+{
+	struct chain_builder b;
+	cb_start(&b, pr->chain[dir]);
+	const struct ppolicy *pp = prof_effective(pr);
+	if (!pp) {
+		char why[300];
+		snprintf(why, sizeof(why), "Profile %s does not exist", pr->name);
+		render_fail_closed(&b, why);
+	} else if (pp->error) {
+		render_fail_closed(&b, pp->error);
+	} else {
+		render_policy_rules(&b, &p->rc, pp, dir == 0);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
+/* --- endpoint chains ---------------------------------------------------------------------- */
+
+static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
+{
+	struct plocal *lo = e->local;
+	const struct pmarks *m = &p->marks;
+	bool hep = e->kind == PEP_HEP;
+	bool ingress = dir == 0;
+	char name[32];
+	snprintf(name, sizeof(name), "%s%s",
+		 hep ? (ingress ? "cali-fh-" : "cali-th-") : (ingress ? "cali-tw-" : "cali-fw-"),
+		 lo->iface);
+	snprintf(lo->chain[dir], sizeof(lo->chain[dir]), "%s", name);
+	struct chain_builder b;
+	cb_start(&b, name);
+	if (!ingress && lo->chain[2][0]) {
+		/* the anti-spoofing chain returns for allowed sources, drops the rest */
+		cb_target(&b, "-j %s", lo->chain[2]);
+		cb_emit(&b);
+	}
+	cb_match(&b, "-m conntrack --ctstate RELATED,ESTABLISHED");
+	cb_target(&b, "-j ACCEPT");
+	cb_emit(&b);
+	cb_match(&b, "-m conntrack --ctstate INVALID");
+	cb_target(&b, "-j DROP");
+	cb_emit(&b);
+	cb_target(&b, "-j MARK --set-xmark 0x0/0x%x", m->accept | m->pass);
+	cb_emit(&b);
+	if (hep) {
+		cb_target(&b, "-j %s", ingress ? "cali-failsafe-in" : "cali-failsafe-out");
+		cb_emit(&b);
+	} else if (!ingress) {
+		/* workloads may not send encapsulated traffic of their own */
+		cb_comment(&b, "Drop VXLAN encapped packets originating in workloads");
+		cb_generic(&b, "-p udp");
+		cb_match(&b, "-m multiport --dports %u", p->cfg.vxlan_port);
+		cb_target(&b, "-j DROP");
+		cb_emit(&b);
+		cb_comment(&b, "Drop IPinIP encapped packets originating in workloads");
+		cb_generic(&b, "-p %s", ipt_proto_name(4));
+		cb_target(&b, "-j DROP");
+		cb_emit(&b);
+	}
+	const char *fail = NULL;
+	for (uint32_t i = 0; i < lo->n_pol[dir] && !fail; i++)
+		fail = lo->pol[dir][i]->p->error;
+	for (uint32_t i = 0; i < lo->n_prof && !fail; i++) {
+		const struct ppolicy *pp = prof_effective(lo->prof[i]);
+		if (!pp)
+			fail = "a profile it uses does not exist";
+		else
+			fail = pp->error;
+	}
+	char prefix[64];
+	if (fail) {
+		if (p->rc.event_log) {
+			snprintf(prefix, sizeof(prefix), "D%c:f:%s", ingress ? 'i' : 'o',
+				 lo->iface);
+			render_event_log(&b, ingress, prefix);
+		}
+		render_fail_closed(&b, fail);
+		chains_put(p, PT_FILTER, cb_finish(&b));
+		return;
+	}
+	for (uint32_t i = 0; i < lo->n_pol[dir]; i++) {
+		struct pentry *pe = lo->pol[dir][i];
+		cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
+		cb_target(&b, "-j %s", pe->chain[dir]);
+		cb_emit(&b);
+		cb_comment(&b, "Return if policy accepted");
+		cb_match(&b, "-m mark --mark 0x%x/0x%x", m->accept, m->accept);
+		cb_target(&b, "-j RETURN");
+		cb_emit(&b);
+	}
+	if (lo->n_pol[dir]) {
+		if (p->rc.event_log) {
+			snprintf(prefix, sizeof(prefix), "D%c:e:%s", ingress ? 'i' : 'o',
+				 lo->iface);
+			cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
+			render_event_log(&b, ingress, prefix);
+		}
+		cb_comment(&b, "Drop if no policies passed packet");
+		cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
+		cb_target(&b, "-j DROP");
+		cb_emit(&b);
+	}
+	for (uint32_t i = 0; i < lo->n_prof; i++) {
+		cb_target(&b, "-j %s", lo->prof[i]->chain[dir]);
+		cb_emit(&b);
+		cb_comment(&b, "Return if profile accepted");
+		cb_match(&b, "-m mark --mark 0x%x/0x%x", m->accept, m->accept);
+		cb_target(&b, "-j RETURN");
+		cb_emit(&b);
+	}
+	if (p->rc.event_log) {
+		snprintf(prefix, sizeof(prefix), "D%c:n:%s", ingress ? 'i' : 'o', lo->iface);
+		render_event_log(&b, ingress, prefix);
+	}
+	cb_comment(&b, "Drop if no profiles matched");
+	cb_target(&b, "-j DROP");
+	cb_emit(&b);
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
+/* The anti-spoofing chain of a workload: its own addresses (and allowed prefixes) return. */
+static void render_spoof(struct pol *p, struct pep *e)
+{
+	struct plocal *lo = e->local;
+	snprintf(lo->chain[2], sizeof(lo->chain[2]), "cali-sm-%s", lo->iface);
+	struct chain_builder b;
+	cb_start(&b, lo->chain[2]);
+	for (uint32_t i = 0; i < e->n_addrs; i++) {
+		cb_generic(&b, "-s %s%s", e->addrs[i], strchr(e->addrs[i], '/') ? "" : "/32");
+		cb_target(&b, "-j RETURN");
+		cb_emit(&b);
+	}
+	for (uint32_t i = 0; i < lo->n_spoof_ok; i++) {
+		struct br_cidr c;
+		if (cidr_parse(lo->spoof_ok[i], true, &c) < 0 || c.ip.family != AF_INET)
+			continue;
+		cidr_mask(&c);
+		char cs[CIDR_STRLEN];
+		cb_generic(&b, "-s %s", cidr_str(&c, cs));
+		cb_target(&b, "-j RETURN");
+		cb_emit(&b);
+	}
+	cb_comment(&b, "Drop packets from unexpected source addresses");
+	cb_target(&b, "-j DROP");
+	cb_emit(&b);
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
+void chains_render_endpoint(struct pol *p, struct pep *e)
+{
+	struct plocal *lo = e->local;
+	char old_spoof[32];
+	snprintf(old_spoof, sizeof(old_spoof), "%s", lo->chain[2]);
+	lo->chain[2][0] = '\0';
+	if (e->kind == PEP_WEP && e->n_addrs)
+		render_spoof(p, e);
+	else if (old_spoof[0])
+		chains_del(p, PT_FILTER, old_spoof);
+	render_endpoint_dir(p, e, 0);
+	render_endpoint_dir(p, e, 1);
+}
+
+void chains_drop_endpoint(struct pol *p, struct plocal *lo)
+{
+	for (int i = 0; i < 3; i++)
+		if (lo->chain[i][0]) {
+			chains_del(p, PT_FILTER, lo->chain[i]);
+			lo->chain[i][0] = '\0';
+		}
+}
+
+/* --- dispatch and static chains ----------------------------------------------------------- */
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * A dispatch chain over interface names, as Felix builds it: names sorted,
+ * their common prefix, then one level binned by the next character; a bin
+ * of one goes straight to the endpoint's chain.
+ */
+static void render_dispatch(struct pol *p, const char *root, const char *opt,
+			    const char *target_prefix, const char **names, size_t n,
+			    bool drop_unknown, struct hmap *made)
+{
+	qsort(names, n, sizeof(*names), cmp_cstr);
+	size_t common = n ? strlen(names[0]) : 0;
+	for (size_t i = 1; i < n; i++) {
+		size_t k = 0;
+		while (k < common && names[i][k] == names[0][k])
+			k++;
+		common = k;
+	}
+	if (n > 1 && common == strlen(names[0]))
+		common--; /* a name that is a prefix of another: bin on its last character */
+	struct chain_builder b;
+	cb_start(&b, root);
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && n > 1 && names[j][common] == names[i][common])
+			j++;
+		if (j == i)
+			j = i + 1;
+		if (j - i == 1) {
+			cb_generic(&b, "%s %s", opt, names[i]);
+			cb_target(&b, "-g %s%s", target_prefix, names[i]);
+			cb_emit(&b);
+		} else {
+			char child[32], pfx[20];
+			snprintf(child, sizeof(child), "%s-%c", root, names[i][common]);
+			snprintf(pfx, sizeof(pfx), "%.*s+", (int)(common + 1), names[i]);
+			cb_generic(&b, "%s %s", opt, pfx);
+			cb_target(&b, "-g %s", child);
+			cb_emit(&b);
+			struct chain_builder cbd;
+			cb_start(&cbd, child);
+			for (size_t k = i; k < j; k++) {
+				cb_generic(&cbd, "%s %s", opt, names[k]);
+				cb_target(&cbd, "-g %s%s", target_prefix, names[k]);
+				cb_emit(&cbd);
+			}
+			if (drop_unknown) {
+				cb_comment(&cbd, "Unknown interface");
+				cb_target(&cbd, "-j DROP");
+				cb_emit(&cbd);
+			}
+			chains_put(p, PT_FILTER, cb_finish(&cbd));
+			hmap_put(made, child, (void *)1);
+		}
+		i = j;
+	}
+	if (drop_unknown) {
+		cb_comment(&b, "Unknown interface");
+		cb_target(&b, "-j DROP");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+	hmap_put(made, root, (void *)1);
+}
+
+void chains_render_dispatch(struct pol *p)
+{
+	size_t n = p->locals.n;
+	const char **wl = xcalloc(n + 1, sizeof(*wl));
+	const char **hl = xcalloc(n + 1, sizeof(*hl));
+	size_t nw = 0, nh = 0;
+	for (struct hmap_iter it = hmap_iter(&p->locals); hmap_next(&it);) {
+		const struct pep *e = it.value;
+		if (e->kind == PEP_HEP)
+			hl[nh++] = e->local->iface;
+		else
+			wl[nw++] = e->local->iface;
+	}
+	struct hmap made = HMAP_INIT;
+	render_dispatch(p, "cali-from-wl-dispatch", "-i", "cali-fw-", wl, nw, true, &made);
+	render_dispatch(p, "cali-to-wl-dispatch", "-o", "cali-tw-", wl, nw, true, &made);
+	if (nh) {
+		render_dispatch(p, "cali-from-host-endpoint", "-i", "cali-fh-", hl, nh, false,
+				&made);
+		render_dispatch(p, "cali-to-host-endpoint", "-o", "cali-th-", hl, nh, false, &made);
+	}
+	for (struct hmap_iter it = hmap_iter(&p->dispatch); hmap_next(&it);)
+		if (!hmap_has(&made, it.key))
+			chains_del(p, PT_FILTER, it.key);
+	hmap_clear(&p->dispatch);
+	p->dispatch = made;
+	free(wl);
+	free(hl);
+}
+
+bool chains_have_local_heps(const struct pol *p)
+{
+	for (struct hmap_iter it = hmap_iter(&p->locals); hmap_next(&it);)
+		if (((const struct pep *)it.value)->kind == PEP_HEP)
+			return true;
+	return false;
+}
+
+static void failsafe_chain(struct pol *p, const char *name, const struct felix_failsafe *fs,
+			   size_t n, bool in)
+{
+	struct chain_builder b;
+	cb_start(&b, name);
+	for (size_t i = 0; i < n; i++) {
+		if (fs[i].net[0])
+			cb_generic(&b, "%s %s", in ? "-s" : "-d", fs[i].net);
+		cb_generic(&b, "-p %s",
+			   streq(fs[i].protocol, "UDP")	   ? "udp"
+			   : streq(fs[i].protocol, "SCTP") ? "sctp"
+							   : "tcp");
+		cb_match(&b, "-m multiport --dports %u", fs[i].port);
+		cb_target(&b, "-j ACCEPT");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
+static char **dup_rules(const struct pchain *c, uint32_t *n)
+{
+	*n = c->n;
+	char **v = xcalloc(c->n + 1, sizeof(*v));
+	for (uint32_t i = 0; i < c->n; i++)
+		v[i] = xstrdup(c->rules[i]);
+	return v;
+}
+
+static void hooks_free(struct ptable *t)
+{
+	for (size_t h = 0; h < t->n_hooks; h++) {
+		struct phook *k = &t->hooks[h];
+		for (uint32_t i = 0; i < k->n_insert; i++)
+			free(k->insert[i]);
+		for (uint32_t i = 0; i < k->n_append; i++)
+			free(k->append[i]);
+		free(k->insert);
+		free(k->append);
+	}
+	t->n_hooks = 0;
+}
+
+/* Our rules in a built-in chain; @append_always go at its end whatever the insert mode. */
+static void set_hook(struct pol *p, enum pt_table t, const char *chain, const char *jump,
+		     const char *append_always)
+{
+	struct ptable *tb = &p->d.tables[t];
+	struct phook *k = &tb->hooks[tb->n_hooks++];
+	memset(k, 0, sizeof(*k));
+	k->chain = chain;
+	bool append = streq(p->cfg.chain_insert_mode, "Append");
+	struct chain_builder b;
+	cb_start(&b, chain);
+	struct chain_builder a;
+	char aname[40];
+	snprintf(aname, sizeof(aname), "%s*appends*", chain);
+	cb_start(&a, aname);
+	struct chain_builder *jb = append ? &a : &b;
+	if (jump) {
+		cb_target(jb, "-j %s", jump);
+		cb_emit(jb);
+	}
+	if (append_always) {
+		cb_comment(&a, "Policy explicitly accepted packet.");
+		cb_match(&a, "-m mark --mark 0x%x/0x%x", p->marks.accept, p->marks.accept);
+		cb_target(&a, "%s", append_always);
+		cb_emit(&a);
+	}
+	struct pchain *ci = cb_finish(&b), *ca = cb_finish(&a);
+	k->insert = dup_rules(ci, &k->n_insert);
+	k->append = dup_rules(ca, &k->n_append);
+	pchain_free(ci);
+	pchain_free(ca);
+}
+
+void chains_render_static(struct pol *p)
+{
+	const struct pmarks *m = &p->marks;
+	bool heps = chains_have_local_heps(p);
+	struct chain_builder b;
+	/* filter cali-FORWARD */
+	cb_start(&b, "cali-FORWARD");
+	cb_comment(&b, "Start of forwarding: clear our marks");
+	cb_target(&b, "-j MARK --set-xmark 0x0/0x%x", m->all);
+	cb_emit(&b);
+	for (size_t i = 0; i < p->cfg.n_prefixes; i++) {
+		cb_generic(&b, "-i %s+", p->cfg.prefixes[i]);
+		cb_target(&b, "-j cali-from-wl-dispatch");
+		cb_emit(&b);
+		cb_generic(&b, "-o %s+", p->cfg.prefixes[i]);
+		cb_target(&b, "-j cali-to-wl-dispatch");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+	/* filter cali-INPUT */
+	cb_start(&b, "cali-INPUT");
+	for (size_t i = 0; i < p->cfg.n_prefixes; i++) {
+		cb_generic(&b, "-i %s+", p->cfg.prefixes[i]);
+		cb_target(&b, "-g cali-wl-to-host");
+		cb_emit(&b);
+	}
+	if (heps) {
+		cb_target(&b, "-j MARK --set-xmark 0x0/0x%x", m->all);
+		cb_emit(&b);
+		cb_target(&b, "-j cali-from-host-endpoint");
+		cb_emit(&b);
+		cb_comment(&b, "Host endpoint policy accepted packet.");
+		cb_match(&b, "-m mark --mark 0x%x/0x%x", m->accept, m->accept);
+		cb_target(&b, "-j ACCEPT");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+	/* filter cali-wl-to-host */
+	cb_start(&b, "cali-wl-to-host");
+	cb_target(&b, "-j cali-from-wl-dispatch");
+	cb_emit(&b);
+	cb_comment(&b, "Configured DefaultEndpointToHostAction");
+	const char *act = p->cfg.endpoint_to_host_action;
+	cb_target(&b, "-j %s",
+		  streq(act, "Accept")	 ? "ACCEPT"
+		  : streq(act, "Return") ? "RETURN"
+					 : "DROP");
+	cb_emit(&b);
+	chains_put(p, PT_FILTER, cb_finish(&b));
+	/* filter cali-OUTPUT */
+	cb_start(&b, "cali-OUTPUT");
+	for (size_t i = 0; i < p->cfg.n_prefixes; i++) {
+		cb_comment(&b, "From the host to its workloads: always allowed");
+		cb_generic(&b, "-o %s+", p->cfg.prefixes[i]);
+		cb_target(&b, "-j RETURN");
+		cb_emit(&b);
+	}
+	if (heps) {
+		cb_target(&b, "-j MARK --set-xmark 0x0/0x%x", m->all);
+		cb_emit(&b);
+		cb_target(&b, "-j cali-to-host-endpoint");
+		cb_emit(&b);
+		cb_comment(&b, "Host endpoint policy accepted packet.");
+		cb_match(&b, "-m mark --mark 0x%x/0x%x", m->accept, m->accept);
+		cb_target(&b, "-j ACCEPT");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+	if (heps) {
+		failsafe_chain(p, "cali-failsafe-in", p->cfg.failsafe_in, p->cfg.n_failsafe_in,
+			       true);
+		failsafe_chain(p, "cali-failsafe-out", p->cfg.failsafe_out, p->cfg.n_failsafe_out,
+			       false);
+	} else {
+		chains_del(p, PT_FILTER, "cali-failsafe-in");
+		chains_del(p, PT_FILTER, "cali-failsafe-out");
+	}
+	/* nat: masquerade pod traffic leaving the pools of natOutgoing pools */
+	bool masq = false;
+	for (struct hmap_iter it = hmap_iter(&p->pools); hmap_next(&it);)
+		masq |= ((const struct ppool *)it.value)->nat_outgoing;
+	cb_start(&b, "cali-POSTROUTING");
+	cb_target(&b, "-j cali-nat-outgoing");
+	cb_emit(&b);
+	chains_put(p, PT_NAT, cb_finish(&b));
+	cb_start(&b, "cali-nat-outgoing");
+	if (masq) {
+		sets_static(p, SETS_MASQ_POOLS);
+		sets_static(p, SETS_ALL_POOLS);
+		cb_match(&b, "-m set --match-set " SETS_MASQ_POOLS " src");
+		cb_match(&b, "-m set ! --match-set " SETS_ALL_POOLS " dst");
+		cb_target(&b, "-j MASQUERADE --random-fully");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_NAT, cb_finish(&b));
+	sets_pools_changed(p);
+	/* hooks */
+	for (int t = 0; t < PT_TABLES; t++)
+		hooks_free(&p->d.tables[t]);
+	set_hook(p, PT_FILTER, "INPUT", "cali-INPUT", NULL);
+	set_hook(p, PT_FILTER, "FORWARD", "cali-FORWARD", "-j ACCEPT");
+	set_hook(p, PT_FILTER, "OUTPUT", "cali-OUTPUT", NULL);
+	/* nat POSTROUTING: appended, so kube-proxy's rules run first (as Felix does) */
+	struct ptable *nat = &p->d.tables[PT_NAT];
+	struct phook *k = &nat->hooks[nat->n_hooks++];
+	memset(k, 0, sizeof(*k));
+	k->chain = "POSTROUTING";
+	cb_start(&b, "POSTROUTING*appends*");
+	cb_target(&b, "-j cali-POSTROUTING");
+	cb_emit(&b);
+	struct pchain *c = cb_finish(&b);
+	k->append = dup_rules(c, &k->n_append);
+	pchain_free(c);
+	for (int t = 0; t < PT_TABLES; t++)
+		p->d.tables[t].dirty = true;
+}
+
+void chains_free(struct pol *p)
+{
+	for (int t = 0; t < PT_TABLES; t++) {
+		for (struct hmap_iter it = hmap_iter(&p->d.tables[t].chains); hmap_next(&it);)
+			pchain_free(it.value);
+		hmap_clear(&p->d.tables[t].chains);
+		hooks_free(&p->d.tables[t]);
+	}
+	hmap_clear(&p->dispatch);
+}

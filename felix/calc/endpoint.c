@@ -1,0 +1,213 @@
+/*
+ * Endpoint records of the policy core: every WorkloadEndpoint, HostEndpoint
+ * and network set of the cluster, in one allocation each (labels, profiles,
+ * canonical addresses, named ports), and the labels a selector sees on one:
+ * its own, then its namespace and orchestrator, then what its profiles apply.
+ * Pure.
+ */
+#include "policy_internal.h"
+
+#include <brindle/util.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_LABEL   "projectcalico.org/namespace"
+#define ORCH_LABEL "projectcalico.org/orchestrator"
+
+/* --- labels ------------------------------------------------------------------------------- */
+
+struct lctx {
+	const struct pol *p;
+	const struct pep *e;
+};
+
+static const char *ep_label(const void *ctx, const char *key)
+{
+	const struct lctx *c = ctx;
+	const struct pep *e = c->e;
+	const char *v = labels_get(&e->labels, key);
+	if (v)
+		return v;
+	if (e->ns && streq(key, NS_LABEL))
+		return e->ns;
+	if (e->orchestrator && streq(key, ORCH_LABEL))
+		return e->orchestrator;
+	for (uint32_t i = 0; i < e->n_profiles; i++) {
+		const struct pprof *pr = hmap_get(&c->p->profiles, e->profiles[i]);
+		const struct ppolicy *pp = pr ? prof_effective(pr) : NULL;
+		if (pp && (v = labels_get(&pp->labels, key)))
+			return v;
+	}
+	return NULL;
+}
+
+bool endpoint_matches(const struct pol *p, const struct pep *e, const struct sel *s)
+{
+	struct lctx c = { p, e };
+	struct sel_labels l = { ep_label, &c };
+	return sel_eval(s, &l);
+}
+
+void endpoint_each_label(struct pol *p, const struct pep *e, endpoint_label_fn *fn, void *arg)
+{
+	struct lctx c = { p, e };
+	for (size_t i = 0; i < e->labels.n; i++)
+		fn(p, e, e->labels.v[i].key, e->labels.v[i].value, arg);
+	if (e->ns && ep_label(&c, NS_LABEL) == e->ns)
+		fn(p, e, NS_LABEL, e->ns, arg);
+	if (e->orchestrator && ep_label(&c, ORCH_LABEL) == e->orchestrator)
+		fn(p, e, ORCH_LABEL, e->orchestrator, arg);
+	for (uint32_t i = 0; i < e->n_profiles; i++) {
+		const struct pprof *pr = hmap_get(&p->profiles, e->profiles[i]);
+		const struct ppolicy *pp = pr ? prof_effective(pr) : NULL;
+		if (!pp)
+			continue;
+		for (size_t k = 0; k < pp->labels.n; k++)
+			if (ep_label(&c, pp->labels.v[k].key) == pp->labels.v[k].value)
+				fn(p, e, pp->labels.v[k].key, pp->labels.v[k].value, arg);
+	}
+}
+
+/* --- records ------------------------------------------------------------------------------ */
+
+void endpoint_net_member(const struct br_cidr *c, char out[20])
+{
+	char ip[IP_STRLEN];
+	ip_str(&c->ip, ip); /* IPv4: at most 15 characters */
+	if (c->len == 32)
+		snprintf(out, 20, "%.15s", ip);
+	else
+		snprintf(out, 20, "%.15s/%u", ip, c->len & 63u);
+}
+
+/* A packer for one allocation: first measure, then copy. */
+struct pack {
+	char *base;
+	size_t used, size;
+};
+
+static void *pk_alloc(struct pack *k, size_t n, size_t align)
+{
+	k->used = (k->used + align - 1) & ~(align - 1);
+	void *r = k->base ? k->base + k->used : NULL;
+	k->used += n;
+	return r;
+}
+
+static const char *pk_str(struct pack *k, const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *r = pk_alloc(k, n, 1);
+	if (r)
+		memcpy(r, s, n);
+	return r;
+}
+
+static uint8_t port_proto(const char *s)
+{
+	if (!s || streq(s, "TCP"))
+		return 6;
+	if (streq(s, "UDP"))
+		return 17;
+	if (streq(s, "SCTP"))
+		return 132;
+	return 0;
+}
+
+static size_t addr_members(const char *const *nets, size_t n, char (*out)[20])
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct br_cidr c;
+		if (cidr_parse(nets[i], true, &c) < 0 || c.ip.family != AF_INET)
+			continue;
+		cidr_mask(&c);
+		if (c.len == 0) {
+			c.len = 1;
+			if (out)
+				endpoint_net_member(&c, out[k]);
+			k++;
+			c.ip.a[0] = 128;
+		}
+		if (out)
+			endpoint_net_member(&c, out[k]);
+		k++;
+	}
+	return k;
+}
+
+struct pep *endpoint_build(const struct pep_src *s)
+{
+	struct pack k = { 0 };
+	struct pep *e = NULL;
+	/* pass 0 measures (nothing is written), pass 1 fills one allocation */
+	for (int pass = 0; pass < 2; pass++) {
+		bool fill = pass == 1;
+		if (fill)
+			k = (struct pack){ xcalloc(1, k.used), 0, k.used };
+		e = pk_alloc(&k, sizeof(*e), 8);
+		struct plocal *lo = s->local ? pk_alloc(&k, sizeof(*lo), 8) : NULL;
+		size_t nl = s->labels ? s->labels->n : 0;
+		struct br_kv *kv = pk_alloc(&k, sizeof(*kv) * nl, 8);
+		const char **profs = pk_alloc(&k, sizeof(*profs) * s->n_profiles, 8);
+		size_t na = addr_members(s->nets, s->n_nets, NULL);
+		char(*addrs)[20] = pk_alloc(&k, 20 * na, 1);
+		struct pport *ports = pk_alloc(&k, sizeof(*ports) * s->n_ports, 8);
+		const char **spoof =
+			s->local ? pk_alloc(&k, sizeof(*spoof) * s->n_spoof_ok, 8) : NULL;
+		const char *key = pk_str(&k, s->key);
+		const char *ns = pk_str(&k, s->ns);
+		const char *orch = pk_str(&k, s->orchestrator);
+		for (size_t i = 0; i < nl; i++) {
+			const char *kk = pk_str(&k, s->labels->v[i].key);
+			const char *vv = pk_str(&k, s->labels->v[i].value);
+			if (fill)
+				kv[i] = (struct br_kv){ kk, vv };
+		}
+		for (size_t i = 0; i < s->n_profiles; i++) {
+			const char *pn = pk_str(&k, s->profiles[i]);
+			if (fill)
+				profs[i] = pn;
+		}
+		uint32_t np = 0;
+		for (size_t i = 0; i < s->n_ports; i++) {
+			uint8_t pr = port_proto(s->ports[i].protocol);
+			if (!pr || !s->ports[i].name || !s->ports[i].name[0])
+				continue;
+			const char *pn = pk_str(&k, s->ports[i].name);
+			if (fill)
+				ports[np] = (struct pport){ pn, pr, (uint16_t)s->ports[i].port };
+			np++;
+		}
+		for (size_t i = 0; s->local && i < s->n_spoof_ok; i++) {
+			const char *sp = pk_str(&k, s->spoof_ok[i]);
+			if (fill)
+				spoof[i] = sp;
+		}
+		if (!fill)
+			continue;
+		e->kind = s->kind;
+		e->key = key;
+		e->ns = ns;
+		e->orchestrator = orch;
+		e->labels = (struct br_labels){ kv, nl };
+		e->profiles = profs;
+		e->n_profiles = (uint32_t)s->n_profiles;
+		addr_members(s->nets, s->n_nets, addrs);
+		e->addrs = addrs;
+		e->n_addrs = (uint32_t)na;
+		e->ports = ports;
+		e->n_ports = np;
+		if (lo) {
+			snprintf(lo->iface, sizeof(lo->iface), "%s", s->iface ? s->iface : "");
+			lo->spoof_ok = spoof;
+			lo->n_spoof_ok = (uint32_t)s->n_spoof_ok;
+			e->local = lo;
+		}
+	}
+	return e;
+}
