@@ -36,6 +36,8 @@ static void write_all(int fd, const char *s, size_t n)
 	}
 }
 
+static void plugin_unlock(struct plugin *p);
+
 static void plugin_cleanup(struct plugin *p)
 {
 	plugin_unlock(p);
@@ -298,7 +300,8 @@ int plugin_ipam_code(int r)
 	}
 }
 
-void plugin_lock(struct plugin *p)
+/* The host-wide IPAM lock (flock), around assign and release. */
+static void plugin_lock(struct plugin *p)
 {
 	const char *path = p->conf->ipam_lock_file ? p->conf->ipam_lock_file : CNI_DEFAULT_LOCK;
 	if (!*path || p->lock_fd >= 0)
@@ -326,7 +329,7 @@ void plugin_lock(struct plugin *p)
 	p->lock_fd = fd;
 }
 
-void plugin_unlock(struct plugin *p)
+static void plugin_unlock(struct plugin *p)
 {
 	if (p->lock_fd >= 0) {
 		close(p->lock_fd); /* releases the flock */

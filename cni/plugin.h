@@ -57,10 +57,6 @@ __attribute__((noreturn)) void plugin_succeed(struct plugin *p, const char *doc)
 /* CNI error code for an IPAM failure. */
 int plugin_ipam_code(int r);
 
-/* The host-wide IPAM lock (flock), around assign and release. */
-void plugin_lock(struct plugin *p);
-void plugin_unlock(struct plugin *p);
-
 /* What one IPAM assignment added, so that a failed ADD can give back exactly that. */
 struct plugin_added {
 	bool new_handle; /* the handle held nothing before: all of it is this call's */

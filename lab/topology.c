@@ -224,11 +224,6 @@ bool lab_proto_parse(const char *s, enum lab_proto *out)
 static const char *const encap_names[] = { "None", "VXLAN", "VXLANCrossSubnet", "IPIP",
 					   "IPIPCrossSubnet" };
 
-const char *lab_encap_name(enum lab_encap e)
-{
-	return encap_names[e];
-}
-
 static void get_labels(struct pctx *c, const struct jv *obj, const char *path,
 		       struct br_labels *out)
 {

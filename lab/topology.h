@@ -126,7 +126,6 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 const char *lab_proto_name(enum lab_proto p); /* "TCP", "UDP", "SCTP" */
 /* Any case; false when unknown. */
 bool lab_proto_parse(const char *s, enum lab_proto *out);
-const char *lab_encap_name(enum lab_encap e);
 
 /* Network namespace names of the lab's parts (into @a). */
 const char *lab_ns_fabric(struct arena *a, const char *lab);

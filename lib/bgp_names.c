@@ -12,11 +12,6 @@ static const struct {
 	[BGP_PEER_NODE] = { "Node", "node specific" },
 };
 
-const char *bgp_peer_type_prefix(enum bgp_peer_type t)
-{
-	return types[t].prefix;
-}
-
 const char *bgp_peer_type_label(enum bgp_peer_type t)
 {
 	return types[t].label;

@@ -126,7 +126,9 @@ int etcd_decode_int64(const struct jv *v, int64_t *out)
 	return 0;
 }
 
-int etcd_decode_bytes(struct arena *a, const struct jv *v, char **out, size_t *len)
+/* A base64 field into NUL-terminated bytes from @a; absent reads as "". */
+must_check static int etcd_decode_bytes(struct arena *a, const struct jv *v, char **out,
+					size_t *len)
 {
 	if (!v || v->type == JV_NULL) {
 		*out = arena_strdup(a, "");
@@ -174,7 +176,9 @@ int etcd_decode_header_revision(const struct jv *resp, int64_t *rev)
 	return get_int(h, "revision", rev);
 }
 
-int etcd_decode_kv(struct arena *a, const struct jv *v, struct etcd_kv *out, struct strbuf *err)
+/* A mvccpb.KeyValue object; strings come from @a. */
+must_check static int etcd_decode_kv(struct arena *a, const struct jv *v, struct etcd_kv *out,
+				     struct strbuf *err)
 {
 	if (!v || v->type != JV_OBJECT)
 		return fail(err, "key-value is not an object");

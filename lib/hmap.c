@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* FNV-1a, then a final mix so low bits are usable as the bucket index. */
-uint64_t hmap_hash(const char *s)
+static uint64_t hmap_hash(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (; *s; s++) {

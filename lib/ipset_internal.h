@@ -16,9 +16,8 @@ struct ips_elem {
 /* Parse @member of a set of type @t and @family; -EINVAL as ips_member_canonical. */
 int ips_elem_parse(enum ips_type t, uint8_t family, const char *member,
 		   struct ips_elem *out) must_check;
-/* The canonical text of @e; @out has at least IPS_MEMBER_MAX bytes. */
+/* The canonical text of a member is at most IPS_MEMBER_MAX bytes. */
 #define IPS_MEMBER_MAX 64
-void ips_elem_format(enum ips_type t, const struct ips_elem *e, char *out);
 
 /* 0, -EINVAL (NULL, empty, spaces or control characters) or -ENAMETOOLONG. */
 int ips_name_check(const char *name) must_check;
@@ -48,7 +47,5 @@ const struct ips_op *ips_batch_op(const struct ips_batch *b, size_t i);
 struct ips_set *ips_list_push(struct ips_list *l, const struct ips_info *info);
 /* Appends @member (malloc'd; the set takes ownership). */
 void ips_set_push_member(struct ips_set *s, char *member);
-/* Sort sets by name and each set's members by strcmp. */
-void ips_list_sort(struct ips_list *l);
 
 #endif

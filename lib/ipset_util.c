@@ -221,7 +221,8 @@ static char *put_ip(char *p, const struct br_ip *ip)
 	return p;
 }
 
-void ips_elem_format(enum ips_type t, const struct ips_elem *e, char *out)
+/* The canonical text of @e; @out has at least IPS_MEMBER_MAX bytes. */
+static void ips_elem_format(enum ips_type t, const struct ips_elem *e, char *out)
 {
 	char *p = put_ip(out, &e->ip);
 	if (t == IPS_HASH_NET && e->cidr < ip_bits(&e->ip)) {
@@ -291,7 +292,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void ips_list_sort(struct ips_list *l)
+/* Sort sets by name and each set's members by strcmp. */
+static void ips_list_sort(struct ips_list *l)
 {
 	if (l->n > 1)
 		qsort(l->v, l->n, sizeof(*l->v), cmp_set);

@@ -21,11 +21,6 @@ const char *ipt_last_error(const struct ipt *t)
 	return sb_str(&t->err);
 }
 
-const struct ipt_sets *ipt_sets_of(struct ipt *t)
-{
-	return t->sets;
-}
-
 void ipt_table_state_free(struct ipt_table_state *t)
 {
 	if (!t)

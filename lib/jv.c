@@ -108,17 +108,6 @@ void jv_add(struct arena *a, struct jv *obj, const char *key, struct jv *value)
 	obj->obj.n++;
 }
 
-void jv_put(struct arena *a, struct jv *obj, const char *key, struct jv *value)
-{
-	for (size_t i = 0; i < obj->obj.n; i++) {
-		if (streq(obj->obj.members[i].key, key)) {
-			obj->obj.members[i].value = value;
-			return;
-		}
-	}
-	jv_add(a, obj, key, value);
-}
-
 struct jv *jv_get(const struct jv *obj, const char *key)
 {
 	if (!obj || obj->type != JV_OBJECT)
@@ -211,7 +200,7 @@ bool jv_as_double(const struct jv *v, double *out)
 	return true;
 }
 
-bool jv_is_string(const struct jv *v)
+static bool jv_is_string(const struct jv *v)
 {
 	return v && (v->type == JV_STRING || (v->plain && v->type != JV_ARRAY &&
 					      v->type != JV_OBJECT && v->type != JV_NULL));
@@ -222,32 +211,6 @@ const char *jv_as_string(const struct jv *v)
 	if (!jv_is_string(v))
 		return NULL;
 	return v->plain && v->src ? v->src : v->s.text;
-}
-
-struct jv *jv_copy(struct arena *a, const struct jv *v)
-{
-	struct jv *c = arena_memdup(a, v, sizeof(*v));
-	switch (v->type) {
-	case JV_ARRAY:
-		c->arr.items = arena_alloc(a, sizeof(struct jv *) * (v->arr.n ? v->arr.n : 1));
-		c->arr.cap = v->arr.n;
-		for (size_t i = 0; i < v->arr.n; i++)
-			c->arr.items[i] = jv_copy(a, v->arr.items[i]);
-		break;
-	case JV_OBJECT:
-		c->obj.members = arena_alloc(a, sizeof(struct jv_member) * (v->obj.n ? v->obj.n : 1));
-		c->obj.cap = v->obj.n;
-		for (size_t i = 0; i < v->obj.n; i++) {
-			c->obj.members[i].key = arena_strdup(a, v->obj.members[i].key);
-			c->obj.members[i].value = jv_copy(a, v->obj.members[i].value);
-		}
-		break;
-	default:
-		c->s.text = arena_strndup(a, v->s.text, v->s.len);
-		c->src = arena_strdup(a, v->src);
-		break;
-	}
-	return c;
 }
 
 bool jv_equal(const struct jv *a, const struct jv *b)

@@ -29,11 +29,6 @@ void log_set_level(enum log_level level)
 	lg.level = level;
 }
 
-enum log_level log_get_level(void)
-{
-	return lg.level;
-}
-
 bool log_enabled(enum log_level level)
 {
 	return level >= lg.level && level != LOG_NONE;
@@ -60,7 +55,7 @@ int log_parse_level(const char *s)
 	return -1;
 }
 
-const char *log_level_name(enum log_level level)
+static const char *log_level_name(enum log_level level)
 {
 	static const char *const names[] = { "debug", "info", "warning", "error", "fatal", "none" };
 	return names[level];

@@ -155,11 +155,6 @@ double metric_value(const struct metric *m, const char *values)
 	return s ? (m->type == M_HISTOGRAM ? (double)s->count : s->value) : 0;
 }
 
-void metric_reset(struct metric *m)
-{
-	series_free(&m->series);
-}
-
 static void fmt_double(struct strbuf *out, double v)
 {
 	if (isinf(v))

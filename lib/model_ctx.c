@@ -91,11 +91,6 @@ void model_pop(struct model_ctx *c, size_t mark)
 	sb_truncate(&c->path, mark);
 }
 
-bool model_has_errors_since(const struct model_ctx *c, size_t mark)
-{
-	return c->errs->n > mark;
-}
-
 /* --- helpers ------------------------------------------------------------------ */
 
 const char **model_strlist(struct arena *a, size_t n, ...)

@@ -17,6 +17,15 @@
 
 /* --- decoding -------------------------------------------------------------- */
 
+/* The engine's entry points, recursive through the field functions below. */
+static bool model_decode_struct(struct model_ctx *c, const struct model_struct *d,
+				const struct jv *v, void *obj);
+static void model_default_struct(struct model_ctx *c, const struct model_struct *d, void *obj);
+static void model_check_struct(struct model_ctx *c, const struct model_struct *d, const void *obj);
+/* NULL when everything is empty (and not MF_EMIT_EMPTY at the parent). */
+static struct jv *model_encode_struct(struct arena *a, const struct model_struct *d,
+				      const void *obj, bool force);
+
 #define AT(obj, off)  ((void *)((char *)(obj) + (off)))
 #define CAT(obj, off) ((const void *)((const char *)(obj) + (off)))
 
@@ -150,8 +159,8 @@ static bool decode_field(struct model_ctx *c, const struct model_field *f, const
 	return false;
 }
 
-bool model_decode_struct(struct model_ctx *c, const struct model_struct *d, const struct jv *v,
-			 void *obj)
+static bool model_decode_struct(struct model_ctx *c, const struct model_struct *d,
+				const struct jv *v, void *obj)
 {
 	if (v->type != JV_OBJECT) {
 		model_err(c, "must be an object, not a %s", jv_type_name(v->type));
@@ -186,7 +195,7 @@ bool model_decode_struct(struct model_ctx *c, const struct model_struct *d, cons
 
 /* --- defaults ---------------------------------------------------------------- */
 
-void model_default_struct(struct model_ctx *c, const struct model_struct *d, void *obj)
+static void model_default_struct(struct model_ctx *c, const struct model_struct *d, void *obj)
 {
 	if (d->defaults)
 		d->defaults(c, obj);
@@ -274,7 +283,7 @@ static void check_range(struct model_ctx *c, const struct model_field *f, int64_
 			  f->max);
 }
 
-void model_check_struct(struct model_ctx *c, const struct model_struct *d, const void *obj)
+static void model_check_struct(struct model_ctx *c, const struct model_struct *d, const void *obj)
 {
 	for (size_t i = 0; i < d->n_fields; i++) {
 		const struct model_field *f = &d->fields[i];
@@ -405,8 +414,8 @@ static struct jv *encode_field(struct arena *a, const struct model_field *f, con
 	return NULL;
 }
 
-struct jv *model_encode_struct(struct arena *a, const struct model_struct *d, const void *obj,
-			       bool force)
+static struct jv *model_encode_struct(struct arena *a, const struct model_struct *d,
+				      const void *obj, bool force)
 {
 	struct jv *o = jv_object(a);
 	for (size_t i = 0; i < d->n_fields; i++) {
@@ -443,7 +452,8 @@ const struct br_kind *model_kind(enum br_kind_id id)
 	return &model_kinds[id];
 }
 
-const struct br_kind *model_kind_find(const char *api_version, const char *kind)
+/* By apiVersion and kind as written in a document. */
+static const struct br_kind *model_kind_find(const char *api_version, const char *kind)
 {
 	for (size_t i = 0; i < KIND_COUNT; i++)
 		if (streq(model_kinds[i].kind, kind) &&
@@ -754,15 +764,6 @@ bool model_same_content(const struct br_object *x, const struct br_object *y)
 	}
 	arena_free(a);
 	return eq;
-}
-
-const char *model_id(const struct br_object *o, char *buf, size_t size)
-{
-	if (o->kind->namespaced)
-		snprintf(buf, size, "%s/%s", model_ns(o), o->meta.name);
-	else
-		snprintf(buf, size, "%s", o->meta.name);
-	return buf;
 }
 
 /* --- reading files ----------------------------------------------------------------- */

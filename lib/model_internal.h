@@ -79,7 +79,6 @@ void model_err_at(struct model_ctx *c, const char *field, const char *fmt, ...) 
 size_t model_push(struct model_ctx *c, const char *field);
 size_t model_push_index(struct model_ctx *c, size_t i);
 void model_pop(struct model_ctx *c, size_t mark);
-bool model_has_errors_since(const struct model_ctx *c, size_t mark);
 /* An arena array of the @n strings that follow. */
 const char **model_strlist(struct arena *a, size_t n, ...);
 
@@ -100,19 +99,9 @@ const char **model_strlist(struct arena *a, size_t n, ...);
 					  .n_fields = ARRAY_SIZE(fieldsarr), \
 					  __VA_ARGS__ }
 
-/* Engine entry points (model_desc.c). */
-bool model_decode_struct(struct model_ctx *c, const struct model_struct *d, const struct jv *v,
-			 void *obj);
-void model_default_struct(struct model_ctx *c, const struct model_struct *d, void *obj);
-void model_check_struct(struct model_ctx *c, const struct model_struct *d, const void *obj);
-/* NULL when everything is empty (and not MF_EMIT_EMPTY at the parent). */
-struct jv *model_encode_struct(struct arena *a, const struct model_struct *d, const void *obj,
-			       bool force);
-
 /* Shared codecs and checks (model_validate.c). */
 extern const struct model_codec codec_int_or_string;
 extern const struct model_codec codec_protocol;
-extern const struct model_codec codec_port;
 extern const struct model_codec codec_port_list;
 extern const struct model_codec codec_asn;
 extern const struct model_codec codec_duration;
@@ -148,8 +137,6 @@ void check_policy_type_item(struct model_ctx *c, const char *s); /* Ingress or E
 /* metadata.name by the rules of the object's kind. */
 void model_check_name(struct model_ctx *c, const struct br_object *o);
 
-bool valid_label_key(const char *s, const char **why);
-bool valid_label_value(const char *s, const char **why);
 bool valid_port_name(const char *s, const char **why);
 
 /* The kind table (model_kinds.c), indexed by enum br_kind_id. */

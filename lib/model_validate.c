@@ -76,7 +76,7 @@ static bool valid_label_token(const char *s, size_t n)
 	return true;
 }
 
-bool valid_label_key(const char *s, const char **why)
+static bool valid_label_key(const char *s, const char **why)
 {
 	const char *slash = strchr(s, '/');
 	const char *name = slash ? slash + 1 : s;
@@ -110,7 +110,7 @@ bool valid_label_key(const char *s, const char **why)
 	return true;
 }
 
-bool valid_label_value(const char *s, const char **why)
+static bool valid_label_value(const char *s, const char **why)
 {
 	size_t n = strlen(s);
 	if (n > 63) {
@@ -558,8 +558,6 @@ static struct jv *port_encode(struct arena *a, const void *field)
 		return jv_int(a, p->min);
 	return jv_string(a, arena_printf(a, "%u:%u", p->min, p->max));
 }
-
-const struct model_codec codec_port = { port_decode, port_encode };
 
 static bool port_list_decode(struct model_ctx *c, const struct jv *v, void *field)
 {

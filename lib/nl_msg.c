@@ -91,11 +91,6 @@ const void *nl_batch_data(const struct nl_batch *b, size_t *len)
 	return b->data;
 }
 
-uint32_t nl_batch_seq(const struct nl_batch *b)
-{
-	return b->seq;
-}
-
 void nl_batch_set_seq(struct nl_batch *b, uint32_t seq)
 {
 	b->seq = seq;

@@ -19,7 +19,9 @@ int sysctl_read(struct sysctl *s, const char *path, char *buf, size_t size)
 	return s->ops->read(s, path, buf, size);
 }
 
-int sysctl_ensure(struct sysctl *s, const char *path, const char *value, bool *changed)
+/* Writes only when the value differs; *changed (optional) says whether it did. */
+must_check static int sysctl_ensure(struct sysctl *s, const char *path, const char *value,
+				    bool *changed)
 {
 	char cur[64];
 	if (changed)

@@ -20,8 +20,6 @@ enum bgp_peer_type {
 /* BIRD symbols are at most 64 characters; the longest name here is 57. */
 #define BGP_SESSION_NAME_MAX 64
 
-/* "Mesh", "Global", "Node". */
-const char *bgp_peer_type_prefix(enum bgp_peer_type t);
 /* What calicoctl prints: "node-to-node mesh", "global", "node specific". */
 const char *bgp_peer_type_label(enum bgp_peer_type t);
 

@@ -46,13 +46,8 @@ void etcd_prefix_range(struct arena *a, const char *prefix, char **key, size_t *
 
 /* An int64 field: JSON string or number; absent (NULL) reads as 0. */
 int etcd_decode_int64(const struct jv *v, int64_t *out) must_check;
-/* A base64 field into NUL-terminated bytes from @a; absent reads as "". */
-int etcd_decode_bytes(struct arena *a, const struct jv *v, char **out, size_t *len) must_check;
 /* header.revision of a response object (0 when absent). */
 int etcd_decode_header_revision(const struct jv *resp, int64_t *rev) must_check;
-/* A mvccpb.KeyValue object; strings come from @a. */
-int etcd_decode_kv(struct arena *a, const struct jv *v, struct etcd_kv *out,
-		   struct strbuf *err) must_check;
 
 /*
  * A gateway error body {"error":..,"message":..,"code":N}. Returns the errno

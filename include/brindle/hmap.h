@@ -27,7 +27,6 @@ struct hmap {
 		0 \
 	}
 
-uint64_t hmap_hash(const char *s);
 void *hmap_get(const struct hmap *m, const char *key);
 bool hmap_has(const struct hmap *m, const char *key);
 /* The map's own copy of @key (stable until that entry is deleted), or NULL. */

@@ -61,9 +61,9 @@
 /*
  * `-m set` entries hold the kernel's index of the set, not its name, so
  * parsing and formatting them needs a resolver: the kernel backend asks the
- * kernel (ipt_sets_of), tests and the recording backend use an
- * ipt_set_table. A NULL resolver refuses set matches when parsing and
- * formats them with the index ("#3").
+ * kernel, tests and the recording backend use an ipt_set_table. A NULL
+ * resolver refuses set matches when parsing and formats them with the index
+ * ("#3").
  */
 struct ipt_sets {
 	/* The index of set @name; -ENOENT when there is no such set. */
@@ -198,8 +198,6 @@ int ipt_open_kernel(const char *lock_path, unsigned lock_wait_ms, struct ipt **o
 struct ipt *ipt_open_recording(void);
 void ipt_close(struct ipt *t);
 const char *ipt_last_error(const struct ipt *t);
-/* The resolver of set names this backend parses rules with (the kernel's, or a table). */
-const struct ipt_sets *ipt_sets_of(struct ipt *t);
 
 /* Recording backend only: the whole table as iptables-save would print it (for tests). */
 void ipt_record_save(struct ipt *t, const char *table, struct strbuf *out);

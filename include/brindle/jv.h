@@ -63,10 +63,8 @@ struct jv *jv_array(struct arena *a);
 struct jv *jv_object(struct arena *a);
 
 void jv_push(struct arena *a, struct jv *arr, struct jv *item);
-/* Appends a member; keys are not checked for duplicates (see jv_obj_put). */
+/* Appends a member; keys are not checked for duplicates. */
 void jv_add(struct arena *a, struct jv *obj, const char *key, struct jv *value);
-/* Sets a member, replacing an existing one with the same key. */
-void jv_put(struct arena *a, struct jv *obj, const char *key, struct jv *value);
 
 struct jv *jv_get(const struct jv *obj, const char *key);
 const char *jv_type_name(enum jv_type t);
@@ -77,10 +75,7 @@ bool jv_as_int64(const struct jv *v, int64_t *out);
 bool jv_as_double(const struct jv *v, double *out);
 /* A JSON string, or any YAML plain scalar's text. */
 const char *jv_as_string(const struct jv *v);
-bool jv_is_string(const struct jv *v);
 
-/* Deep copy into another arena. */
-struct jv *jv_copy(struct arena *a, const struct jv *v);
 bool jv_equal(const struct jv *a, const struct jv *b);
 
 #endif

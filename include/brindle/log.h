@@ -56,10 +56,8 @@ enum log_format {
 /* @component names the program ("felix"); @fd is where lines go (stderr usually). */
 void log_init(const char *component, enum log_level level, enum log_format format, int fd);
 void log_set_level(enum log_level level);
-enum log_level log_get_level(void);
 /* "debug", "Info", "WARNING", "warn", "error", "fatal", "none"/"panic"; -1 if unknown. */
 int log_parse_level(const char *s);
-const char *log_level_name(enum log_level level);
 bool log_enabled(enum log_level level);
 /* Errors logged since start (a metric). */
 uint64_t log_error_count(void);

@@ -29,8 +29,6 @@ void metric_add(struct metric *m, const char *values, double v);
 void metric_set(struct metric *m, const char *values, double v);
 void metric_observe(struct metric *m, const char *values, double v);
 double metric_value(const struct metric *m, const char *values);
-/* Forget every series (for gauges recomputed from scratch). */
-void metric_reset(struct metric *m);
 
 void metrics_render(const struct metrics *r, struct strbuf *out);
 

@@ -781,8 +781,6 @@ struct br_kind {
 };
 
 const struct br_kind *model_kind(enum br_kind_id id);
-/* By apiVersion and kind as written in a document. */
-const struct br_kind *model_kind_find(const char *api_version, const char *kind);
 /*
  * By a name users type (case-insensitive): kind, plural, short names, and
  * "<plural|kind>.<group>" for the qualified form (networkpolicy.networking.k8s.io).
@@ -845,9 +843,6 @@ static inline const char *model_ns(const struct br_object *o)
 {
 	return o->meta.namespace ? o->meta.namespace : "";
 }
-
-/* "<ns>/<name>" or "<name>", into @buf. */
-const char *model_id(const struct br_object *o, char *buf, size_t size);
 
 /* A Go duration in milliseconds; -EINVAL when malformed. */
 /*

@@ -126,8 +126,7 @@ void nl_batch_neigh(struct nl_batch *b, enum nl_op op, const struct nl_neigh *n)
 
 /* The encoded messages, back to back (for backends). */
 const void *nl_batch_data(const struct nl_batch *b, size_t *len);
-/* Message @i's sequence number is nl_batch_seq(b) + i. */
-uint32_t nl_batch_seq(const struct nl_batch *b);
+/* Message @i of the batch gets sequence number @seq + i. */
 void nl_batch_set_seq(struct nl_batch *b, uint32_t seq);
 
 /* --- pure parsing of one message (as a dump or the recording backend sees it) ----- */

@@ -28,8 +28,6 @@ struct sysctl *sysctl_open_recording(void);
 void sysctl_close(struct sysctl *s);
 
 int sysctl_read(struct sysctl *s, const char *path, char *buf, size_t size) must_check;
-/* Writes only when the value differs; *changed (optional) says whether it did. */
-int sysctl_ensure(struct sysctl *s, const char *path, const char *value, bool *changed) must_check;
 
 /*
  * The per-interface settings of the dataplane contract for a workload
