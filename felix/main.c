@@ -7,11 +7,12 @@
  * stopping leaves the kernel as it is, so a restart disturbs no traffic.
  */
 #include "calc/calc.h"
+#include "calc/eventlog.h"
+#include "calc/policy.h"
 #include "config.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/dp_policy.h"
-#include "eventlog.h"
-#include "calc/policy.h"
+#include "logfile.h"
 
 #include <brindle/ds.h>
 #include <brindle/httpd.h>
@@ -41,7 +42,7 @@ struct felix {
 	struct ipt *ipt;
 	struct ips *ips;
 	struct nflog *nflog;
-	struct eventlog *evlog;
+	struct logfile *evlog;
 	struct nl *nl;
 	struct sysctl *sys;
 	struct nl_monitor *mon;
@@ -111,7 +112,7 @@ static void on_nflog_event(const struct nflog_event *ev, void *ctx)
 	sb_init(&line);
 	eventlog_format(calc_policy(f->calc), ev, in[0] ? in : NULL, out[0] ? out : NULL,
 			now_ns() / 1000, &line);
-	eventlog_write(f->evlog, sb_str(&line));
+	logfile_write(f->evlog, sb_str(&line));
 	sb_free(&line);
 }
 
@@ -132,7 +133,7 @@ static void event_log_configure(struct felix *f)
 		f->nflog = NULL;
 	}
 	if (f->evlog && !want) {
-		eventlog_free(f->evlog);
+		logfile_free(f->evlog);
 		f->evlog = NULL;
 		log_info("event log: off");
 	}
@@ -150,7 +151,7 @@ static void event_log_configure(struct felix *f)
 		return;
 	}
 	if (!f->evlog)
-		f->evlog = eventlog_new(f->cfg.event_log_dir, f->cfg.event_log_file, 100, 200);
+		f->evlog = logfile_open(f->cfg.event_log_dir, f->cfg.event_log_file, 100, 200);
 	if (streq(f->cfg.event_log_file, "-"))
 		log_info("event log: denied%s connections to standard output",
 			 f->cfg.event_log_allowed ? " and allowed" : "");
@@ -199,7 +200,7 @@ static void maybe_reconfigure(struct felix *f)
 			     strcmp(next.event_log_dir, f->cfg.event_log_dir) != 0;
 	f->cfg = next;
 	if (evlog_changed && f->evlog) {
-		eventlog_free(f->evlog);
+		logfile_free(f->evlog);
 		f->evlog = NULL;
 		if (f->nflog) {
 			loop_del_fd(f->loop, nflog_fd(f->nflog));
@@ -244,8 +245,8 @@ static void update_metrics(struct felix *f)
 	metric_set(f->m_errors, "ipset", (double)ps->ips_errors);
 	metric_set(f->m_errors, "policy", (double)pol_n_errors(calc_policy(f->calc)));
 	if (f->evlog) {
-		metric_set(f->m_events_logged, "written", (double)eventlog_written(f->evlog));
-		metric_set(f->m_events_logged, "dropped", (double)eventlog_dropped(f->evlog));
+		metric_set(f->m_events_logged, "written", (double)logfile_written(f->evlog));
+		metric_set(f->m_events_logged, "dropped", (double)logfile_dropped(f->evlog));
 	}
 }
 
@@ -611,7 +612,7 @@ out:
 	dataplane_free(f.dp);
 	dp_policy_free(f.dpp);
 	nflog_close(f.nflog);
-	eventlog_free(f.evlog);
+	logfile_free(f.evlog);
 	ipt_close(f.ipt);
 	ips_close(f.ips);
 	calc_free(f.calc);

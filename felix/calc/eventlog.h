@@ -1,10 +1,10 @@
 /*
  * The connection event log: packets that policy rules sent to NFLOG (denied
  * new connections, and allowed ones when configured), written as JSON lines.
- * Decoding a packet and its rule's prefix into a line is pure
- * (eventlog_format); the writer appends to a file, rate-limited so a flood
- * cannot fill the disk or take the node (the rules themselves are limited in
- * the kernel too: 10 a second per rule, bursts of 20).
+ * Decoding a packet and its rule's prefix into a line is this module, pure;
+ * felix/logfile.c appends the lines to a file, rate-limited so a flood cannot
+ * fill the disk or take the node (the rules themselves are limited in the
+ * kernel too: 10 a second per rule, bursts of 20).
  *
  * NFLOG prefixes, as the renderer writes them:
  *   "<V><d>:p:<policy hash>:<rule>"  a policy's rule decided (V: A allow, D deny;
@@ -17,7 +17,7 @@
 #ifndef FELIX_EVENTLOG_H
 #define FELIX_EVENTLOG_H
 
-#include "calc/policy.h"
+#include "policy.h"
 
 #include <brindle/nflog.h>
 #include <brindle/strbuf.h>
@@ -28,20 +28,5 @@
  */
 void eventlog_format(const struct pol *p, const struct nflog_event *ev, const char *in_ifname,
 		     const char *out_ifname, uint64_t now_us, struct strbuf *out);
-
-struct eventlog;
-
-/*
- * Appends to the file @name in @dir (both created when needed: the file 0640,
- * the directory 0750; a symbolic link or anything but a regular file is
- * refused). @name "-" is standard output.
- */
-struct eventlog *eventlog_new(const char *dir, const char *name, unsigned per_second,
-			      unsigned burst);
-void eventlog_free(struct eventlog *l);
-/* Write one line; false when the rate limit dropped it. */
-bool eventlog_write(struct eventlog *l, const char *line);
-uint64_t eventlog_written(const struct eventlog *l);
-uint64_t eventlog_dropped(const struct eventlog *l);
 
 #endif
