@@ -47,7 +47,7 @@ struct calc {
 	struct br_felixconfig *fc_global, *fc_node;
 	unsigned fc_generation;
 	size_t local_weps;
-	struct dp_desired desired;
+	struct desired desired;
 	struct pol *pol;
 };
 
@@ -56,7 +56,7 @@ struct calc *calc_new(const char *nodename)
 	struct calc *c = xcalloc(1, sizeof(*c));
 	c->nodename = xstrdup(nodename);
 	felix_config_defaults(&c->cfg);
-	dp_init(&c->desired);
+	desired_init(&c->desired);
 	c->pol = pol_new(nodename);
 	return c;
 }
@@ -92,13 +92,13 @@ void calc_free(struct calc *c)
 	hmap_clear(&c->refused);
 	free_felixconfig(c->fc_global);
 	free_felixconfig(c->fc_node);
-	dp_free(&c->desired);
+	desired_free(&c->desired);
 	pol_free(c->pol);
 	free(c->nodename);
 	free(c);
 }
 
-struct dp_desired *calc_desired(struct calc *c)
+struct desired *calc_desired(struct calc *c)
 {
 	return &c->desired;
 }
@@ -319,7 +319,7 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 {
 	char owner[600];
 	owner_name(owner, sizeof(owner), "wep", key, NULL);
-	struct dp_item items[17];
+	struct desired_item items[17];
 	size_t n = 0;
 	if (w && hmap_has(&c->refused, key))
 		w = NULL;
@@ -332,25 +332,25 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 			if (cidr_parse(w->spec.ip_networks[i], true, &net) < 0 ||
 			    net.ip.family != AF_INET)
 				continue;
-			struct dp_item r = { .kind = DP_ROUTE };
+			struct desired_item r = { .kind = DESIRED_ROUTE };
 			r.route.dst = net;
 			cidr_mask(&r.route.dst);
 			snprintf(r.route.ifname, sizeof(r.route.ifname), "%s", ifname);
 			r.route.link_scope = true;
 			items[n++] = r;
 			if (has_mac && net.len == 32) {
-				struct dp_item nb = { .kind = DP_NEIGH };
+				struct desired_item nb = { .kind = DESIRED_NEIGH };
 				snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), "%s", ifname);
 				nb.neigh.ip = net.ip;
 				memcpy(nb.neigh.mac, mac, 6);
 				items[n++] = nb;
 			}
 		}
-		struct dp_item ifc = { .kind = DP_IFACE };
+		struct desired_item ifc = { .kind = DESIRED_IFACE };
 		snprintf(ifc.iface, sizeof(ifc.iface), "%s", ifname);
 		items[n++] = ifc;
 	}
-	dp_set_owner(&c->desired, owner, DP_CLASS_WORKLOAD, items, n);
+	desired_set_owner(&c->desired, owner, DESIRED_WORKLOAD, items, n);
 }
 
 static void recompute_affinity(struct calc *c, const char *node, const char *name,
@@ -358,8 +358,8 @@ static void recompute_affinity(struct calc *c, const char *node, const char *nam
 {
 	char owner[600];
 	owner_name(owner, sizeof(owner), "block", node, name);
-	struct dp_item it = { .kind = DP_ROUTE };
-	enum dp_class cls = DP_CLASS_BLACKHOLE;
+	struct desired_item it = { .kind = DESIRED_ROUTE };
+	enum desired_class cls = DESIRED_BLACKHOLE;
 	size_t n = 0;
 	if (!a || !a->confirmed)
 		goto out;
@@ -384,17 +384,17 @@ static void recompute_affinity(struct calc *c, const char *node, const char *nam
 		snprintf(it.route.ifname, sizeof(it.route.ifname), VXLAN_DEV);
 		it.route.gw = remote->vtep;
 		it.route.onlink = true;
-		cls = DP_CLASS_VXLAN;
+		cls = DESIRED_VXLAN;
 		n = 1;
 	} else if (mode_on(pool->spec.ipip_mode, cross)) {
 		snprintf(it.route.ifname, sizeof(it.route.ifname), IPIP_DEV);
 		it.route.gw = remote->ip.ip;
 		it.route.onlink = true;
-		cls = DP_CLASS_IPIP;
+		cls = DESIRED_IPIP;
 		n = 1;
 	}
 out:
-	dp_set_owner(&c->desired, owner, cls, &it, n);
+	desired_set_owner(&c->desired, owner, cls, &it, n);
 }
 
 static bool vxlan_wanted(const struct calc *c)
@@ -411,28 +411,28 @@ static void recompute_vtep(struct calc *c, const char *name, const struct cnode 
 {
 	char owner[600];
 	owner_name(owner, sizeof(owner), "vtep", name, NULL);
-	struct dp_item items[2];
+	struct desired_item items[2];
 	size_t count = 0;
 	if (n && n->exists && strcmp(name, c->nodename) != 0 && vxlan_wanted(c) && n->has_vtep &&
 	    n->has_ip) {
-		struct dp_item nb = { .kind = DP_NEIGH };
+		struct desired_item nb = { .kind = DESIRED_NEIGH };
 		snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), VXLAN_DEV);
 		nb.neigh.ip = n->vtep;
 		memcpy(nb.neigh.mac, n->mac, 6);
-		struct dp_item fdb = { .kind = DP_FDB };
+		struct desired_item fdb = { .kind = DESIRED_FDB };
 		snprintf(fdb.fdb.ifname, sizeof(fdb.fdb.ifname), VXLAN_DEV);
 		memcpy(fdb.fdb.mac, n->mac, 6);
 		fdb.fdb.dst = n->ip.ip;
 		items[count++] = nb;
 		items[count++] = fdb;
 	}
-	dp_set_owner(&c->desired, owner, DP_CLASS_VTEP, items, count);
+	desired_set_owner(&c->desired, owner, DESIRED_VTEP, items, count);
 }
 
 static void recompute_tunnels(struct calc *c)
 {
-	struct dp_vxlan vx = { 0 };
-	struct dp_ipip ip = { 0 };
+	struct desired_vxlan vx = { 0 };
+	struct desired_ipip ip = { 0 };
 	const struct cnode *me = node_get(c, c->nodename);
 	if (vxlan_wanted(c) && me && me->has_ip) {
 		vx.wanted = true;

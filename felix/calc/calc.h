@@ -1,6 +1,6 @@
 /*
  * felix's calculation core for routing: from the datastore's resources to
- * this node's desired dataplane (struct dp_desired). Pure: updates in,
+ * this node's desired dataplane (struct desired). Pure: updates in,
  * desired-state changes out, no system calls. Each update recomputes only
  * what depends on it:
  *   WorkloadEndpoint of this node   → its /32 routes, neighbours, interface
@@ -28,7 +28,7 @@ void calc_update(struct calc *c, const struct ds_update *u);
 /* New configuration (from FelixConfiguration and the environment). */
 void calc_set_config(struct calc *c, const struct felix_config *cfg);
 
-struct dp_desired *calc_desired(struct calc *c);
+struct desired *calc_desired(struct calc *c);
 const struct felix_config *calc_config(const struct calc *c);
 const char *calc_nodename(const struct calc *c);
 

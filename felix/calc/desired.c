@@ -6,34 +6,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct dp_cand {
+struct cand {
 	const char *owner; /* the owner record's name: owners outlive their candidates */
-	enum dp_class cls;
-	struct dp_item item;
+	enum desired_class cls;
+	struct desired_item item;
 };
 
 /* Candidates sorted, c[0] the winner. Nearly every key has one: it lives inline. */
-struct dp_entry {
-	struct dp_cand *c; /* &one, or a heap array once there are two */
+struct entry {
+	struct cand *c; /* &one, or a heap array once there are two */
 	uint32_t n, cap;
-	struct dp_cand one;
+	struct cand one;
 };
 
 /*
  * One allocation: n keys "<kind>:<key>", each NUL-terminated. The owner's name
  * is the owners map's own key (hmap_key), which candidates point to.
  */
-struct dp_owner {
+struct owner {
 	uint32_t n;
 	char buf[];
 };
 
-static struct dp_owner *owner_new(char keys[][132], size_t n)
+static struct owner *owner_new(char keys[][132], size_t n)
 {
 	size_t len = 0;
 	for (size_t i = 0; i < n; i++)
 		len += strlen(keys[i]) + 1;
-	struct dp_owner *o = xmalloc(sizeof(*o) + len);
+	struct owner *o = xmalloc(sizeof(*o) + len);
 	o->n = (uint32_t)n;
 	char *p = o->buf;
 	for (size_t i = 0; i < n; i++)
@@ -42,7 +42,7 @@ static struct dp_owner *owner_new(char keys[][132], size_t n)
 }
 
 /* Iterate an owner's keys: for (k = owner_keys(o); i < o->n; k = next_key(k), i++) */
-static const char *owner_keys(const struct dp_owner *o)
+static const char *owner_keys(const struct owner *o)
 {
 	return o->buf;
 }
@@ -52,21 +52,21 @@ static const char *next_key(const char *k)
 	return k + strlen(k) + 1;
 }
 
-void dp_init(struct dp_desired *d)
+void desired_init(struct desired *d)
 {
 	memset(d, 0, sizeof(*d));
 }
 
-static void free_entry(struct dp_entry *e)
+static void free_entry(struct entry *e)
 {
 	if (e->c != &e->one)
 		free(e->c);
 	free(e);
 }
 
-void dp_free(struct dp_desired *d)
+void desired_free(struct desired *d)
 {
-	for (int k = 0; k < DP_KINDS; k++) {
+	for (int k = 0; k < DESIRED_KINDS; k++) {
 		for (struct hmap_iter it = hmap_iter(&d->entries[k]); hmap_next(&it);)
 			free_entry(it.value);
 		hmap_clear(&d->entries[k]);
@@ -82,44 +82,45 @@ static void mac_str(const uint8_t *m, char *buf)
 	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-void dp_item_key(const struct dp_item *it, char *buf, size_t size)
+/* The key an item is stored under ("10.0.0.1/32", "cali1|10.0.0.1", ...). */
+static void item_key(const struct desired_item *it, char *buf, size_t size)
 {
 	char a[CIDR_STRLEN], m[18];
 	switch (it->kind) {
-	case DP_ROUTE:
+	case DESIRED_ROUTE:
 		snprintf(buf, size, "%s", cidr_str(&it->route.dst, a));
 		return;
-	case DP_NEIGH:
+	case DESIRED_NEIGH:
 		snprintf(buf, size, "%s|%s", it->neigh.ifname, ip_str(&it->neigh.ip, a));
 		return;
-	case DP_FDB:
+	case DESIRED_FDB:
 		mac_str(it->fdb.mac, m);
 		snprintf(buf, size, "%s|%s|%s", it->fdb.ifname, m, ip_str(&it->fdb.dst, a));
 		return;
-	case DP_IFACE:
+	case DESIRED_IFACE:
 	default:
 		snprintf(buf, size, "%s", it->iface);
 		return;
 	}
 }
 
-bool dp_item_equal(const struct dp_item *a, const struct dp_item *b)
+static bool item_equal(const struct desired_item *a, const struct desired_item *b)
 {
 	if (a->kind != b->kind)
 		return false;
 	switch (a->kind) {
-	case DP_ROUTE:
+	case DESIRED_ROUTE:
 		return cidr_cmp(&a->route.dst, &b->route.dst) == 0 &&
 		       strcmp(a->route.ifname, b->route.ifname) == 0 &&
 		       ip_cmp(&a->route.gw, &b->route.gw) == 0 &&
 		       a->route.onlink == b->route.onlink &&
 		       a->route.blackhole == b->route.blackhole &&
 		       a->route.link_scope == b->route.link_scope;
-	case DP_NEIGH:
+	case DESIRED_NEIGH:
 		return strcmp(a->neigh.ifname, b->neigh.ifname) == 0 &&
 		       ip_equal(&a->neigh.ip, &b->neigh.ip) &&
 		       memcmp(a->neigh.mac, b->neigh.mac, 6) == 0;
-	case DP_FDB:
+	case DESIRED_FDB:
 		return strcmp(a->fdb.ifname, b->fdb.ifname) == 0 &&
 		       memcmp(a->fdb.mac, b->fdb.mac, 6) == 0 && ip_equal(&a->fdb.dst, &b->fdb.dst);
 	default:
@@ -127,23 +128,23 @@ bool dp_item_equal(const struct dp_item *a, const struct dp_item *b)
 	}
 }
 
-static int cand_cmp(const struct dp_cand *a, const struct dp_cand *b)
+static int cand_cmp(const struct cand *a, const struct cand *b)
 {
 	if (a->cls != b->cls)
 		return a->cls < b->cls ? -1 : 1;
 	return strcmp(a->owner, b->owner);
 }
 
-static void mark(struct dp_desired *d, enum dp_kind kind, const char *key)
+static void mark(struct desired *d, enum desired_kind kind, const char *key)
 {
 	if (!hmap_has(&d->dirty[kind], key))
 		hmap_put(&d->dirty[kind], key, (void *)1);
 }
 
 /* Remove @owner's candidate from the entry at @key; mark dirty if the winner changed. */
-static void retract(struct dp_desired *d, enum dp_kind kind, const char *key, const char *owner)
+static void retract(struct desired *d, enum desired_kind kind, const char *key, const char *owner)
 {
-	struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	struct entry *e = hmap_get(&d->entries[kind], key);
 	if (!e)
 		return;
 	for (size_t i = 0; i < e->n; i++) {
@@ -151,7 +152,7 @@ static void retract(struct dp_desired *d, enum dp_kind kind, const char *key, co
 			continue;
 		bool was_winner = i == 0;
 		bool same_as_next =
-			was_winner && e->n > 1 && dp_item_equal(&e->c[0].item, &e->c[1].item);
+			was_winner && e->n > 1 && item_equal(&e->c[0].item, &e->c[1].item);
 		memmove(&e->c[i], &e->c[i + 1], sizeof(e->c[0]) * (e->n - i - 1));
 		e->n--;
 		if (e->n == 0) {
@@ -164,23 +165,23 @@ static void retract(struct dp_desired *d, enum dp_kind kind, const char *key, co
 	}
 }
 
-static void contribute(struct dp_desired *d, const char *key, const char *owner, enum dp_class cls,
-		       const struct dp_item *item)
+static void contribute(struct desired *d, const char *key, const char *owner,
+		       enum desired_class cls, const struct desired_item *item)
 {
-	enum dp_kind kind = item->kind;
-	struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	enum desired_kind kind = item->kind;
+	struct entry *e = hmap_get(&d->entries[kind], key);
 	if (!e) {
 		e = xcalloc(1, sizeof(*e));
 		e->c = &e->one;
 		e->cap = 1;
 		hmap_put(&d->entries[kind], key, e);
 	}
-	struct dp_cand c = { .owner = owner, .cls = cls, .item = *item };
+	struct cand c = { .owner = owner, .cls = cls, .item = *item };
 	size_t pos = 0;
 	while (pos < e->n && cand_cmp(&e->c[pos], &c) < 0)
 		pos++;
 	if (e->n == e->cap) {
-		struct dp_cand *more = xmalloc(sizeof(*more) * e->cap * 2);
+		struct cand *more = xmalloc(sizeof(*more) * e->cap * 2);
 		memcpy(more, e->c, sizeof(*more) * e->n);
 		if (e->c != &e->one)
 			free(e->c);
@@ -190,27 +191,27 @@ static void contribute(struct dp_desired *d, const char *key, const char *owner,
 	memmove(&e->c[pos + 1], &e->c[pos], sizeof(e->c[0]) * (e->n - pos));
 	e->c[pos] = c;
 	e->n++;
-	if (pos == 0 && (e->n == 1 || !dp_item_equal(&e->c[0].item, &e->c[1].item)))
+	if (pos == 0 && (e->n == 1 || !item_equal(&e->c[0].item, &e->c[1].item)))
 		mark(d, kind, key);
 }
 
-void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
-		  const struct dp_item *items, size_t n)
+void desired_set_owner(struct desired *d, const char *owner, enum desired_class cls,
+		       const struct desired_item *items, size_t n)
 {
-	struct dp_owner *o = hmap_get(&d->owners, owner);
+	struct owner *o = hmap_get(&d->owners, owner);
 	const char *name = o ? hmap_key(&d->owners, owner) : NULL;
 	char key[128];
 	/* Unchanged contributions are the common case on resync: leave them be. */
 	if (o && o->n == n) {
 		bool same = true;
 		for (size_t i = 0; same && i < n; i++) {
-			dp_item_key(&items[i], key, sizeof(key));
-			const struct dp_entry *e = hmap_get(&d->entries[items[i].kind], key);
+			item_key(&items[i], key, sizeof(key));
+			const struct entry *e = hmap_get(&d->entries[items[i].kind], key);
 			same = false;
 			for (size_t j = 0; e && j < e->n; j++)
 				if (e->c[j].owner == name)
 					same = e->c[j].cls == cls &&
-					       dp_item_equal(&e->c[j].item, &items[i]);
+					       item_equal(&e->c[j].item, &items[i]);
 		}
 		if (same)
 			return;
@@ -218,7 +219,7 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 	if (o) {
 		const char *k = owner_keys(o);
 		for (uint32_t i = 0; i < o->n; i++, k = next_key(k))
-			retract(d, (enum dp_kind)(k[0] - '0'), k + 2, name);
+			retract(d, (enum desired_kind)(k[0] - '0'), k + 2, name);
 		hmap_del(&d->owners, owner);
 		free(o);
 	}
@@ -226,7 +227,7 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 		return;
 	char(*tagged)[132] = xmalloc(sizeof(*tagged) * n);
 	for (size_t i = 0; i < n; i++) {
-		dp_item_key(&items[i], key, sizeof(key));
+		item_key(&items[i], key, sizeof(key));
 		snprintf(tagged[i], sizeof(tagged[i]), "%c:%s", '0' + items[i].kind, key);
 	}
 	o = owner_new(tagged, n);
@@ -238,41 +239,36 @@ void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
 	free(tagged);
 }
 
-const struct dp_item *dp_entry_winner(const void *entry)
+static const struct desired_item *entry_winner(const struct entry *e)
 {
-	const struct dp_entry *e = entry;
 	return e->n ? &e->c[0].item : NULL;
 }
 
-const struct dp_item *dp_get(const struct dp_desired *d, enum dp_kind kind, const char *key)
+const struct desired_item *desired_get(const struct desired *d, enum desired_kind kind,
+				       const char *key)
 {
-	const struct dp_entry *e = hmap_get(&d->entries[kind], key);
-	return e ? dp_entry_winner(e) : NULL;
+	const struct entry *e = hmap_get(&d->entries[kind], key);
+	return e ? entry_winner(e) : NULL;
 }
 
-const char *dp_why(const struct dp_desired *d, enum dp_kind kind, const char *key)
+const char *desired_why(const struct desired *d, enum desired_kind kind, const char *key)
 {
-	const struct dp_entry *e = hmap_get(&d->entries[kind], key);
+	const struct entry *e = hmap_get(&d->entries[kind], key);
 	return e && e->n ? e->c[0].owner : "";
 }
 
-size_t dp_count(const struct dp_desired *d, enum dp_kind kind)
-{
-	return d->entries[kind].n;
-}
-
-void dp_mark_all_dirty(struct dp_desired *d, enum dp_kind kind)
+void desired_mark_all_dirty(struct desired *d, enum desired_kind kind)
 {
 	for (struct hmap_iter it = hmap_iter(&d->entries[kind]); hmap_next(&it);)
 		mark(d, kind, it.key);
 }
 
-void dp_mark_dirty(struct dp_desired *d, enum dp_kind kind, const char *key)
+void desired_mark_dirty(struct desired *d, enum desired_kind kind, const char *key)
 {
 	mark(d, kind, key);
 }
 
-void dp_clear_dirty(struct dp_desired *d, enum dp_kind kind)
+void desired_clear_dirty(struct desired *d, enum desired_kind kind)
 {
 	hmap_clear(&d->dirty[kind]);
 }

@@ -4,7 +4,8 @@
  * endpoint, a block affinity, a remote VTEP) may claim the same key; the
  * candidate with the lowest class, then owner name, wins, so the result does
  * not depend on the order updates arrived in. Every change of a winner marks
- * its key dirty; the reconcilers drain the dirty keys. Pure data structure.
+ * its key dirty; the writers of the dataplane take the dirty keys of their
+ * kind. Pure data structure.
  */
 #ifndef FELIX_DESIRED_H
 #define FELIX_DESIRED_H
@@ -16,24 +17,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum dp_kind {
-	DP_ROUTE,
-	DP_NEIGH,
-	DP_FDB,
-	DP_IFACE,
-	DP_KINDS
+enum desired_kind {
+	DESIRED_ROUTE,
+	DESIRED_NEIGH,
+	DESIRED_FDB,
+	DESIRED_IFACE,
+	DESIRED_KINDS
 };
 
 /* Lower wins when two owners want the same key. */
-enum dp_class {
-	DP_CLASS_WORKLOAD = 0,
-	DP_CLASS_VXLAN = 1,
-	DP_CLASS_IPIP = 2,
-	DP_CLASS_BLACKHOLE = 3,
-	DP_CLASS_VTEP = 4,
+enum desired_class {
+	DESIRED_WORKLOAD = 0,
+	DESIRED_VXLAN = 1,
+	DESIRED_IPIP = 2,
+	DESIRED_BLACKHOLE = 3,
+	DESIRED_VTEP = 4,
 };
 
-struct dp_route {
+struct desired_route {
 	struct br_cidr dst;
 	char ifname[IFNAMSIZ]; /* "" for a blackhole */
 	struct br_ip gw;       /* family 0: none */
@@ -42,29 +43,29 @@ struct dp_route {
 	bool link_scope;
 };
 
-struct dp_neigh {
+struct desired_neigh {
 	char ifname[IFNAMSIZ];
 	struct br_ip ip;
 	uint8_t mac[6];
 };
 
-struct dp_fdb {
+struct desired_fdb {
 	char ifname[IFNAMSIZ];
 	uint8_t mac[6];
 	struct br_ip dst;
 };
 
-struct dp_item {
-	enum dp_kind kind;
+struct desired_item {
+	enum desired_kind kind;
 	union {
-		struct dp_route route;
-		struct dp_neigh neigh;
-		struct dp_fdb fdb;
+		struct desired_route route;
+		struct desired_neigh neigh;
+		struct desired_fdb fdb;
 		char iface[IFNAMSIZ];
 	};
 };
 
-struct dp_vxlan {
+struct desired_vxlan {
 	bool wanted;
 	uint32_t vni;
 	uint16_t port;
@@ -74,7 +75,7 @@ struct dp_vxlan {
 	struct br_cidr addr; /* len 0: none */
 };
 
-struct dp_ipip {
+struct desired_ipip {
 	bool wanted;
 	uint32_t mtu;	    /* 0: derive from the host */
 	struct br_ip local; /* this node's address: its interface gives the host MTU */
@@ -82,38 +83,30 @@ struct dp_ipip {
 	char wanted_by[64]; /* a pool that asks for IPIP, for messages */
 };
 
-struct dp_desired {
-	struct hmap entries[DP_KINDS]; /* key → struct dp_entry */
-	struct hmap owners;	       /* owner → struct dp_owner */
-	struct hmap dirty[DP_KINDS];   /* key → (void *)1 */
-	struct dp_vxlan vxlan;
-	struct dp_ipip ipip;
+struct desired {
+	struct hmap entries[DESIRED_KINDS]; /* key → struct entry */
+	struct hmap owners;		    /* owner → struct owner */
+	struct hmap dirty[DESIRED_KINDS];   /* key → (void *)1 */
+	struct desired_vxlan vxlan;
+	struct desired_ipip ipip;
 	bool tunnels_dirty;
 };
 
-void dp_init(struct dp_desired *d);
-void dp_free(struct dp_desired *d);
-
-/* The key an item is stored under ("10.0.0.1/32", "cali1|10.0.0.1", ...). */
-void dp_item_key(const struct dp_item *it, char *buf, size_t size);
-bool dp_item_equal(const struct dp_item *a, const struct dp_item *b);
+void desired_init(struct desired *d);
+void desired_free(struct desired *d);
 
 /* Replace everything @owner contributes with @items (n may be 0: retract). */
-void dp_set_owner(struct dp_desired *d, const char *owner, enum dp_class cls,
-		  const struct dp_item *items, size_t n);
+void desired_set_owner(struct desired *d, const char *owner, enum desired_class cls,
+		       const struct desired_item *items, size_t n);
 
 /* The winning item for @key, or NULL. */
-const struct dp_item *dp_get(const struct dp_desired *d, enum dp_kind kind, const char *key);
+const struct desired_item *desired_get(const struct desired *d, enum desired_kind kind,
+				       const char *key);
 /* Who wants the winning item ("wep default/a", "block node1/10.0.0.0-26"), for logs. */
-const char *dp_why(const struct dp_desired *d, enum dp_kind kind, const char *key);
-size_t dp_count(const struct dp_desired *d, enum dp_kind kind);
+const char *desired_why(const struct desired *d, enum desired_kind kind, const char *key);
 
-/* Iterate winners of a kind: for (it = hmap_iter(&d->entries[k]); hmap_next(&it);)
- * dp_entry_winner(it.value) */
-const struct dp_item *dp_entry_winner(const void *entry);
-
-void dp_mark_all_dirty(struct dp_desired *d, enum dp_kind kind);
-void dp_mark_dirty(struct dp_desired *d, enum dp_kind kind, const char *key);
-void dp_clear_dirty(struct dp_desired *d, enum dp_kind kind);
+void desired_mark_all_dirty(struct desired *d, enum desired_kind kind);
+void desired_mark_dirty(struct desired *d, enum desired_kind kind, const char *key);
+void desired_clear_dirty(struct desired *d, enum desired_kind kind);
 
 #endif

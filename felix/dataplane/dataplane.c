@@ -43,7 +43,7 @@ void dataplane_free(struct dataplane *dp)
 	routes_clear(dp);
 	neighs_clear(dp);
 	clear_pending(dp);
-	for (int k = 0; k < DP_KINDS; k++)
+	for (int k = 0; k < DESIRED_KINDS; k++)
 		hmap_clear(&dp->retry[k]);
 	hmap_clear(&dp->graceful);
 	hmap_clear(&dp->addressed);
@@ -98,8 +98,8 @@ void dp_changed(struct dataplane *dp, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct dp_op *dp_add_op(struct dataplane *dp, enum dp_kind kind, enum nl_op op, const char *key,
-			const char *why)
+struct dp_op *dp_add_op(struct dataplane *dp, enum desired_kind kind, enum nl_op op,
+			const char *key, const char *why)
 {
 	GROW(dp->ops, dp->ops_cap, dp->n_ops + 1);
 	struct dp_op *o = &dp->ops[dp->n_ops++];
@@ -111,7 +111,8 @@ struct dp_op *dp_add_op(struct dataplane *dp, enum dp_kind kind, enum nl_op op, 
 	return o;
 }
 
-void dp_wait_for_link(struct dataplane *dp, const char *ifname, enum dp_kind kind, const char *key)
+void dp_wait_for_link(struct dataplane *dp, const char *ifname, enum desired_kind kind,
+		      const char *key)
 {
 	struct hmap *keys = hmap_get(&dp->pending, ifname);
 	if (!keys) {
@@ -144,7 +145,7 @@ void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool delet
 		for (struct hmap_iter it = hmap_iter(&dp->routes); hmap_next(&it);) {
 			struct mirror_route *m = it.value;
 			if (m->oif == l->ifindex) {
-				hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+				hmap_put(&dp->retry[DESIRED_ROUTE], it.key, (void *)1);
 				free(hmap_del(&dp->routes, it.key));
 			}
 		}
@@ -154,8 +155,8 @@ void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool delet
 		for (int k = 0; k < 2; k++)
 			for (struct hmap_iter it = hmap_iter(mirrors[k]); hmap_next(&it);)
 				if (strncmp(it.key, l->name, nl) == 0 && it.key[nl] == '|') {
-					hmap_put(&dp->retry[k ? DP_FDB : DP_NEIGH], it.key,
-						 (void *)1);
+					hmap_put(&dp->retry[k ? DESIRED_FDB : DESIRED_NEIGH],
+						 it.key, (void *)1);
 					hmap_del(mirrors[k], it.key);
 				}
 		links_del(dp, l->ifindex);
@@ -167,7 +168,7 @@ void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool delet
 	if (l->flags & IFF_UP) {
 		wake(dp, l->name);
 		if (!was_up)
-			hmap_put(&dp->retry[DP_IFACE], l->name, (void *)1);
+			hmap_put(&dp->retry[DESIRED_IFACE], l->name, (void *)1);
 	}
 }
 
@@ -181,36 +182,36 @@ bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a)
 	return true;
 }
 
-bool dp_refuse_host_iface(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind,
+bool dp_refuse_host_iface(struct dataplane *dp, struct desired *d, enum desired_kind kind,
 			  const char *key, const char *ifname)
 {
 	char why[160];
 	if (!host_iface(dp, ifname, why, sizeof(why)))
 		return false;
-	dp_error(dp, DP_ERR_REFUSED, "refused: %s wants %s %s, but %s", dp_why(d, kind, key),
-		 kind == DP_IFACE   ? "the workload settings of"
-		 : kind == DP_ROUTE ? "route"
-				    : "neighbour",
+	dp_error(dp, DP_ERR_REFUSED, "refused: %s wants %s %s, but %s", desired_why(d, kind, key),
+		 kind == DESIRED_IFACE	 ? "the workload settings of"
+		 : kind == DESIRED_ROUTE ? "route"
+					 : "neighbour",
 		 key, why);
 	return true;
 }
 
-static void plan_iface(struct dataplane *dp, struct dp_desired *d, const char *name)
+static void plan_iface(struct dataplane *dp, struct desired *d, const char *name)
 {
-	if (!dp_get(d, DP_IFACE, name))
+	if (!desired_get(d, DESIRED_IFACE, name))
 		return;
 	const struct nl_link *l = link_named(dp, name);
 	if (!l || !(l->flags & IFF_UP)) {
-		dp_wait_for_link(dp, name, DP_IFACE, name);
+		dp_wait_for_link(dp, name, DESIRED_IFACE, name);
 		return;
 	}
-	if (dp_refuse_host_iface(dp, d, DP_IFACE, name, name))
+	if (dp_refuse_host_iface(dp, d, DESIRED_IFACE, name, name))
 		return;
 	int changed = 0;
 	int r = sysctl_workload_iface(dp->sys, name, &changed);
 	if (r < 0) {
 		dp_error(dp, DP_ERR_SYSCTL, "settings of %s: %s", name, strerror(-r));
-		hmap_put(&dp->retry[DP_IFACE], name, (void *)1);
+		hmap_put(&dp->retry[DESIRED_IFACE], name, (void *)1);
 	} else if (changed) {
 		dp_changed(dp,
 			   "interface %s: %d setting%s changed (proxy_arp, forwarding, "
@@ -220,7 +221,7 @@ static void plan_iface(struct dataplane *dp, struct dp_desired *d, const char *n
 }
 
 /* Everything that might differ: every desired key and every key the kernel has. */
-static int resync(struct dataplane *dp, struct dp_desired *d, uint64_t now)
+static int resync(struct dataplane *dp, struct desired *d, uint64_t now)
 {
 	int r;
 	dp->status.resyncs++;
@@ -235,20 +236,20 @@ static int resync(struct dataplane *dp, struct dp_desired *d, uint64_t now)
 	for (struct hmap_iter it = hmap_iter(&dp->foreign); hmap_next(&it);)
 		hmap_put(&dp->foreign, it.key, FOREIGN_RETRY);
 	d->tunnels_dirty = true;
-	for (int k = 0; k < DP_KINDS; k++)
-		dp_mark_all_dirty(d, (enum dp_kind)k);
+	for (int k = 0; k < DESIRED_KINDS; k++)
+		desired_mark_all_dirty(d, (enum desired_kind)k);
 	for (struct hmap_iter it = hmap_iter(&dp->routes); hmap_next(&it);)
-		dp_mark_dirty(d, DP_ROUTE, it.key);
+		desired_mark_dirty(d, DESIRED_ROUTE, it.key);
 	for (struct hmap_iter it = hmap_iter(&dp->neighs); hmap_next(&it);)
-		dp_mark_dirty(d, DP_NEIGH, it.key);
+		desired_mark_dirty(d, DESIRED_NEIGH, it.key);
 	for (struct hmap_iter it = hmap_iter(&dp->fdbs); hmap_next(&it);)
-		dp_mark_dirty(d, DP_FDB, it.key);
+		desired_mark_dirty(d, DESIRED_FDB, it.key);
 	dp->resync_needed = false;
 	return 0;
 }
 
 /* The union of the dirty and retry sets of @kind, then both cleared. */
-static char **take_keys(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, size_t *n)
+static char **take_keys(struct dataplane *dp, struct desired *d, enum desired_kind kind, size_t *n)
 {
 	struct hmap *sets[] = { &d->dirty[kind], &dp->retry[kind] };
 	size_t cap = d->dirty[kind].n + dp->retry[kind].n;
@@ -258,7 +259,7 @@ static char **take_keys(struct dataplane *dp, struct dp_desired *d, enum dp_kind
 		for (struct hmap_iter it = hmap_iter(sets[s]); hmap_next(&it);)
 			if (s == 0 || !hmap_has(&d->dirty[kind], it.key))
 				keys[(*n)++] = xstrdup(it.key);
-	dp_clear_dirty(d, kind);
+	desired_clear_dirty(d, kind);
 	hmap_clear(&dp->retry[kind]);
 	return keys;
 }
@@ -270,7 +271,7 @@ static void free_keys(char **keys, size_t n)
 	free(keys);
 }
 
-int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct felix_config *cfg,
+int dataplane_apply(struct dataplane *dp, struct desired *d, const struct felix_config *cfg,
 		    uint64_t now)
 {
 	changes_this_apply = 0;
@@ -292,11 +293,11 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 	}
 	/* Route keys whose grace period may have ended. */
 	for (struct hmap_iter it = hmap_iter(&dp->graceful); hmap_next(&it);)
-		hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+		hmap_put(&dp->retry[DESIRED_ROUTE], it.key, (void *)1);
 	hmap_clear(&dp->graceful);
 
 	size_t n;
-	char **keys = take_keys(dp, d, DP_IFACE, &n);
+	char **keys = take_keys(dp, d, DESIRED_IFACE, &n);
 	for (size_t i = 0; i < n; i++)
 		plan_iface(dp, d, keys[i]);
 	free_keys(keys, n);
@@ -304,15 +305,15 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 	nl_batch_reset(dp->batch);
 	dp->n_ops = 0;
 	/* Neighbours and FDB entries before the routes that use them. */
-	keys = take_keys(dp, d, DP_FDB, &n);
+	keys = take_keys(dp, d, DESIRED_FDB, &n);
 	for (size_t i = 0; i < n; i++)
-		neighs_plan(dp, d, DP_FDB, keys[i]);
+		neighs_plan(dp, d, DESIRED_FDB, keys[i]);
 	free_keys(keys, n);
-	keys = take_keys(dp, d, DP_NEIGH, &n);
+	keys = take_keys(dp, d, DESIRED_NEIGH, &n);
 	for (size_t i = 0; i < n; i++)
-		neighs_plan(dp, d, DP_NEIGH, keys[i]);
+		neighs_plan(dp, d, DESIRED_NEIGH, keys[i]);
 	free_keys(keys, n);
-	keys = take_keys(dp, d, DP_ROUTE, &n);
+	keys = take_keys(dp, d, DESIRED_ROUTE, &n);
 	for (size_t i = 0; i < n; i++)
 		routes_plan(dp, d, keys[i], now, cfg);
 	free_keys(keys, n);
@@ -329,7 +330,7 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 			for (size_t i = 0; i < dp->n_ops; i++) {
 				if (!errs[i])
 					dp->status.writes++;
-				if (dp->ops[i].kind == DP_ROUTE)
+				if (dp->ops[i].kind == DESIRED_ROUTE)
 					routes_done(dp, &dp->ops[i], errs[i]);
 				else
 					neighs_done(dp, &dp->ops[i], errs[i]);
@@ -350,7 +351,7 @@ int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct fel
 			 "at debug level)",
 			 changes_this_apply, LOG_CHANGES_PER_APPLY);
 	bool retrying = false;
-	for (int k = 0; k < DP_KINDS; k++)
+	for (int k = 0; k < DESIRED_KINDS; k++)
 		retrying |= dp->retry[k].n > 0;
 	if (retrying || dp->resync_needed)
 		if (!dp->next_deadline || now + RETRY_MS < dp->next_deadline)

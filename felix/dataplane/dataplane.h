@@ -57,7 +57,7 @@ bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a);
  * Returns 0, or a negative errno when some writes failed (they are retried at
  * the next apply). @now_ms drives the grace period of unknown CNI routes.
  */
-int dataplane_apply(struct dataplane *dp, struct dp_desired *d, const struct felix_config *cfg,
+int dataplane_apply(struct dataplane *dp, struct desired *d, const struct felix_config *cfg,
 		    uint64_t now_ms);
 /* When an apply should run even without new data (a grace period ending, a retry): 0 = none. */
 uint64_t dataplane_next_deadline(const struct dataplane *dp);

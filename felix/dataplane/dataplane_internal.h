@@ -14,7 +14,7 @@
 
 /* A write in the batch, so its result can update the mirrors. */
 struct dp_op {
-	enum dp_kind kind;
+	enum desired_kind kind;
 	enum nl_op op;
 	char key[128];
 	char why[160];
@@ -52,7 +52,7 @@ struct dataplane {
 	struct hmap pending;	    /* ifname → struct hmap * of "<kind>:<key>" waiting for it */
 	struct hmap addressed;	    /* "%d" ifindex → (void *)1: holds a host address */
 	bool addrs_stale;	    /* an address changed: read them again before planning */
-	struct hmap retry[DP_KINDS];
+	struct hmap retry[DESIRED_KINDS];
 	struct hmap graceful; /* route keys in their grace period */
 	struct hmap conflicts; /* route keys whose add found a route there (this apply) */
 	struct hmap foreign;   /* route keys held by a route that is not ours (reported once):
@@ -75,7 +75,7 @@ const struct nl_link *link_named(const struct dataplane *dp, const char *name);
 const struct nl_link *link_indexed(const struct dataplane *dp, int ifindex);
 void links_put(struct dataplane *dp, const struct nl_link *l);
 void links_del(struct dataplane *dp, int ifindex);
-int tunnels_reconcile(struct dataplane *dp, struct dp_desired *d, const struct felix_config *cfg);
+int tunnels_reconcile(struct dataplane *dp, struct desired *d, const struct felix_config *cfg);
 int addrs_dump(struct dataplane *dp);
 /*
  * Is @ifname a host interface, which no workload item may touch (the
@@ -87,24 +87,25 @@ bool host_iface(const struct dataplane *dp, const char *ifname, char *why, size_
 
 /* dp_routes.c */
 void routes_clear(struct dataplane *dp);
-int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now);
-void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, uint64_t now,
+int routes_dump(struct dataplane *dp, const struct desired *d, uint64_t now);
+void routes_plan(struct dataplane *dp, struct desired *d, const char *key, uint64_t now,
 		 const struct felix_config *cfg);
 void routes_done(struct dataplane *dp, const struct dp_op *op, int err);
-void routes_resolve_conflicts(struct dataplane *dp, struct dp_desired *d);
+void routes_resolve_conflicts(struct dataplane *dp, struct desired *d);
 
 /* dp_neighs.c */
 void neighs_clear(struct dataplane *dp);
 int neighs_dump(struct dataplane *dp);
-void neighs_plan(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, const char *key);
+void neighs_plan(struct dataplane *dp, struct desired *d, enum desired_kind kind, const char *key);
 void neighs_done(struct dataplane *dp, const struct dp_op *op, int err);
 
 /* dataplane.c */
-struct dp_op *dp_add_op(struct dataplane *dp, enum dp_kind kind, enum nl_op op, const char *key,
-			const char *why);
-void dp_wait_for_link(struct dataplane *dp, const char *ifname, enum dp_kind kind, const char *key);
+struct dp_op *dp_add_op(struct dataplane *dp, enum desired_kind kind, enum nl_op op,
+			const char *key, const char *why);
+void dp_wait_for_link(struct dataplane *dp, const char *ifname, enum desired_kind kind,
+		      const char *key);
 /* Refuse (and log) a workload item on a host interface: true when refused. */
-bool dp_refuse_host_iface(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind,
+bool dp_refuse_host_iface(struct dataplane *dp, struct desired *d, enum desired_kind kind,
 			  const char *key, const char *ifname);
 void dp_error(struct dataplane *dp, enum dp_error_kind kind, const char *fmt, ...)
 	printf_like(3, 4);

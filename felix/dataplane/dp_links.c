@@ -190,7 +190,7 @@ static int ensure_address(struct dataplane *dp, struct nl_batch *b, int ifindex,
 	return 0;
 }
 
-static int vxlan_reconcile(struct dataplane *dp, const struct dp_vxlan *vx,
+static int vxlan_reconcile(struct dataplane *dp, const struct desired_vxlan *vx,
 			   const struct felix_config *cfg)
 {
 	struct nl_batch *b = nl_batch_new();
@@ -274,7 +274,7 @@ out:
 	return r;
 }
 
-static int ipip_reconcile(struct dataplane *dp, const struct dp_ipip *ip,
+static int ipip_reconcile(struct dataplane *dp, const struct desired_ipip *ip,
 			  const struct felix_config *cfg)
 {
 	struct nl_batch *b = nl_batch_new();
@@ -348,7 +348,7 @@ static int ipip_reconcile(struct dataplane *dp, const struct dp_ipip *ip,
 	return r;
 }
 
-int tunnels_reconcile(struct dataplane *dp, struct dp_desired *d, const struct felix_config *cfg)
+int tunnels_reconcile(struct dataplane *dp, struct desired *d, const struct felix_config *cfg)
 {
 	dp->status.problem[0] = '\0';
 	int r1 = vxlan_reconcile(dp, &d->vxlan, cfg);
@@ -357,8 +357,8 @@ int tunnels_reconcile(struct dataplane *dp, struct dp_desired *d, const struct f
 			 VXLAN_DEV);
 	int r2 = ipip_reconcile(dp, &d->ipip, cfg);
 	/* Routes, neighbours and FDB entries on the devices follow them. */
-	dp_mark_all_dirty(d, DP_ROUTE);
-	dp_mark_all_dirty(d, DP_NEIGH);
-	dp_mark_all_dirty(d, DP_FDB);
+	desired_mark_all_dirty(d, DESIRED_ROUTE);
+	desired_mark_all_dirty(d, DESIRED_NEIGH);
+	desired_mark_all_dirty(d, DESIRED_FDB);
 	return r1 < 0 ? r1 : r2;
 }

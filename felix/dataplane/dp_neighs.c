@@ -44,7 +44,7 @@ static void mac_str(const uint8_t *m, char *buf)
 	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-/* The desired-state key of a kernel entry (see dp_item_key). */
+/* The desired-state key of a kernel entry (see desired.c, item_key). */
 static bool neigh_key(const struct dataplane *dp, const struct nl_neigh *n, char *key, size_t size)
 {
 	const struct nl_link *l = link_indexed(dp, n->ifindex);
@@ -61,7 +61,7 @@ static bool neigh_key(const struct dataplane *dp, const struct nl_neigh *n, char
 }
 
 /* The kernel entry a key stands for ("ifname|ip" or "ifname|mac|dst"). */
-static bool from_key(const struct dataplane *dp, enum dp_kind kind, const char *key,
+static bool from_key(const struct dataplane *dp, enum desired_kind kind, const char *key,
 		     const void *value, struct nl_neigh *out)
 {
 	char buf[128];
@@ -78,7 +78,7 @@ static bool from_key(const struct dataplane *dp, enum dp_kind kind, const char *
 	out->has_lladdr = true;
 	out->state = NUD_PERMANENT;
 	const char *ip = bar + 1;
-	if (kind == DP_FDB) {
+	if (kind == DESIRED_FDB) {
 		unsigned m[6];
 		if (sscanf(ip, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) !=
 			    6 ||
@@ -131,25 +131,25 @@ out:
 	return r;
 }
 
-void neighs_plan(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, const char *key)
+void neighs_plan(struct dataplane *dp, struct desired *d, enum desired_kind kind, const char *key)
 {
-	const struct dp_item *w = dp_get(d, kind, key);
-	struct hmap *mirror = kind == DP_FDB ? &dp->fdbs : &dp->neighs;
+	const struct desired_item *w = desired_get(d, kind, key);
+	struct hmap *mirror = kind == DESIRED_FDB ? &dp->fdbs : &dp->neighs;
 	const void *m = hmap_get(mirror, key);
 	if (w) {
-		const char *ifname = kind == DP_FDB ? w->fdb.ifname : w->neigh.ifname;
+		const char *ifname = kind == DESIRED_FDB ? w->fdb.ifname : w->neigh.ifname;
 		const struct nl_link *l = link_named(dp, ifname);
 		if (!l) {
 			dp_wait_for_link(dp, ifname, kind, key);
 			return;
 		}
-		if (kind == DP_NEIGH && !streq(ifname, VXLAN_DEV) &&
+		if (kind == DESIRED_NEIGH && !streq(ifname, VXLAN_DEV) &&
 		    dp_refuse_host_iface(dp, d, kind, key, ifname))
 			return;
 		struct nl_neigh want = { .ifindex = l->ifindex,
 					 .has_lladdr = true,
 					 .state = NUD_PERMANENT };
-		if (kind == DP_FDB) {
+		if (kind == DESIRED_FDB) {
 			/* The key names MAC and destination: present means right. */
 			if (m)
 				return;
@@ -169,7 +169,7 @@ void neighs_plan(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, 
 			want.dst = w->neigh.ip;
 			memcpy(want.lladdr, w->neigh.mac, 6);
 		}
-		struct dp_op *op = dp_add_op(dp, kind, NL_REPLACE, key, dp_why(d, kind, key));
+		struct dp_op *op = dp_add_op(dp, kind, NL_REPLACE, key, desired_why(d, kind, key));
 		op->neigh = want;
 		nl_batch_neigh(dp->batch, NL_REPLACE, &want);
 		return;
@@ -188,15 +188,15 @@ void neighs_plan(struct dataplane *dp, struct dp_desired *d, enum dp_kind kind, 
 
 void neighs_done(struct dataplane *dp, const struct dp_op *op, int err)
 {
-	struct hmap *mirror = op->kind == DP_FDB ? &dp->fdbs : &dp->neighs;
-	const char *what = op->kind == DP_FDB ? "FDB entry" : "neighbour";
+	struct hmap *mirror = op->kind == DESIRED_FDB ? &dp->fdbs : &dp->neighs;
+	const char *what = op->kind == DESIRED_FDB ? "FDB entry" : "neighbour";
 	if (err == 0 || (op->op == NL_DEL && err == -ENOENT)) {
 		if (op->op == NL_DEL) {
 			hmap_del(mirror, op->key);
 			dp_changed(dp, "%s %s removed (%s)", what, op->key, op->why);
 		} else {
 			hmap_put(mirror, op->key,
-				 op->kind == DP_FDB ? (void *)1 : pack(op->neigh.lladdr));
+				 op->kind == DESIRED_FDB ? (void *)1 : pack(op->neigh.lladdr));
 			dp_changed(dp, "%s %s programmed (%s)", what, op->key, op->why);
 		}
 		return;

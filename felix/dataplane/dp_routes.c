@@ -54,7 +54,7 @@ static bool mirror_route_of(const char *key, const struct mirror_route *m, struc
 	return true;
 }
 
-int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now)
+int routes_dump(struct dataplane *dp, const struct desired *d, uint64_t now)
 {
 	struct nl_route_list list = { 0 };
 	struct nl_route_filter f = { .family = AF_INET,
@@ -76,7 +76,7 @@ int routes_dump(struct dataplane *dp, const struct dp_desired *d, uint64_t now)
 		struct mirror_route *old = hmap_get(&dp->routes, key);
 		struct mirror_route *m = xcalloc(1, sizeof(*m));
 		mirror_set(m, &list.v[i]);
-		m->known = (old && old->known) || dp_get(d, DP_ROUTE, key) != NULL;
+		m->known = (old && old->known) || desired_get(d, DESIRED_ROUTE, key) != NULL;
 		m->first_seen = old ? old->first_seen : now;
 		free(hmap_put(&fresh, key, m));
 	}
@@ -93,13 +93,13 @@ static bool on_workload_iface(const struct dataplane *dp, const struct nl_route 
 	return l && felix_is_workload_iface(cfg, l->name);
 }
 
-void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, uint64_t now,
+void routes_plan(struct dataplane *dp, struct desired *d, const char *key, uint64_t now,
 		 const struct felix_config *cfg)
 {
-	const struct dp_item *w = dp_get(d, DP_ROUTE, key);
+	const struct desired_item *w = desired_get(d, DESIRED_ROUTE, key);
 	struct mirror_route *m = hmap_get(&dp->routes, key);
 	if (w) {
-		const struct dp_route *dr = &w->route;
+		const struct desired_route *dr = &w->route;
 		struct nl_route want = {
 			.family = AF_INET,
 			.protocol = NL_PROTO_BRINDLE,
@@ -114,11 +114,11 @@ void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, ui
 			const struct nl_link *l = link_named(dp, dr->ifname);
 			if (!l || !(l->flags & IFF_UP)) {
 				/* Programmed when the interface comes up. */
-				dp_wait_for_link(dp, dr->ifname, DP_ROUTE, key);
+				dp_wait_for_link(dp, dr->ifname, DESIRED_ROUTE, key);
 				return;
 			}
 			if (dr->link_scope &&
-			    dp_refuse_host_iface(dp, d, DP_ROUTE, key, dr->ifname))
+			    dp_refuse_host_iface(dp, d, DESIRED_ROUTE, key, dr->ifname))
 				return;
 			want.oif = l->ifindex;
 		}
@@ -132,7 +132,8 @@ void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, ui
 		}
 		/* Replace only a route of ours; anything else there makes the add fail. */
 		enum nl_op op_kind = m ? NL_REPLACE : NL_ADD;
-		struct dp_op *op = dp_add_op(dp, DP_ROUTE, op_kind, key, dp_why(d, DP_ROUTE, key));
+		struct dp_op *op = dp_add_op(dp, DESIRED_ROUTE, op_kind, key,
+					     desired_why(d, DESIRED_ROUTE, key));
 		op->route = want;
 		nl_batch_route(dp->batch, op_kind, &want);
 		return;
@@ -151,7 +152,7 @@ void routes_plan(struct dataplane *dp, struct dp_desired *d, const char *key, ui
 			return;
 		}
 	}
-	struct dp_op *op = dp_add_op(dp, DP_ROUTE, NL_DEL, key,
+	struct dp_op *op = dp_add_op(dp, DESIRED_ROUTE, NL_DEL, key,
 				     m->known ? "no longer wanted" : "not wanted by any endpoint");
 	op->route = have;
 	nl_batch_route(dp->batch, NL_DEL, &have);
@@ -199,15 +200,15 @@ void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
 		/* The interface went away between read-back and write. */
 		const struct nl_link *l = link_indexed(dp, op->route.oif);
 		if (l)
-			dp_wait_for_link(dp, l->name, DP_ROUTE, op->key);
-		hmap_put(&dp->retry[DP_ROUTE], op->key, (void *)1);
+			dp_wait_for_link(dp, l->name, DESIRED_ROUTE, op->key);
+		hmap_put(&dp->retry[DESIRED_ROUTE], op->key, (void *)1);
 	} else {
 		dp_error(dp, DP_ERR_NETLINK, "route %s %s (%s): %s",
 			 op->op == NL_DEL   ? "delete"
 			 : op->op == NL_ADD ? "add"
 					    : "replace",
 			 sb.buf, op->why, strerror(-err));
-		hmap_put(&dp->retry[DP_ROUTE], op->key, (void *)1);
+		hmap_put(&dp->retry[DESIRED_ROUTE], op->key, (void *)1);
 	}
 	sb_free(&sb);
 }
@@ -218,7 +219,7 @@ void routes_done(struct dataplane *dp, const struct dp_op *op, int err)
  * again; anyone else's are left alone, logged once, and looked at again at
  * the next resync.
  */
-void routes_resolve_conflicts(struct dataplane *dp, struct dp_desired *d)
+void routes_resolve_conflicts(struct dataplane *dp, struct desired *d)
 {
 	if (!dp->conflicts.n)
 		return;
@@ -229,7 +230,7 @@ void routes_resolve_conflicts(struct dataplane *dp, struct dp_desired *d)
 		dp_error(dp, DP_ERR_DUMP, "reading the main routing table: %s", strerror(-r));
 		nl_route_list_free(&list);
 		for (struct hmap_iter it = hmap_iter(&dp->conflicts); hmap_next(&it);)
-			hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+			hmap_put(&dp->retry[DESIRED_ROUTE], it.key, (void *)1);
 		hmap_clear(&dp->conflicts);
 		return;
 	}
@@ -248,7 +249,7 @@ void routes_resolve_conflicts(struct dataplane *dp, struct dp_desired *d)
 				m->first_seen = 0;
 				free(hmap_put(&dp->routes, it.key, m));
 			}
-			hmap_put(&dp->retry[DP_ROUTE], it.key, (void *)1);
+			hmap_put(&dp->retry[DESIRED_ROUTE], it.key, (void *)1);
 			continue;
 		}
 		bool reported = hmap_has(&dp->foreign, it.key);
@@ -262,7 +263,7 @@ void routes_resolve_conflicts(struct dataplane *dp, struct dp_desired *d)
 			dp, DP_ERR_REFUSED,
 			"refused: %s wants route %s, but the kernel has %s with protocol %u, which "
 			"is not felix's (%u); it is left alone",
-			dp_why(d, DP_ROUTE, it.key), it.key, sb.buf, found->protocol,
+			desired_why(d, DESIRED_ROUTE, it.key), it.key, sb.buf, found->protocol,
 			NL_PROTO_BRINDLE);
 		sb_free(&sb);
 	}

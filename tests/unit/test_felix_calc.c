@@ -86,7 +86,8 @@ static struct br_object *wep(const char *name, const char *node, const char *ifa
 
 static char *route_str(const struct calc *c, const char *key)
 {
-	const struct dp_item *it = dp_get(calc_desired((struct calc *)c), DP_ROUTE, key);
+	const struct desired_item *it =
+		desired_get(calc_desired((struct calc *)c), DESIRED_ROUTE, key);
 	if (!it)
 		return NULL;
 	static char buf[256];
@@ -99,7 +100,7 @@ static char *route_str(const struct calc *c, const char *key)
 	return buf;
 }
 
-static bool dirty(struct calc *c, enum dp_kind k, const char *key)
+static bool dirty(struct calc *c, enum desired_kind k, const char *key)
 {
 	return hmap_has(&calc_desired(c)->dirty[k], key);
 }
@@ -112,21 +113,22 @@ static void test_local_endpoints(void **state)
 	put(c, wep("b", "node2", "calib", "10.244.2.7/32", NULL), "default", "node2-k8s-b-eth0");
 	assert_string_equal(route_str(c, "10.244.1.7/32"), "dev calia scope link");
 	assert_null(route_str(c, "10.244.2.7/32")); /* another node's endpoint */
-	const struct dp_item *n = dp_get(calc_desired(c), DP_NEIGH, "calia|10.244.1.7");
+	const struct desired_item *n =
+		desired_get(calc_desired(c), DESIRED_NEIGH, "calia|10.244.1.7");
 	assert_non_null(n);
 	assert_int_equal(n->neigh.mac[5], 0x07);
-	assert_non_null(dp_get(calc_desired(c), DP_IFACE, "calia"));
+	assert_non_null(desired_get(calc_desired(c), DESIRED_IFACE, "calia"));
 	assert_int_equal(calc_local_endpoints(c), 1);
-	assert_true(dirty(c, DP_ROUTE, "10.244.1.7/32"));
+	assert_true(dirty(c, DESIRED_ROUTE, "10.244.1.7/32"));
 
 	/* Deleting the endpoint retracts exactly its items. */
-	dp_clear_dirty(calc_desired(c), DP_ROUTE);
+	desired_clear_dirty(calc_desired(c), DESIRED_ROUTE);
 	del(c, KIND_WORKLOADENDPOINT, "default", "node1-k8s-a-eth0");
 	assert_null(route_str(c, "10.244.1.7/32"));
-	assert_true(dirty(c, DP_ROUTE, "10.244.1.7/32"));
-	assert_null(dp_get(calc_desired(c), DP_NEIGH, "calia|10.244.1.7"));
+	assert_true(dirty(c, DESIRED_ROUTE, "10.244.1.7/32"));
+	assert_null(desired_get(calc_desired(c), DESIRED_NEIGH, "calia|10.244.1.7"));
 	assert_int_equal(calc_local_endpoints(c), 0);
-	assert_int_equal(dp_count(calc_desired(c), DP_ROUTE), 0);
+	assert_int_equal(calc_desired(c)->entries[DESIRED_ROUTE].n, 0);
 
 	/* An endpoint that moves to this node gets its route. */
 	put(c, wep("b", "node1", "calib", "10.244.2.7/32", NULL), "default", "node2-k8s-b-eth0");
@@ -163,7 +165,7 @@ static void test_blocks_and_vxlan(void **state)
 	put(c, affinity("node1", "10.244.1.64/26", "pending"), "node1", "10.244.1.64-26");
 	put(c, affinity("node2", "10.244.2.0/26", "confirmed"), "node2", "10.244.2.0-26");
 	put(c, affinity("node3", "10.244.3.0/26", "confirmed"), "node3", "10.244.3.0-26");
-	assert_int_equal(dp_count(calc_desired(c), DP_ROUTE), 0); /* no pool yet */
+	assert_int_equal(calc_desired(c)->entries[DESIRED_ROUTE].n, 0); /* no pool yet */
 	put(c, pool("10.244.0.0/16", "Always", "Never"), NULL, "p");
 	assert_string_equal(route_str(c, "10.244.1.0/26"), "blackhole");
 	assert_null(route_str(c, "10.244.1.64/26")); /* pending is not ours yet */
@@ -174,7 +176,7 @@ static void test_blocks_and_vxlan(void **state)
 	assert_string_equal(route_str(c, "10.244.2.0/26"),
 			    "dev vxlan.calico via 10.244.2.1 onlink");
 	assert_null(route_str(c, "10.244.3.0/26")); /* node3 has no VTEP address */
-	const struct dp_desired *d = calc_desired(c);
+	const struct desired *d = calc_desired(c);
 	assert_true(d->vxlan.wanted);
 	assert_int_equal(d->vxlan.vni, 4096);
 	assert_int_equal(d->vxlan.port, 4789);
@@ -185,7 +187,7 @@ static void test_blocks_and_vxlan(void **state)
 	calc_vtep_mac("node1", mac);
 	assert_memory_equal(d->vxlan.mac, mac, 6);
 	assert_true(mac[0] & 0x02);
-	const struct dp_item *n = dp_get(d, DP_NEIGH, "vxlan.calico|10.244.2.1");
+	const struct desired_item *n = desired_get(d, DESIRED_NEIGH, "vxlan.calico|10.244.2.1");
 	assert_non_null(n);
 	calc_vtep_mac("node2", mac);
 	assert_memory_equal(n->neigh.mac, mac, 6);
@@ -193,7 +195,7 @@ static void test_blocks_and_vxlan(void **state)
 	snprintf(fdbkey, sizeof(fdbkey),
 		 "vxlan.calico|%02x:%02x:%02x:%02x:%02x:%02x|192.168.100.12", mac[0], mac[1],
 		 mac[2], mac[3], mac[4], mac[5]);
-	assert_non_null(dp_get(d, DP_FDB, fdbkey));
+	assert_non_null(desired_get(d, DESIRED_FDB, fdbkey));
 
 	/* node3 gets a VTEP: its block follows. */
 	put(c, node("node3", "192.168.200.13/24", "10.244.3.1"), NULL, "node3");
@@ -211,7 +213,7 @@ static void test_blocks_and_vxlan(void **state)
 	assert_null(route_str(c, "10.244.3.0/26"));
 	assert_false(calc_desired(c)->vxlan.wanted);
 	assert_string_equal(route_str(c, "10.244.1.0/26"), "blackhole");
-	assert_null(dp_get(calc_desired(c), DP_NEIGH, "vxlan.calico|10.244.2.1"));
+	assert_null(desired_get(calc_desired(c), DESIRED_NEIGH, "vxlan.calico|10.244.2.1"));
 
 	/* /32 blocks get no blackhole. */
 	put(c, affinity("node1", "10.244.9.9/32", "confirmed"), "node1", "10.244.9.9-32");
@@ -265,12 +267,12 @@ static void test_unchanged_update_is_not_dirty(void **state)
 {
 	struct calc *c = calc_new("node1");
 	put(c, wep("a", "node1", "calia", "10.244.1.7/32", NULL), "default", "a");
-	dp_clear_dirty(calc_desired(c), DP_ROUTE);
-	dp_clear_dirty(calc_desired(c), DP_IFACE);
+	desired_clear_dirty(calc_desired(c), DESIRED_ROUTE);
+	desired_clear_dirty(calc_desired(c), DESIRED_IFACE);
 	/* A resync delivering the same endpoint again changes nothing. */
 	put(c, wep("a", "node1", "calia", "10.244.1.7/32", NULL), "default", "a");
-	assert_int_equal(calc_desired(c)->dirty[DP_ROUTE].n, 0);
-	assert_int_equal(calc_desired(c)->dirty[DP_IFACE].n, 0);
+	assert_int_equal(calc_desired(c)->dirty[DESIRED_ROUTE].n, 0);
+	assert_int_equal(calc_desired(c)->dirty[DESIRED_IFACE].n, 0);
 	calc_free(c);
 }
 
@@ -310,8 +312,8 @@ static void test_wep_trust_gate(void **state)
 	/* A host interface: refused whatever its networks. */
 	put(c, wep("h", "node1", "eth0", "192.168.1.1/32", "0a:58:0a:f4:01:07"), "default", "h");
 	assert_null(route_str(c, "192.168.1.1/32"));
-	assert_null(dp_get(calc_desired(c), DP_IFACE, "eth0"));
-	assert_null(dp_get(calc_desired(c), DP_NEIGH, "eth0|192.168.1.1"));
+	assert_null(desired_get(calc_desired(c), DESIRED_IFACE, "eth0"));
+	assert_null(desired_get(calc_desired(c), DESIRED_NEIGH, "eth0|192.168.1.1"));
 	assert_null(pol_endpoint_of_iface(calc_policy(c), "eth0"));
 	assert_int_equal(pol_endpoints(c), 0);
 
@@ -319,7 +321,7 @@ static void test_wep_trust_gate(void **state)
 	put(c, wep("w", "node1", "caliw", "10.244.1.7/32, 10.0.0.0/8", NULL), "default", "w");
 	assert_null(route_str(c, "10.244.1.7/32"));
 	assert_null(route_str(c, "10.0.0.0/8"));
-	assert_null(dp_get(calc_desired(c), DP_IFACE, "caliw"));
+	assert_null(desired_get(calc_desired(c), DESIRED_IFACE, "caliw"));
 	assert_null(pol_endpoint_of_iface(calc_policy(c), "caliw"));
 	/* Another node's endpoint claiming a /16 fills no ip set either. */
 	put(c, wep("r", "node2", "calir", "10.1.0.0/16", NULL), "default", "r");

@@ -520,7 +520,7 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 	assert_false(kernel_has_route(f, "10.244.1.7/32", 80));
 	/* Not tried again at every apply, but at the next resync. */
 	nl_record_clear_log(f->nl);
-	dp_mark_all_dirty(calc_desired(f->calc), DP_ROUTE);
+	desired_mark_all_dirty(calc_desired(f->calc), DESIRED_ROUTE);
 	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
 	/* calih's route is looked at (and refused) again; 10.244.1.7/32 is not tried. */
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], 5);
