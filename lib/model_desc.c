@@ -430,18 +430,18 @@ static struct jv *model_encode_struct(struct arena *a, const struct model_struct
 
 static void check_meta_labels(struct model_ctx *c, const void *field)
 {
-	check_label_map(c, field);
+	model_check_label_map(c, field);
 }
 
 static const struct model_field meta_fields[] = {
 	MF("name", MF_STRING, struct br_meta, name),
-	MF("namespace", MF_STRING, struct br_meta, namespace, .check = check_dns_label),
+	MF("namespace", MF_STRING, struct br_meta, namespace, .check = model_check_dns_label),
 	MF("uid", MF_STRING, struct br_meta, uid),
 	MF("resourceVersion", MF_STRING, struct br_meta, resource_version),
 	MF("generation", MF_OPT_INT, struct br_meta, generation),
 	MF("creationTimestamp", MF_STRING, struct br_meta, creation_timestamp),
 	MF("labels", MF_MAP, struct br_meta, labels, .check = check_meta_labels),
-	MF("annotations", MF_MAP, struct br_meta, annotations, .check = check_annotation_map),
+	MF("annotations", MF_MAP, struct br_meta, annotations, .check = model_check_annotation_map),
 };
 static MODEL_STRUCT(meta_desc, struct br_meta, meta_fields);
 

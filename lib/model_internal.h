@@ -100,44 +100,45 @@ const char **model_strlist(struct arena *a, size_t n, ...);
 					  __VA_ARGS__ }
 
 /* Shared codecs and checks (model_validate.c). */
-extern const struct model_codec codec_int_or_string;
-extern const struct model_codec codec_protocol;
-extern const struct model_codec codec_port_list;
-extern const struct model_codec codec_asn;
-extern const struct model_codec codec_duration;
-extern const struct model_codec codec_int_list;
-extern const struct model_codec codec_str_int_map;
+extern const struct model_codec model_codec_int_or_string;
+extern const struct model_codec model_codec_protocol;
+extern const struct model_codec model_codec_port_list;
+extern const struct model_codec model_codec_asn;
+extern const struct model_codec model_codec_duration;
+extern const struct model_codec model_codec_int_list;
+extern const struct model_codec model_codec_str_int_map;
 
-void check_cidr(struct model_ctx *c, const void *field); /* CIDR, host bits allowed */
-void check_cidr_item(struct model_ctx *c, const char *s);
-void check_net_item(struct model_ctx *c, const char *s); /* CIDR or bare IP */
-void check_ip(struct model_ctx *c, const void *field);
-void check_ip_item(struct model_ctx *c, const char *s);
-void check_ipv4(struct model_ctx *c, const void *field);
-void check_ipv4_cidr(struct model_ctx *c, const void *field); /* ipv4Address: IP with prefix */
-void check_ipv6_cidr(struct model_ctx *c, const void *field);
-void check_mac(struct model_ctx *c, const void *field);
-void check_selector(struct model_ctx *c, const void *field);
-void check_label_map(struct model_ctx *c, const void *field);
-void check_annotation_map(struct model_ctx *c, const void *field);
-void check_label_key_item(struct model_ctx *c, const char *s);
-void check_label_value_item(struct model_ctx *c, const char *s);
-void check_dns_label(struct model_ctx *c, const void *field);
-void check_dns_subdomain(struct model_ctx *c, const void *field);
-void check_dns_subdomain_item(struct model_ctx *c, const char *s);
-void check_port_name(struct model_ctx *c, const void *field);
-void check_iface_name(struct model_ctx *c, const void *field);
-void check_wep_iface(struct model_ctx *c, const void *field);
-void check_wep_net_item(struct model_ctx *c, const char *s);
-void check_peer_ip(struct model_ctx *c, const void *field);
-void check_nonempty_item(struct model_ctx *c, const char *s);
+void model_check_cidr(struct model_ctx *c, const void *field); /* CIDR, host bits allowed */
+void model_check_cidr_item(struct model_ctx *c, const char *s);
+void model_check_net_item(struct model_ctx *c, const char *s); /* CIDR or bare IP */
+void model_check_ip(struct model_ctx *c, const void *field);
+void model_check_ip_item(struct model_ctx *c, const char *s);
+void model_check_ipv4(struct model_ctx *c, const void *field);
+void model_check_ipv4_cidr(struct model_ctx *c,
+			   const void *field); /* ipv4Address: IP with prefix */
+void model_check_ipv6_cidr(struct model_ctx *c, const void *field);
+void model_check_mac(struct model_ctx *c, const void *field);
+void model_check_selector(struct model_ctx *c, const void *field);
+void model_check_label_map(struct model_ctx *c, const void *field);
+void model_check_annotation_map(struct model_ctx *c, const void *field);
+void model_check_label_key_item(struct model_ctx *c, const char *s);
+void model_check_label_value_item(struct model_ctx *c, const char *s);
+void model_check_dns_label(struct model_ctx *c, const void *field);
+void model_check_dns_subdomain(struct model_ctx *c, const void *field);
+void model_check_dns_subdomain_item(struct model_ctx *c, const char *s);
+void model_check_port_name(struct model_ctx *c, const void *field);
+void model_check_iface_name(struct model_ctx *c, const void *field);
+void model_check_wep_iface(struct model_ctx *c, const void *field);
+void model_check_wep_net_item(struct model_ctx *c, const char *s);
+void model_check_peer_ip(struct model_ctx *c, const void *field);
+void model_check_nonempty_item(struct model_ctx *c, const char *s);
 /* Duplicates in a list of enum values: "Ingress" twice. */
-void check_no_dups(struct model_ctx *c, const char *field, const char *const *v, size_t n);
-void check_policy_type_item(struct model_ctx *c, const char *s); /* Ingress or Egress */
+void model_check_no_dups(struct model_ctx *c, const char *field, const char *const *v, size_t n);
+void model_check_policy_type_item(struct model_ctx *c, const char *s); /* Ingress or Egress */
 /* metadata.name by the rules of the object's kind. */
 void model_check_name(struct model_ctx *c, const struct br_object *o);
 
-bool valid_port_name(const char *s, const char **why);
+bool model_valid_port_name(const char *s, const char **why);
 
 /* The kind table (model_kinds.c), indexed by enum br_kind_id. */
 extern const struct br_kind model_kinds[KIND_COUNT];

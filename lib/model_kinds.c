@@ -43,27 +43,30 @@ static MODEL_STRUCT(icmp_desc, struct br_icmp, icmp_fields, .check = check_icmp)
 
 static const struct model_field sa_fields[] = {
 	MF_L("names", MF_STRLIST, struct br_sa_match, names, n_names,
-	     .check_item = check_dns_subdomain_item),
-	MF("selector", MF_STRING, struct br_sa_match, selector, .check = check_selector),
+	     .check_item = model_check_dns_subdomain_item),
+	MF("selector", MF_STRING, struct br_sa_match, selector, .check = model_check_selector),
 };
 static MODEL_STRUCT(sa_desc, struct br_sa_match, sa_fields);
 
 static const struct model_field svc_fields[] = {
 	MF("name", MF_STRING, struct br_svc_match, name, .flags = MF_REQUIRED),
-	MF("namespace", MF_STRING, struct br_svc_match, namespace, .check = check_dns_label),
+	MF("namespace", MF_STRING, struct br_svc_match, namespace, .check = model_check_dns_label),
 };
 static MODEL_STRUCT(svc_desc, struct br_svc_match, svc_fields);
 
 static const struct model_field entity_fields[] = {
-	MF_L("nets", MF_STRLIST, struct br_entity_rule, nets, n_nets, .check_item = check_net_item),
+	MF_L("nets", MF_STRLIST, struct br_entity_rule, nets, n_nets,
+	     .check_item = model_check_net_item),
 	MF_L("notNets", MF_STRLIST, struct br_entity_rule, not_nets, n_not_nets,
-	     .check_item = check_net_item),
-	MF("selector", MF_STRING, struct br_entity_rule, selector, .check = check_selector),
-	MF("notSelector", MF_STRING, struct br_entity_rule, not_selector, .check = check_selector),
+	     .check_item = model_check_net_item),
+	MF("selector", MF_STRING, struct br_entity_rule, selector, .check = model_check_selector),
+	MF("notSelector", MF_STRING, struct br_entity_rule, not_selector,
+	   .check = model_check_selector),
 	MF("namespaceSelector", MF_STRING, struct br_entity_rule, namespace_selector,
-	   .check = check_selector),
-	MF("ports", MF_CUSTOM, struct br_entity_rule, ports, .codec = &codec_port_list),
-	MF("notPorts", MF_CUSTOM, struct br_entity_rule, not_ports, .codec = &codec_port_list),
+	   .check = model_check_selector),
+	MF("ports", MF_CUSTOM, struct br_entity_rule, ports, .codec = &model_codec_port_list),
+	MF("notPorts", MF_CUSTOM, struct br_entity_rule, not_ports,
+	   .codec = &model_codec_port_list),
 	MF("serviceAccounts", MF_PTR, struct br_entity_rule, service_accounts, .sub = &sa_desc),
 	MF("services", MF_PTR, struct br_entity_rule, services, .sub = &svc_desc),
 };
@@ -153,9 +156,9 @@ static const struct model_field rule_fields[] = {
 	MF("action", MF_STRING, struct br_rule, action, .flags = MF_REQUIRED,
 	   .enum_values = E("Allow", "Deny", "Log", "Pass")),
 	MF("ipVersion", MF_OPT_INT, struct br_rule, ip_version),
-	MF("protocol", MF_CUSTOM, struct br_rule, protocol, .codec = &codec_protocol),
+	MF("protocol", MF_CUSTOM, struct br_rule, protocol, .codec = &model_codec_protocol),
 	MF("icmp", MF_PTR, struct br_rule, icmp, .sub = &icmp_desc),
-	MF("notProtocol", MF_CUSTOM, struct br_rule, not_protocol, .codec = &codec_protocol),
+	MF("notProtocol", MF_CUSTOM, struct br_rule, not_protocol, .codec = &model_codec_protocol),
 	MF("notICMP", MF_PTR, struct br_rule, not_icmp, .sub = &icmp_desc),
 	MF("source", MF_STRUCT, struct br_rule, source, .sub = &entity_desc),
 	MF("destination", MF_STRUCT, struct br_rule, destination, .sub = &entity_desc),
@@ -187,7 +190,7 @@ static void check_policy(struct model_ctx *c, const void *obj)
 	const struct br_policy_spec *s = obj;
 	if (s->tier && !streq(s->tier, "default"))
 		model_err_at(c, "tier", "only the default tier is supported");
-	check_no_dups(c, "types", s->types, s->n_types);
+	model_check_no_dups(c, "types", s->types, s->n_types);
 	if (s->pre_dnat && s->do_not_track)
 		model_err_at(c, "preDNAT", "cannot be combined with doNotTrack");
 	if ((s->pre_dnat || s->do_not_track) && !s->apply_on_forward)
@@ -201,11 +204,11 @@ static void check_policy(struct model_ctx *c, const void *obj)
 	MF("tier", MF_STRING, struct br_policy_spec, tier),                         \
 		MF("order", MF_OPT_FLOAT, struct br_policy_spec, order),            \
 		MF("selector", MF_STRING, struct br_policy_spec, selector,          \
-		   .check = check_selector),                                        \
+		   .check = model_check_selector),                                  \
 		MF("serviceAccountSelector", MF_STRING, struct br_policy_spec,      \
-		   service_account_selector, .check = check_selector),              \
+		   service_account_selector, .check = model_check_selector),        \
 		MF_L("types", MF_STRLIST, struct br_policy_spec, types, n_types,    \
-		     .check_item = check_policy_type_item),                         \
+		     .check_item = model_check_policy_type_item),                   \
 		MF_L("ingress", MF_LIST, struct br_policy_spec, ingress, n_ingress, \
 		     .sub = &rule_desc),                                            \
 		MF_L("egress", MF_LIST, struct br_policy_spec, egress, n_egress,    \
@@ -218,7 +221,7 @@ static MODEL_STRUCT(np_desc, struct br_policy_spec, np_fields, .defaults = defau
 static const struct model_field gnp_fields[] = {
 	POLICY_COMMON_FIELDS,
 	MF("namespaceSelector", MF_STRING, struct br_policy_spec, namespace_selector,
-	   .check = check_selector),
+	   .check = model_check_selector),
 	MF("doNotTrack", MF_BOOL, struct br_policy_spec, do_not_track),
 	MF("preDNAT", MF_BOOL, struct br_policy_spec, pre_dnat),
 	MF("applyOnForward", MF_BOOL, struct br_policy_spec, apply_on_forward),
@@ -227,7 +230,8 @@ static MODEL_STRUCT(gnp_desc, struct br_policy_spec, gnp_fields, .defaults = def
 		    .check = check_policy);
 
 static const struct model_field nets_fields[] = {
-	MF_L("nets", MF_STRLIST, struct br_nets_spec, nets, n_nets, .check_item = check_net_item),
+	MF_L("nets", MF_STRLIST, struct br_nets_spec, nets, n_nets,
+	     .check_item = model_check_net_item),
 };
 static MODEL_STRUCT(nets_desc, struct br_nets_spec, nets_fields);
 
@@ -251,7 +255,7 @@ static const struct model_field profile_fields[] = {
 	MF_L("ingress", MF_LIST, struct br_profile_spec, ingress, n_ingress, .sub = &rule_desc),
 	MF_L("egress", MF_LIST, struct br_profile_spec, egress, n_egress, .sub = &rule_desc),
 	MF("labelsToApply", MF_MAP, struct br_profile_spec, labels_to_apply,
-	   .check = check_label_map),
+	   .check = model_check_label_map),
 };
 static MODEL_STRUCT(profile_desc, struct br_profile_spec, profile_fields, .check = check_profile);
 
@@ -266,46 +270,46 @@ static void default_endpoint_port(struct model_ctx *c, void *obj)
 
 static const struct model_field endpoint_port_fields[] = {
 	MF("name", MF_STRING, struct br_endpoint_port, name, .flags = MF_REQUIRED,
-	   .check = check_port_name),
+	   .check = model_check_port_name),
 	MF("protocol", MF_STRING, struct br_endpoint_port, protocol, .flags = MF_NOCASE,
 	   .enum_values = E("TCP", "UDP", "SCTP")),
 	MF("port", MF_INT, struct br_endpoint_port, port, .flags = MF_REQUIRED, .min = 1,
 	   .max = 65535),
 	MF("hostPort", MF_INT, struct br_endpoint_port, host_port, .min = 0, .max = 65535),
-	MF("hostIP", MF_STRING, struct br_endpoint_port, host_ip, .check = check_ip),
+	MF("hostIP", MF_STRING, struct br_endpoint_port, host_ip, .check = model_check_ip),
 };
 static MODEL_STRUCT(endpoint_port_desc, struct br_endpoint_port, endpoint_port_fields,
 		    .defaults = default_endpoint_port);
 
 static const struct model_field ip_nat_fields[] = {
 	MF("internalIP", MF_STRING, struct br_ip_nat, internal_ip, .flags = MF_REQUIRED,
-	   .check = check_ip),
+	   .check = model_check_ip),
 	MF("externalIP", MF_STRING, struct br_ip_nat, external_ip, .flags = MF_REQUIRED,
-	   .check = check_ip),
+	   .check = model_check_ip),
 };
 static MODEL_STRUCT(ip_nat_desc, struct br_ip_nat, ip_nat_fields);
 
 static const struct model_field wep_fields[] = {
 	MF("orchestrator", MF_STRING, struct br_wep_spec, orchestrator),
 	MF("workload", MF_STRING, struct br_wep_spec, workload),
-	MF("node", MF_STRING, struct br_wep_spec, node, .check = check_dns_subdomain),
+	MF("node", MF_STRING, struct br_wep_spec, node, .check = model_check_dns_subdomain),
 	MF("containerID", MF_STRING, struct br_wep_spec, container_id),
 	MF("pod", MF_STRING, struct br_wep_spec, pod),
 	MF("endpoint", MF_STRING, struct br_wep_spec, endpoint),
 	MF("serviceAccountName", MF_STRING, struct br_wep_spec, service_account_name),
 	MF_L("ipNetworks", MF_STRLIST, struct br_wep_spec, ip_networks, n_ip_networks,
-	     .check_item = check_wep_net_item),
-	MF("ipv4Gateway", MF_STRING, struct br_wep_spec, ipv4_gateway, .check = check_ipv4),
+	     .check_item = model_check_wep_net_item),
+	MF("ipv4Gateway", MF_STRING, struct br_wep_spec, ipv4_gateway, .check = model_check_ipv4),
 	MF_L("ipNATs", MF_LIST, struct br_wep_spec, ip_nats, n_ip_nats, .sub = &ip_nat_desc),
 	MF_L("profiles", MF_STRLIST, struct br_wep_spec, profiles, n_profiles,
-	     .check_item = check_nonempty_item),
+	     .check_item = model_check_nonempty_item),
 	MF("interfaceName", MF_STRING, struct br_wep_spec, interface_name, .flags = MF_REQUIRED,
-	   .check = check_wep_iface),
-	MF("mac", MF_STRING, struct br_wep_spec, mac, .check = check_mac),
+	   .check = model_check_wep_iface),
+	MF("mac", MF_STRING, struct br_wep_spec, mac, .check = model_check_mac),
 	MF_L("ports", MF_LIST, struct br_wep_spec, ports, n_ports, .sub = &endpoint_port_desc),
 	MF_L("allowSpoofedSourcePrefixes", MF_STRLIST, struct br_wep_spec,
 	     allow_spoofed_source_prefixes, n_allow_spoofed_source_prefixes,
-	     .check_item = check_cidr_item),
+	     .check_item = model_check_cidr_item),
 };
 static MODEL_STRUCT(wep_desc, struct br_wep_spec, wep_fields);
 
@@ -318,12 +322,12 @@ static void check_hep(struct model_ctx *c, const void *obj)
 
 static const struct model_field hep_fields[] = {
 	MF("node", MF_STRING, struct br_hep_spec, node, .flags = MF_REQUIRED,
-	   .check = check_dns_subdomain),
+	   .check = model_check_dns_subdomain),
 	MF("interfaceName", MF_STRING, struct br_hep_spec, interface_name),
 	MF_L("expectedIPs", MF_STRLIST, struct br_hep_spec, expected_ips, n_expected_ips,
-	     .check_item = check_ip_item),
+	     .check_item = model_check_ip_item),
 	MF_L("profiles", MF_STRLIST, struct br_hep_spec, profiles, n_profiles,
-	     .check_item = check_nonempty_item),
+	     .check_item = model_check_nonempty_item),
 	MF_L("ports", MF_LIST, struct br_hep_spec, ports, n_ports, .sub = &endpoint_port_desc),
 };
 
@@ -334,7 +338,7 @@ static void check_hep_iface(struct model_ctx *c, const void *obj)
 	/* "*" is the all-interfaces host endpoint. */
 	if (s->interface_name && *s->interface_name && !streq(s->interface_name, "*")) {
 		size_t m = model_push(c, "interfaceName");
-		check_iface_name(c, &s->interface_name);
+		model_check_iface_name(c, &s->interface_name);
 		model_pop(c, m);
 	}
 }
@@ -343,13 +347,15 @@ static MODEL_STRUCT(hep_desc, struct br_hep_spec, hep_fields, .check = check_hep
 /* --- Node ---------------------------------------------------------------------------------- */
 
 static const struct model_field node_bgp_fields[] = {
-	MF("ipv4Address", MF_STRING, struct br_node_bgp, ipv4_address, .check = check_ipv4_cidr),
-	MF("ipv6Address", MF_STRING, struct br_node_bgp, ipv6_address, .check = check_ipv6_cidr),
+	MF("ipv4Address", MF_STRING, struct br_node_bgp, ipv4_address,
+	   .check = model_check_ipv4_cidr),
+	MF("ipv6Address", MF_STRING, struct br_node_bgp, ipv6_address,
+	   .check = model_check_ipv6_cidr),
 	MF("ipv4IPIPTunnelAddr", MF_STRING, struct br_node_bgp, ipv4_ipip_tunnel_addr,
-	   .check = check_ipv4),
-	MF("asNumber", MF_CUSTOM, struct br_node_bgp, as_number, .codec = &codec_asn),
+	   .check = model_check_ipv4),
+	MF("asNumber", MF_CUSTOM, struct br_node_bgp, as_number, .codec = &model_codec_asn),
 	MF("routeReflectorClusterID", MF_STRING, struct br_node_bgp, route_reflector_cluster_id,
-	   .check = check_ipv4),
+	   .check = model_check_ipv4),
 };
 static MODEL_STRUCT(node_bgp_desc, struct br_node_bgp, node_bgp_fields);
 
@@ -367,22 +373,22 @@ static MODEL_STRUCT(orch_ref_desc, struct br_orch_ref, orch_ref_fields);
 
 static const struct model_field node_wg_fields[] = {
 	MF("interfaceIPv4Address", MF_STRING, struct br_node_wireguard, interface_ipv4_address,
-	   .check = check_ipv4),
+	   .check = model_check_ipv4),
 	MF("interfaceIPv6Address", MF_STRING, struct br_node_wireguard, interface_ipv6_address,
-	   .check = check_ip),
+	   .check = model_check_ip),
 };
 static MODEL_STRUCT(node_wg_desc, struct br_node_wireguard, node_wg_fields);
 
 static const struct model_field node_fields[] = {
 	MF("bgp", MF_PTR, struct br_node_spec, bgp, .sub = &node_bgp_desc),
 	MF("ipv4VXLANTunnelAddr", MF_STRING, struct br_node_spec, ipv4_vxlan_tunnel_addr,
-	   .check = check_ipv4),
+	   .check = model_check_ipv4),
 	MF("vxlanTunnelMACAddr", MF_STRING, struct br_node_spec, vxlan_tunnel_mac_addr,
-	   .check = check_mac),
+	   .check = model_check_mac),
 	MF("ipv6VXLANTunnelAddr", MF_STRING, struct br_node_spec, ipv6_vxlan_tunnel_addr,
-	   .check = check_ip),
+	   .check = model_check_ip),
 	MF("vxlanTunnelMACAddrV6", MF_STRING, struct br_node_spec, vxlan_tunnel_mac_addr_v6,
-	   .check = check_mac),
+	   .check = model_check_mac),
 	MF_L("addresses", MF_LIST, struct br_node_spec, addresses, n_addresses,
 	     .sub = &node_address_desc),
 	MF_L("orchRefs", MF_LIST, struct br_node_spec, orch_refs, n_orch_refs,
@@ -394,7 +400,7 @@ static MODEL_STRUCT(node_desc, struct br_node_spec, node_fields);
 static const struct model_field node_status_fields[] = {
 	MF("wireguardPublicKey", MF_STRING, struct br_node_status, wireguard_public_key),
 	MF_L("podCIDRs", MF_STRLIST, struct br_node_status, pod_cidrs, n_pod_cidrs,
-	     .check_item = check_cidr_item),
+	     .check_item = model_check_cidr_item),
 };
 static MODEL_STRUCT(node_status_desc, struct br_node_status, node_status_fields);
 
@@ -455,12 +461,12 @@ static void check_ippool(struct model_ctx *c, const void *obj)
 		model_err(c, "ipipMode and vxlanMode cannot both be enabled");
 	if (ipip && v6)
 		model_err_at(c, "ipipMode", "IPIP is not supported for IPv6 pools");
-	check_no_dups(c, "allowedUses", s->allowed_uses, s->n_allowed_uses);
+	model_check_no_dups(c, "allowedUses", s->allowed_uses, s->n_allowed_uses);
 }
 
 static const struct model_field ippool_fields[] = {
 	MF("cidr", MF_STRING, struct br_ippool_spec, cidr, .flags = MF_REQUIRED,
-	   .check = check_cidr),
+	   .check = model_check_cidr),
 	MF("vxlanMode", MF_STRING, struct br_ippool_spec, vxlan_mode,
 	   .enum_values = E("Never", "Always", "CrossSubnet")),
 	MF("ipipMode", MF_STRING, struct br_ippool_spec, ipip_mode,
@@ -470,7 +476,7 @@ static const struct model_field ippool_fields[] = {
 	MF("disableBGPExport", MF_BOOL, struct br_ippool_spec, disable_bgp_export),
 	MF("blockSize", MF_OPT_INT, struct br_ippool_spec, block_size),
 	MF("nodeSelector", MF_STRING, struct br_ippool_spec, node_selector,
-	   .check = check_selector),
+	   .check = model_check_selector),
 	MF_L("allowedUses", MF_STRLIST, struct br_ippool_spec, allowed_uses, n_allowed_uses,
 	     .check_item = check_allowed_use),
 };
@@ -481,7 +487,7 @@ static MODEL_STRUCT(ippool_desc, struct br_ippool_spec, ippool_fields, .defaults
 
 static const struct model_field cidr_entry_fields[] = {
 	MF("cidr", MF_STRING, struct br_cidr_entry, cidr, .flags = MF_REQUIRED,
-	   .check = check_cidr),
+	   .check = model_check_cidr),
 };
 static MODEL_STRUCT(cidr_entry_desc, struct br_cidr_entry, cidr_entry_fields);
 
@@ -530,15 +536,15 @@ static MODEL_STRUCT(community_desc, struct br_community, community_fields);
 
 static const struct model_field prefix_adv_fields[] = {
 	MF("cidr", MF_STRING, struct br_prefix_adv, cidr, .flags = MF_REQUIRED,
-	   .check = check_cidr),
+	   .check = model_check_cidr),
 	MF_L("communities", MF_STRLIST, struct br_prefix_adv, communities, n_communities,
-	     .check_item = check_nonempty_item),
+	     .check_item = model_check_nonempty_item),
 };
 static MODEL_STRUCT(prefix_adv_desc, struct br_prefix_adv, prefix_adv_fields);
 
 static const struct model_field secret_ref_fields[] = {
 	MF("name", MF_STRING, struct br_secret_key_ref, name, .flags = MF_REQUIRED,
-	   .check = check_dns_subdomain),
+	   .check = model_check_dns_subdomain),
 	MF("key", MF_STRING, struct br_secret_key_ref, key, .flags = MF_REQUIRED),
 };
 static MODEL_STRUCT(secret_ref_desc, struct br_secret_key_ref, secret_ref_fields);
@@ -615,7 +621,7 @@ static const struct model_field bgpconfig_fields[] = {
 	   .flags = MF_NOCASE, .enum_values = log_levels),
 	MF("nodeToNodeMeshEnabled", MF_OPT_BOOL, struct br_bgpconfig_spec,
 	   node_to_node_mesh_enabled),
-	MF("asNumber", MF_CUSTOM, struct br_bgpconfig_spec, as_number, .codec = &codec_asn),
+	MF("asNumber", MF_CUSTOM, struct br_bgpconfig_spec, as_number, .codec = &model_codec_asn),
 	MF_L("serviceLoadBalancerIPs", MF_LIST, struct br_bgpconfig_spec, service_load_balancer_ips,
 	     n_service_load_balancer_ips, .sub = &cidr_entry_desc),
 	MF_L("serviceExternalIPs", MF_LIST, struct br_bgpconfig_spec, service_external_ips,
@@ -630,11 +636,11 @@ static const struct model_field bgpconfig_fields[] = {
 	MF("bindMode", MF_STRING, struct br_bgpconfig_spec, bind_mode,
 	   .enum_values = E("None", "NodeIP")),
 	MF_L("ignoredInterfaces", MF_STRLIST, struct br_bgpconfig_spec, ignored_interfaces,
-	     n_ignored_interfaces, .check_item = check_nonempty_item),
+	     n_ignored_interfaces, .check_item = model_check_nonempty_item),
 	MF("nodeMeshPassword", MF_PTR, struct br_bgpconfig_spec, node_mesh_password,
 	   .sub = &password_desc),
 	MF("nodeMeshMaxRestartTime", MF_CUSTOM, struct br_bgpconfig_spec,
-	   node_mesh_max_restart_time, .codec = &codec_duration, .check = check_restart_time),
+	   node_mesh_max_restart_time, .codec = &model_codec_duration, .check = check_restart_time),
 };
 
 static void check_bgpconfig_spec(struct model_ctx *c, const void *obj)
@@ -684,13 +690,13 @@ static void check_bgppeer(struct model_ctx *c, const void *obj)
 }
 
 static const struct model_field bgppeer_fields[] = {
-	MF("node", MF_STRING, struct br_bgppeer_spec, node, .check = check_dns_subdomain),
-	MF("peerIP", MF_STRING, struct br_bgppeer_spec, peer_ip, .check = check_peer_ip),
-	MF("asNumber", MF_CUSTOM, struct br_bgppeer_spec, as_number, .codec = &codec_asn),
+	MF("node", MF_STRING, struct br_bgppeer_spec, node, .check = model_check_dns_subdomain),
+	MF("peerIP", MF_STRING, struct br_bgppeer_spec, peer_ip, .check = model_check_peer_ip),
+	MF("asNumber", MF_CUSTOM, struct br_bgppeer_spec, as_number, .codec = &model_codec_asn),
 	MF("nodeSelector", MF_STRING, struct br_bgppeer_spec, node_selector,
-	   .check = check_selector),
+	   .check = model_check_selector),
 	MF("peerSelector", MF_STRING, struct br_bgppeer_spec, peer_selector,
-	   .check = check_selector),
+	   .check = model_check_selector),
 	MF("keepOriginalNextHop", MF_BOOL, struct br_bgppeer_spec, keep_original_next_hop),
 	MF("nextHopMode", MF_STRING, struct br_bgppeer_spec, next_hop_mode,
 	   .enum_values = E("Auto", "Self", "Keep")),
@@ -698,15 +704,15 @@ static const struct model_field bgppeer_fields[] = {
 	MF("sourceAddress", MF_STRING, struct br_bgppeer_spec, source_address,
 	   .enum_values = E("UseNodeIP", "None")),
 	MF("maxRestartTime", MF_CUSTOM, struct br_bgppeer_spec, max_restart_time,
-	   .codec = &codec_duration, .check = check_restart_time),
+	   .codec = &model_codec_duration, .check = check_restart_time),
 	MF("numAllowedLocalASNumbers", MF_OPT_INT, struct br_bgppeer_spec,
 	   num_allowed_local_as_numbers, .min = 1, .max = 10),
 	MF("ttlSecurity", MF_OPT_INT, struct br_bgppeer_spec, ttl_security, .min = 1, .max = 255),
 	MF("keepaliveTime", MF_CUSTOM, struct br_bgppeer_spec, keepalive_time,
-	   .codec = &codec_duration, .check = check_keepalive_time),
-	MF("reachableBy", MF_STRING, struct br_bgppeer_spec, reachable_by, .check = check_ip),
+	   .codec = &model_codec_duration, .check = check_keepalive_time),
+	MF("reachableBy", MF_STRING, struct br_bgppeer_spec, reachable_by, .check = model_check_ip),
 	MF("localASNumber", MF_CUSTOM, struct br_bgppeer_spec, local_as_number,
-	   .codec = &codec_asn),
+	   .codec = &model_codec_asn),
 	MF("reversePeering", MF_STRING, struct br_bgppeer_spec, reverse_peering,
 	   .enum_values = E("Auto", "Manual")),
 };
@@ -727,7 +733,7 @@ static const struct model_field proto_port_fields[] = {
 	   .enum_values = E("TCP", "UDP", "SCTP")),
 	MF("port", MF_INT, struct br_proto_port, port, .flags = MF_REQUIRED, .min = 1,
 	   .max = 65535),
-	MF("net", MF_STRING, struct br_proto_port, net, .check = check_cidr),
+	MF("net", MF_STRING, struct br_proto_port, net, .check = model_check_cidr),
 };
 static MODEL_STRUCT(proto_port_desc, struct br_proto_port, proto_port_fields,
 		    .defaults = default_proto_port);
@@ -800,11 +806,11 @@ static const struct model_field felixconfig_fields[] = {
 	MF("prometheusMetricsHost", MF_STRING, struct br_felixconfig_spec, prometheus_metrics_host,
 	   .check = check_listen_host),
 	MF("routeRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec, route_refresh_interval,
-	   .codec = &codec_duration),
+	   .codec = &model_codec_duration),
 	MF("iptablesRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec,
-	   iptables_refresh_interval, .codec = &codec_duration),
+	   iptables_refresh_interval, .codec = &model_codec_duration),
 	MF("ipsetsRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec, ipsets_refresh_interval,
-	   .codec = &codec_duration),
+	   .codec = &model_codec_duration),
 	MF("vxlanMTU", MF_OPT_INT, struct br_felixconfig_spec, vxlan_mtu, .min = 0, .max = 65535),
 	MF("ipipMTU", MF_OPT_INT, struct br_felixconfig_spec, ipip_mtu, .min = 0, .max = 65535),
 	MF("vxlanPort", MF_OPT_INT, struct br_felixconfig_spec, vxlan_port, .min = 1, .max = 65535),
@@ -863,7 +869,7 @@ static MODEL_STRUCT(ipamconfig_desc, struct br_ipamconfig_spec, ipamconfig_field
 static const struct model_field affinity_fields[] = {
 	MF("node", MF_STRING, struct br_blockaffinity_spec, node, .flags = MF_REQUIRED),
 	MF("cidr", MF_STRING, struct br_blockaffinity_spec, cidr, .flags = MF_REQUIRED,
-	   .check = check_cidr),
+	   .check = model_check_cidr),
 	MF("state", MF_STRING, struct br_blockaffinity_spec, state, .flags = MF_REQUIRED,
 	   .enum_values = E("pending", "confirmed", "pendingDeletion")),
 	MF("deleted", MF_BOOL, struct br_blockaffinity_spec, deleted),
@@ -878,13 +884,13 @@ static MODEL_STRUCT(ipam_attr_desc, struct br_ipam_attr, ipam_attr_fields);
 
 static const struct model_field ipamblock_fields[] = {
 	MF("cidr", MF_STRING, struct br_ipamblock_spec, cidr, .flags = MF_REQUIRED,
-	   .check = check_cidr),
+	   .check = model_check_cidr),
 	MF("affinity", MF_STRING, struct br_ipamblock_spec, affinity),
 	MF("strictAffinity", MF_BOOL, struct br_ipamblock_spec, strict_affinity),
 	MF("allocations", MF_CUSTOM, struct br_ipamblock_spec, allocations,
-	   .codec = &codec_int_list),
+	   .codec = &model_codec_int_list),
 	MF("unallocated", MF_CUSTOM, struct br_ipamblock_spec, unallocated,
-	   .codec = &codec_int_list),
+	   .codec = &model_codec_int_list),
 	MF_L("attributes", MF_LIST, struct br_ipamblock_spec, attributes, n_attributes,
 	     .sub = &ipam_attr_desc),
 	MF("sequenceNumber", MF_INT, struct br_ipamblock_spec, sequence_number),
@@ -894,7 +900,7 @@ static MODEL_STRUCT(ipamblock_desc, struct br_ipamblock_spec, ipamblock_fields);
 
 static const struct model_field ipamhandle_fields[] = {
 	MF("handleID", MF_STRING, struct br_ipamhandle_spec, handle_id, .flags = MF_REQUIRED),
-	MF("block", MF_CUSTOM, struct br_ipamhandle_spec, block, .codec = &codec_str_int_map),
+	MF("block", MF_CUSTOM, struct br_ipamhandle_spec, block, .codec = &model_codec_str_int_map),
 	MF("deleted", MF_BOOL, struct br_ipamhandle_spec, deleted),
 };
 static MODEL_STRUCT(ipamhandle_desc, struct br_ipamhandle_spec, ipamhandle_fields);

@@ -34,7 +34,7 @@ static const struct model_field label_req_fields[] = {
 	MF("operator", MF_STRING, struct br_label_req, op, .flags = MF_REQUIRED,
 	   .enum_values = E("In", "NotIn", "Exists", "DoesNotExist")),
 	MF_L("values", MF_STRLIST, struct br_label_req, values, n_values,
-	     .check_item = check_label_value_item),
+	     .check_item = model_check_label_value_item),
 };
 
 static void check_label_req_key(struct model_ctx *c, const void *obj)
@@ -42,7 +42,7 @@ static void check_label_req_key(struct model_ctx *c, const void *obj)
 	const struct br_label_req *r = obj;
 	if (r->key && *r->key) {
 		size_t m = model_push(c, "key");
-		check_label_key_item(c, r->key);
+		model_check_label_key_item(c, r->key);
 		model_pop(c, m);
 	}
 	check_label_req(c, obj);
@@ -52,7 +52,8 @@ static MODEL_STRUCT(label_req_desc, struct br_label_req, label_req_fields,
 		    .check = check_label_req_key);
 
 static const struct model_field label_selector_fields[] = {
-	MF("matchLabels", MF_MAP, struct br_label_selector, match_labels, .check = check_label_map),
+	MF("matchLabels", MF_MAP, struct br_label_selector, match_labels,
+	   .check = model_check_label_map),
 	MF_L("matchExpressions", MF_LIST, struct br_label_selector, exprs, n_exprs,
 	     .sub = &label_req_desc),
 };
@@ -73,7 +74,7 @@ static void check_k8s_port(struct model_ctx *c, const void *obj)
 	const char *why;
 	if (p->port.type == IOS_INT && (p->port.i < 1 || p->port.i > 65535))
 		model_err_at(c, "port", "%" PRId64 " is out of range (1-65535)", p->port.i);
-	if (p->port.type == IOS_STRING && !valid_port_name(p->port.s, &why))
+	if (p->port.type == IOS_STRING && !model_valid_port_name(p->port.s, &why))
 		model_err_at(c, "port", "\"%s\": %s", p->port.s, why);
 	if (!p->end_port.set)
 		return;
@@ -89,7 +90,7 @@ static void check_k8s_port(struct model_ctx *c, const void *obj)
 static const struct model_field k8s_port_fields[] = {
 	MF("protocol", MF_STRING, struct br_k8s_np_port, protocol,
 	   .enum_values = E("TCP", "UDP", "SCTP")),
-	MF("port", MF_CUSTOM, struct br_k8s_np_port, port, .codec = &codec_int_or_string),
+	MF("port", MF_CUSTOM, struct br_k8s_np_port, port, .codec = &model_codec_int_or_string),
 	MF("endPort", MF_OPT_INT, struct br_k8s_np_port, end_port, .min = 1, .max = 65535),
 };
 static MODEL_STRUCT(k8s_port_desc, struct br_k8s_np_port, k8s_port_fields,
@@ -114,9 +115,10 @@ static void check_ip_block(struct model_ctx *c, const void *obj)
 }
 
 static const struct model_field ip_block_fields[] = {
-	MF("cidr", MF_STRING, struct br_ip_block, cidr, .flags = MF_REQUIRED, .check = check_cidr),
+	MF("cidr", MF_STRING, struct br_ip_block, cidr, .flags = MF_REQUIRED,
+	   .check = model_check_cidr),
 	MF_L("except", MF_STRLIST, struct br_ip_block, except, n_except,
-	     .check_item = check_cidr_item),
+	     .check_item = model_check_cidr_item),
 };
 static MODEL_STRUCT(ip_block_desc, struct br_ip_block, ip_block_fields, .check = check_ip_block);
 
@@ -167,7 +169,7 @@ static void default_k8s_np(struct model_ctx *c, void *obj)
 static void check_k8s_np(struct model_ctx *c, const void *obj)
 {
 	const struct br_k8s_np_spec *s = obj;
-	check_no_dups(c, "policyTypes", s->policy_types, s->n_policy_types);
+	model_check_no_dups(c, "policyTypes", s->policy_types, s->n_policy_types);
 }
 
 static const struct model_field k8s_np_fields[] = {
@@ -177,7 +179,7 @@ static const struct model_field k8s_np_fields[] = {
 	     .sub = &k8s_ingress_desc),
 	MF_L("egress", MF_LIST, struct br_k8s_np_spec, egress, n_egress, .sub = &k8s_egress_desc),
 	MF_L("policyTypes", MF_STRLIST, struct br_k8s_np_spec, policy_types, n_policy_types,
-	     .check_item = check_policy_type_item),
+	     .check_item = model_check_policy_type_item),
 };
 MODEL_STRUCT(model_k8s_np_desc, struct br_k8s_np_spec, k8s_np_fields, .defaults = default_k8s_np,
 	     .check = check_k8s_np);
@@ -226,19 +228,19 @@ static void check_service_port(struct model_ctx *c, const void *obj)
 	if (p->target_port.type == IOS_INT && (p->target_port.i < 1 || p->target_port.i > 65535))
 		model_err_at(c, "targetPort", "%" PRId64 " is out of range (1-65535)",
 			     p->target_port.i);
-	if (p->target_port.type == IOS_STRING && !valid_port_name(p->target_port.s, &why))
+	if (p->target_port.type == IOS_STRING && !model_valid_port_name(p->target_port.s, &why))
 		model_err_at(c, "targetPort", "\"%s\": %s", p->target_port.s, why);
 }
 
 static const struct model_field service_port_fields[] = {
-	MF("name", MF_STRING, struct br_service_port, name, .check = check_dns_label),
+	MF("name", MF_STRING, struct br_service_port, name, .check = model_check_dns_label),
 	MF("protocol", MF_STRING, struct br_service_port, protocol,
 	   .enum_values = E("TCP", "UDP", "SCTP")),
 	MF("appProtocol", MF_STRING, struct br_service_port, app_protocol),
 	MF("port", MF_INT, struct br_service_port, port, .flags = MF_REQUIRED, .min = 1,
 	   .max = 65535),
 	MF("targetPort", MF_CUSTOM, struct br_service_port, target_port,
-	   .codec = &codec_int_or_string),
+	   .codec = &model_codec_int_or_string),
 	MF("nodePort", MF_INT, struct br_service_port, node_port, .min = 0, .max = 65535),
 };
 static MODEL_STRUCT(service_port_desc, struct br_service_port, service_port_fields,
@@ -363,26 +365,26 @@ static void check_service(struct model_ctx *c, const void *obj)
 			     "only for type NodePort or LoadBalancer, or with externalIPs");
 	if (s->load_balancer_ip && *s->load_balancer_ip && !is_type(s, "LoadBalancer"))
 		model_err_at(c, "loadBalancerIP", "only for type LoadBalancer");
-	check_no_dups(c, "ipFamilies", s->ip_families, s->n_ip_families);
+	model_check_no_dups(c, "ipFamilies", s->ip_families, s->n_ip_families);
 }
 
 static const struct model_field service_fields[] = {
 	MF_L("ports", MF_LIST, struct br_service_spec, ports, n_ports, .sub = &service_port_desc),
-	MF("selector", MF_MAP, struct br_service_spec, selector, .check = check_label_map),
+	MF("selector", MF_MAP, struct br_service_spec, selector, .check = model_check_label_map),
 	MF("clusterIP", MF_STRING, struct br_service_spec, cluster_ip, .check = check_cluster_ip),
 	MF_L("clusterIPs", MF_STRLIST, struct br_service_spec, cluster_ips, n_cluster_ips,
 	     .check_item = check_cluster_ip_item),
 	MF("type", MF_STRING, struct br_service_spec, type,
 	   .enum_values = E("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")),
 	MF_L("externalIPs", MF_STRLIST, struct br_service_spec, external_ips, n_external_ips,
-	     .check_item = check_ip_item),
+	     .check_item = model_check_ip_item),
 	MF("sessionAffinity", MF_STRING, struct br_service_spec, session_affinity,
 	   .enum_values = E("None", "ClientIP")),
 	MF("loadBalancerIP", MF_STRING, struct br_service_spec, load_balancer_ip,
-	   .check = check_ip),
+	   .check = model_check_ip),
 	MF_L("loadBalancerSourceRanges", MF_STRLIST, struct br_service_spec,
 	     load_balancer_source_ranges, n_load_balancer_source_ranges,
-	     .check_item = check_cidr_item),
+	     .check_item = model_check_cidr_item),
 	MF("externalName", MF_STRING, struct br_service_spec, external_name),
 	MF("externalTrafficPolicy", MF_STRING, struct br_service_spec, external_traffic_policy,
 	   .enum_values = E("Cluster", "Local")),
@@ -416,7 +418,7 @@ static const struct model_field port_status_fields[] = {
 static MODEL_STRUCT(port_status_desc, struct br_port_status, port_status_fields);
 
 static const struct model_field lb_ingress_fields[] = {
-	MF("ip", MF_STRING, struct br_lb_ingress, ip, .check = check_ip),
+	MF("ip", MF_STRING, struct br_lb_ingress, ip, .check = model_check_ip),
 	MF("hostname", MF_STRING, struct br_lb_ingress, hostname),
 	MF("ipMode", MF_STRING, struct br_lb_ingress, ip_mode, .enum_values = E("VIP", "Proxy")),
 	MF_L("ports", MF_LIST, struct br_lb_ingress, ports, n_ports, .sub = &port_status_desc),
@@ -492,10 +494,11 @@ static const struct model_field endpoint_fields[] = {
 	     .flags = MF_REQUIRED),
 	MF("conditions", MF_STRUCT, struct br_endpoint, conditions,
 	   .sub = &endpoint_conditions_desc),
-	MF("hostname", MF_STRING, struct br_endpoint, hostname, .check = check_dns_label),
+	MF("hostname", MF_STRING, struct br_endpoint, hostname, .check = model_check_dns_label),
 	MF("targetRef", MF_PTR, struct br_endpoint, target_ref, .sub = &object_ref_desc),
 	MF("deprecatedTopology", MF_MAP, struct br_endpoint, deprecated_topology),
-	MF("nodeName", MF_STRING, struct br_endpoint, node_name, .check = check_dns_subdomain),
+	MF("nodeName", MF_STRING, struct br_endpoint, node_name,
+	   .check = model_check_dns_subdomain),
 	MF("zone", MF_STRING, struct br_endpoint, zone),
 	MF("hints", MF_PTR, struct br_endpoint, hints, .sub = &endpoint_hints_desc),
 };

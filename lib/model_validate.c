@@ -125,7 +125,7 @@ static bool valid_label_value(const char *s, const char **why)
 	return true;
 }
 
-bool valid_port_name(const char *s, const char **why)
+bool model_valid_port_name(const char *s, const char **why)
 {
 	size_t n = strlen(s);
 	bool letter = false;
@@ -149,40 +149,40 @@ bad:
 	return false;
 }
 
-void check_dns_label(struct model_ctx *c, const void *field)
+void model_check_dns_label(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field, *why;
 	if (!valid_dns_label(s, &why))
 		model_err(c, "\"%s\" %s", s, why);
 }
 
-void check_dns_subdomain(struct model_ctx *c, const void *field)
+void model_check_dns_subdomain(struct model_ctx *c, const void *field)
 {
-	check_dns_subdomain_item(c, *(const char *const *)field);
+	model_check_dns_subdomain_item(c, *(const char *const *)field);
 }
 
-void check_dns_subdomain_item(struct model_ctx *c, const char *s)
+void model_check_dns_subdomain_item(struct model_ctx *c, const char *s)
 {
 	const char *why;
 	if (!valid_dns_subdomain(s, &why))
 		model_err(c, "\"%s\" %s", s, why);
 }
 
-void check_label_key_item(struct model_ctx *c, const char *s)
+void model_check_label_key_item(struct model_ctx *c, const char *s)
 {
 	const char *why;
 	if (!valid_label_key(s, &why))
 		model_err(c, "\"%s\" is not a valid label key: %s", s, why);
 }
 
-void check_label_value_item(struct model_ctx *c, const char *s)
+void model_check_label_value_item(struct model_ctx *c, const char *s)
 {
 	const char *why;
 	if (!valid_label_value(s, &why))
 		model_err(c, "\"%s\" is not a valid label value: %s", s, why);
 }
 
-void check_label_map(struct model_ctx *c, const void *field)
+void model_check_label_map(struct model_ctx *c, const void *field)
 {
 	const struct br_labels *l = field;
 	const char *why;
@@ -194,7 +194,7 @@ void check_label_map(struct model_ctx *c, const void *field)
 	}
 }
 
-void check_annotation_map(struct model_ctx *c, const void *field)
+void model_check_annotation_map(struct model_ctx *c, const void *field)
 {
 	const struct br_labels *l = field;
 	const char *why;
@@ -208,14 +208,14 @@ void check_annotation_map(struct model_ctx *c, const void *field)
 		model_err(c, "annotations may not exceed 256 KiB in total");
 }
 
-void check_port_name(struct model_ctx *c, const void *field)
+void model_check_port_name(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field, *why;
-	if (!valid_port_name(s, &why))
+	if (!model_valid_port_name(s, &why))
 		model_err(c, "\"%s\": %s", s, why);
 }
 
-void check_iface_name(struct model_ctx *c, const void *field)
+void model_check_iface_name(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field;
 	size_t n = strlen(s);
@@ -240,10 +240,10 @@ bool iface_reserved(const char *name)
 }
 
 /* A workload's host-side interface: a valid name that is not the loopback or felix's own. */
-void check_wep_iface(struct model_ctx *c, const void *field)
+void model_check_wep_iface(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field;
-	check_iface_name(c, field);
+	model_check_iface_name(c, field);
 	if (iface_reserved(s))
 		model_err(c, "\"%s\" is a host interface felix owns; a workload cannot claim it",
 			  s);
@@ -253,7 +253,7 @@ void check_wep_iface(struct model_ctx *c, const void *field)
  * A workload's network: a CIDR, never a default route. (How wide one may be
  * is felix's setting, workloadIPv4MinPrefixLength; /32 by default.)
  */
-void check_wep_net_item(struct model_ctx *c, const char *s)
+void model_check_wep_net_item(struct model_ctx *c, const char *s)
 {
 	struct br_cidr cidr;
 	if (cidr_parse(s, true, &cidr) < 0)
@@ -264,7 +264,7 @@ void check_wep_net_item(struct model_ctx *c, const char *s)
 			  s);
 }
 
-void check_nonempty_item(struct model_ctx *c, const char *s)
+void model_check_nonempty_item(struct model_ctx *c, const char *s)
 {
 	if (!*s)
 		model_err(c, "must not be empty");
@@ -272,38 +272,38 @@ void check_nonempty_item(struct model_ctx *c, const char *s)
 
 /* --- addresses ------------------------------------------------------------------ */
 
-void check_cidr_item(struct model_ctx *c, const char *s)
+void model_check_cidr_item(struct model_ctx *c, const char *s)
 {
 	struct br_cidr cidr;
 	if (cidr_parse(s, false, &cidr) < 0)
 		model_err(c, "\"%s\" is not a valid CIDR", s);
 }
 
-void check_cidr(struct model_ctx *c, const void *field)
+void model_check_cidr(struct model_ctx *c, const void *field)
 {
-	check_cidr_item(c, *(const char *const *)field);
+	model_check_cidr_item(c, *(const char *const *)field);
 }
 
-void check_net_item(struct model_ctx *c, const char *s)
+void model_check_net_item(struct model_ctx *c, const char *s)
 {
 	struct br_cidr cidr;
 	if (cidr_parse(s, true, &cidr) < 0)
 		model_err(c, "\"%s\" is not a valid IP address or CIDR", s);
 }
 
-void check_ip_item(struct model_ctx *c, const char *s)
+void model_check_ip_item(struct model_ctx *c, const char *s)
 {
 	struct br_ip ip;
 	if (ip_parse(s, &ip) < 0)
 		model_err(c, "\"%s\" is not a valid IP address", s);
 }
 
-void check_ip(struct model_ctx *c, const void *field)
+void model_check_ip(struct model_ctx *c, const void *field)
 {
-	check_ip_item(c, *(const char *const *)field);
+	model_check_ip_item(c, *(const char *const *)field);
 }
 
-void check_ipv4(struct model_ctx *c, const void *field)
+void model_check_ipv4(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field;
 	struct br_ip ip;
@@ -320,17 +320,17 @@ static void check_family_cidr(struct model_ctx *c, const void *field, int family
 			  family == AF_INET ? "IPv4" : "IPv6");
 }
 
-void check_ipv4_cidr(struct model_ctx *c, const void *field)
+void model_check_ipv4_cidr(struct model_ctx *c, const void *field)
 {
 	check_family_cidr(c, field, AF_INET);
 }
 
-void check_ipv6_cidr(struct model_ctx *c, const void *field)
+void model_check_ipv6_cidr(struct model_ctx *c, const void *field)
 {
 	check_family_cidr(c, field, AF_INET6);
 }
 
-void check_mac(struct model_ctx *c, const void *field)
+void model_check_mac(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field;
 	bool ok = strlen(s) == 17;
@@ -382,7 +382,7 @@ int peer_ip_parse(const char *s, char ip[46], uint16_t *port)
 	return 0;
 }
 
-void check_peer_ip(struct model_ctx *c, const void *field)
+void model_check_peer_ip(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field;
 	char ip[46];
@@ -391,7 +391,7 @@ void check_peer_ip(struct model_ctx *c, const void *field)
 		model_err(c, "\"%s\" is not a valid peer address (IP, IP:port or [IPv6]:port)", s);
 }
 
-void check_selector(struct model_ctx *c, const void *field)
+void model_check_selector(struct model_ctx *c, const void *field)
 {
 	const char *s = *(const char *const *)field;
 	struct sel *sel;
@@ -433,7 +433,7 @@ static struct jv *ios_encode(struct arena *a, const void *field)
 	return NULL;
 }
 
-const struct model_codec codec_int_or_string = { ios_decode, ios_encode };
+const struct model_codec model_codec_int_or_string = { ios_decode, ios_encode };
 
 static const struct {
 	const char *name;
@@ -480,7 +480,7 @@ static struct jv *protocol_encode(struct arena *a, const void *field)
 	return p->name ? jv_string(a, p->name) : jv_int(a, p->number);
 }
 
-const struct model_codec codec_protocol = { protocol_decode, protocol_encode };
+const struct model_codec model_codec_protocol = { protocol_decode, protocol_encode };
 
 static bool parse_port_number(const char *s, unsigned long *out)
 {
@@ -541,7 +541,7 @@ static bool port_decode(struct model_ctx *c, const struct jv *v, void *field)
 		return true;
 	}
 	const char *why;
-	if (!valid_port_name(s, &why)) {
+	if (!model_valid_port_name(s, &why)) {
 		model_err(c, "\"%s\" is not a port, range or port name: %s", s, why);
 		return false;
 	}
@@ -588,7 +588,7 @@ static struct jv *port_list_encode(struct arena *a, const void *field)
 	return arr;
 }
 
-const struct model_codec codec_port_list = { port_list_decode, port_list_encode };
+const struct model_codec model_codec_port_list = { port_list_decode, port_list_encode };
 
 int asn_parse(const char *s, uint32_t *out)
 {
@@ -638,7 +638,7 @@ static struct jv *asn_encode(struct arena *a, const void *field)
 	return asn->set ? jv_uint(a, asn->v) : NULL;
 }
 
-const struct model_codec codec_asn = { asn_decode, asn_encode };
+const struct model_codec model_codec_asn = { asn_decode, asn_encode };
 
 int duration_parse(const char *s, int64_t *ms)
 {
@@ -702,7 +702,7 @@ static struct jv *duration_encode(struct arena *a, const void *field)
 	return d->text ? jv_string(a, d->text) : NULL;
 }
 
-const struct model_codec codec_duration = { duration_decode, duration_encode };
+const struct model_codec model_codec_duration = { duration_decode, duration_encode };
 
 static bool int_list_decode(struct model_ctx *c, const struct jv *v, void *field)
 {
@@ -738,7 +738,7 @@ static struct jv *int_list_encode(struct arena *a, const void *field)
 	return arr;
 }
 
-const struct model_codec codec_int_list = { int_list_decode, int_list_encode };
+const struct model_codec model_codec_int_list = { int_list_decode, int_list_encode };
 
 static bool str_int_map_decode(struct model_ctx *c, const struct jv *v, void *field)
 {
@@ -770,12 +770,12 @@ static struct jv *str_int_map_encode(struct arena *a, const void *field)
 	return o;
 }
 
-const struct model_codec codec_str_int_map = { str_int_map_decode, str_int_map_encode };
+const struct model_codec model_codec_str_int_map = { str_int_map_decode, str_int_map_encode };
 
 /* --- lists and kinds ------------------------------------------------------------ */
 
 /* Duplicates in a list of enum values: "Ingress" twice. */
-void check_no_dups(struct model_ctx *c, const char *field, const char *const *v, size_t n)
+void model_check_no_dups(struct model_ctx *c, const char *field, const char *const *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < i; j++)
@@ -787,7 +787,7 @@ void check_no_dups(struct model_ctx *c, const char *field, const char *const *v,
 			}
 }
 
-void check_policy_type_item(struct model_ctx *c, const char *s)
+void model_check_policy_type_item(struct model_ctx *c, const char *s)
 {
 	if (!streq(s, "Ingress") && !streq(s, "Egress"))
 		model_err(c, "\"%s\" is not one of Ingress or Egress", s);
