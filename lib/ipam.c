@@ -113,7 +113,7 @@ static int op_give_up(struct op *op, int r, const char *what)
 	return r;
 }
 
-static int ds_err(struct op *op, int r)
+static int op_ds_error(struct op *op, int r)
 {
 	sb_reset(op->err);
 	sb_adds(op->err, ds_last_error(op->d));
@@ -127,7 +127,7 @@ static int get_block(struct op *op, const char *name, struct br_ipamblock **out)
 	struct br_object *o;
 	int r = ds_get(op->d, model_kind(KIND_IPAMBLOCK), NULL, name, &o);
 	if (r < 0)
-		return ds_err(op, r);
+		return op_ds_error(op, r);
 	struct br_ipamblock *b = (struct br_ipamblock *)o;
 	sb_reset(op->err);
 	if (ipam_block_validate(b, NULL, op->err) < 0) {
@@ -143,7 +143,7 @@ static int get_handle(struct op *op, const char *handle, struct br_ipamhandle **
 	struct br_object *o;
 	int r = ds_get(op->d, model_kind(KIND_IPAMHANDLE), NULL, handle, &o);
 	if (r < 0)
-		return r == -ENOENT ? r : ds_err(op, r);
+		return r == -ENOENT ? r : op_ds_error(op, r);
 	*out = (struct br_ipamhandle *)o;
 	return 0;
 }
@@ -163,7 +163,7 @@ static void objs_free(struct objs *l)
 static int list(struct op *op, enum br_kind_id k, const char *scope, struct objs *out)
 {
 	int r = ds_list(op->d, model_kind(k), scope, &out->v, &out->n);
-	return r < 0 ? ds_err(op, r) : 0;
+	return r < 0 ? op_ds_error(op, r) : 0;
 }
 
 struct ipam_cfg {
@@ -180,7 +180,7 @@ static int read_config(struct op *op, struct ipam_cfg *cfg)
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
-		return ds_err(op, r);
+		return op_ds_error(op, r);
 	const struct br_ipamconfig *c = (const struct br_ipamconfig *)o;
 	cfg->strict = c->spec.strict_affinity;
 	cfg->auto_allocate = !c->spec.auto_allocate_blocks.set || c->spec.auto_allocate_blocks.v;
@@ -197,7 +197,7 @@ static int read_node(struct op *op, const char *node, struct br_object **out)
 		*out = NULL;
 		return 0;
 	}
-	return r < 0 ? ds_err(op, r) : 0;
+	return r < 0 ? op_ds_error(op, r) : 0;
 }
 
 static bool pool_named(const struct br_ippool *p, const char *want)
@@ -327,7 +327,7 @@ static int commit_with_handle(struct op *op, const char *handle, struct br_ipamb
 	model_free(&h->o);
 	if (r == 0)
 		*absent = false;
-	return r < 0 ? ds_err(op, r) : 0;
+	return r < 0 ? op_ds_error(op, r) : 0;
 }
 
 /* Addresses a handle holds, found through the blocks it lists. */
@@ -379,7 +379,7 @@ static int set_affinity_state(struct op *op, struct br_blockaffinity *a, const c
 {
 	a->spec.state = arena_strdup(a->o.arena, state);
 	int r = ds_update(op->d, &a->o);
-	return r < 0 ? ds_err(op, r) : 0;
+	return r < 0 ? op_ds_error(op, r) : 0;
 }
 
 static int create_block(struct op *op, const struct br_cidr *cidr, const char *node, bool strict,
@@ -393,7 +393,7 @@ static int create_block(struct op *op, const struct br_cidr *cidr, const char *n
 	int r = ds_create(op->d, &b->o);
 	if (r < 0) {
 		model_free(&b->o);
-		return ds_err(op, r);
+		return op_ds_error(op, r);
 	}
 	*out = b;
 	return 0;
@@ -422,7 +422,7 @@ static int finish_claim(struct op *op, struct br_blockaffinity *a, bool strict,
 		model_free(&b->o);
 		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
 			      a->o.revision);
-		return r < 0 ? ds_err(op, r) : -ECANCELED;
+		return r < 0 ? op_ds_error(op, r) : -ECANCELED;
 	}
 	r = set_affinity_state(op, a, "confirmed");
 	if (r < 0 || !block)
@@ -454,7 +454,7 @@ static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, 
 	if (r < 0) {
 		if (a)
 			model_free(&a->o);
-		return ds_err(op, r);
+		return op_ds_error(op, r);
 	}
 	r = finish_claim(op, a, strict, out);
 	model_free(&a->o);
@@ -488,7 +488,7 @@ static int claim_block(struct op *op, const struct br_ippool *pool, const char *
 static int commit_block(struct op *op, struct br_ipamblock *b)
 {
 	int r = ds_update(op->d, &b->o);
-	return r < 0 ? ds_err(op, r) : 0;
+	return r < 0 ? op_ds_error(op, r) : 0;
 }
 
 struct assign_ctx {
@@ -874,7 +874,7 @@ static int release_attempt(struct op *op, const char *handle, int64_t now, size_
 		w[nw++] = (struct ds_write){ DS_WRITE_DELETE, &h->o };
 		r = ds_write_all(op->d, w, nw);
 		if (r < 0)
-			r = ds_err(op, r);
+			r = op_ds_error(op, r);
 		else
 			*released += n;
 	}
@@ -1005,7 +1005,7 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 			return 0;
 		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
 			      a->o.revision);
-		return r < 0 ? ds_err(op, r) : 0;
+		return r < 0 ? op_ds_error(op, r) : 0;
 	}
 	if (r < 0)
 		return r;
@@ -1017,7 +1017,7 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 			return 0;
 		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
 			      a->o.revision);
-		return r < 0 ? ds_err(op, r) : 0;
+		return r < 0 ? op_ds_error(op, r) : 0;
 	}
 	if (streq(a->spec.state, "pending")) {
 		model_free(&b->o);
@@ -1046,12 +1046,12 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 	if (r == 0) {
 		r = ds_delete(op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
 			      b->o.revision);
-		r = r < 0 ? ds_err(op, r) : 0;
+		r = r < 0 ? op_ds_error(op, r) : 0;
 	}
 	if (r == 0) {
 		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
 			      a->o.revision);
-		r = r < 0 ? ds_err(op, r) : 0;
+		r = r < 0 ? op_ds_error(op, r) : 0;
 		if (r == 0 && released)
 			(*released)++;
 	}

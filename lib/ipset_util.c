@@ -115,7 +115,7 @@ static const char *proto_name(uint8_t number)
 	return "?";
 }
 
-static bool ip_is_zero(const struct br_ip *ip)
+static bool addr_is_zero(const struct br_ip *ip)
 {
 	for (unsigned i = 0; i < ip_bits(ip) / 8; i++)
 		if (ip->a[i])
@@ -157,7 +157,7 @@ int ips_elem_parse(enum ips_type t, uint8_t family, const char *member, struct i
 		break;
 	case IPS_HASH_IP:
 		if (parse_addr(member, len, family, &c) < 0 || c.len != ip_bits(&c.ip) ||
-		    ip_is_zero(&c.ip))
+		    addr_is_zero(&c.ip))
 			return -EINVAL;
 		e.ip = c.ip;
 		e.cidr = c.len;
@@ -165,7 +165,7 @@ int ips_elem_parse(enum ips_type t, uint8_t family, const char *member, struct i
 	case IPS_HASH_IP_PORT: {
 		const char *comma = memchr(member, ',', len);
 		if (!comma || parse_addr(member, (size_t)(comma - member), family, &c) < 0 ||
-		    c.len != ip_bits(&c.ip) || ip_is_zero(&c.ip))
+		    c.len != ip_bits(&c.ip) || addr_is_zero(&c.ip))
 			return -EINVAL;
 		e.ip = c.ip;
 		e.cidr = c.len;

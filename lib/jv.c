@@ -81,7 +81,7 @@ struct jv *jv_object(struct arena *a)
 }
 
 /* Arena arrays cannot be realloc'd: copy into a block twice the size. */
-static void *arena_grow(struct arena *a, void *old, size_t n, size_t *cap, size_t elem)
+static void *grow_in_arena(struct arena *a, void *old, size_t n, size_t *cap, size_t elem)
 {
 	if (n < *cap)
 		return old;
@@ -95,14 +95,15 @@ static void *arena_grow(struct arena *a, void *old, size_t n, size_t *cap, size_
 
 void jv_push(struct arena *a, struct jv *arr, struct jv *item)
 {
-	arr->arr.items = arena_grow(a, arr->arr.items, arr->arr.n, &arr->arr.cap, sizeof(struct jv *));
+	arr->arr.items =
+		grow_in_arena(a, arr->arr.items, arr->arr.n, &arr->arr.cap, sizeof(struct jv *));
 	arr->arr.items[arr->arr.n++] = item;
 }
 
 void jv_add(struct arena *a, struct jv *obj, const char *key, struct jv *value)
 {
-	obj->obj.members = arena_grow(a, obj->obj.members, obj->obj.n, &obj->obj.cap,
-				      sizeof(struct jv_member));
+	obj->obj.members = grow_in_arena(a, obj->obj.members, obj->obj.n, &obj->obj.cap,
+					 sizeof(struct jv_member));
 	obj->obj.members[obj->obj.n].key = arena_strdup(a, key);
 	obj->obj.members[obj->obj.n].value = value;
 	obj->obj.n++;

@@ -134,7 +134,7 @@ void log_escape(struct strbuf *out, const char *str, size_t n)
  * @s escaped for the inside of a JSON string. Beyond what JSON requires: DEL, C1 controls, U+2028
  * and U+2029 are \u escapes too, and bytes that are not UTF-8 become U+FFFD.
  */
-static void json_escape(struct strbuf *out, const char *str, size_t n)
+static void escape_json_string(struct strbuf *out, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	for (size_t i = 0; i < n;) {
@@ -200,7 +200,7 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 		sb_addf(&line, ",\"level\":\"%s\",\"component\":", log_level_name(level));
 		json_write_string(&line, lg.component);
 		sb_adds(&line, ",\"msg\":\"");
-		json_escape(&line, msg.buf, len);
+		escape_json_string(&line, msg.buf, len);
 		if (cut)
 			sb_addf(&line, " [log message cut: %zu more bytes]", cut);
 		sb_adds(&line, "\"}\n");

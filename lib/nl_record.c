@@ -84,7 +84,7 @@ static char *with_names(struct nl_record *r, const char *desc)
 	return sb_detach(&sb);
 }
 
-static void log_entry(struct nl_record *r, const char *desc)
+static void append_log(struct nl_record *r, const char *desc)
 {
 	GROW(r->log, r->logcap, r->nlog + 1);
 	r->log[r->nlog++] = with_names(r, desc);
@@ -294,7 +294,7 @@ static int r_apply(struct nl *nl, struct nl_batch *b, int *errs)
 			errs[i] = -EOPNOTSUPP;
 		}
 		if (errs[i] == 0)
-			log_entry(r, desc);
+			append_log(r, desc);
 	}
 	return 0;
 }

@@ -308,14 +308,14 @@ bool sel_equal(const struct sel *a, const struct sel *b)
 
 /* Evaluation. */
 
-static const char *labels_lookup(const void *ctx, const char *key)
+static const char *get_label(const void *ctx, const char *key)
 {
 	return labels_get(ctx, key);
 }
 
 struct sel_labels sel_labels_of(const struct br_labels *l)
 {
-	return (struct sel_labels){ .get = labels_lookup, .ctx = l };
+	return (struct sel_labels){ .get = get_label, .ctx = l };
 }
 
 static bool in_set(const struct sel *s, const char *v)
