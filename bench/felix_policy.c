@@ -20,10 +20,11 @@
  * Run: sudo build/release/bench/bench_felix_policy
  */
 #include "calc/calc.h"
-#include "dataplane/dp_policy.h"
 #include "calc/policy.h"
+#include "dataplane/dataplane.h"
 #include "policy_scenario.h"
 
+#include <brindle/ipt.h>
 #include <brindle/log.h>
 
 #include <errno.h>
@@ -90,7 +91,7 @@ struct felix {
 	struct calc *c;
 	struct ipt *ipt;
 	struct ips *ips;
-	struct dp_policy *dp;
+	struct dataplane *dp;
 	struct felix_config cfg;
 };
 
@@ -104,12 +105,13 @@ static void felix_open(struct felix *f, int local, int remote, int policies)
 		fprintf(stderr, "cannot open iptables / ip sets\n");
 		exit(1);
 	}
-	f->dp = dp_policy_new(f->ipt, f->ips);
+	struct dp_backends b = { .ipt = f->ipt, .ips = f->ips };
+	f->dp = dataplane_new(&b);
 }
 
 static void felix_close(struct felix *f)
 {
-	dp_policy_free(f->dp);
+	dataplane_free(f->dp);
 	ipt_close(f->ipt);
 	ips_close(f->ips);
 	calc_free(f->c);
@@ -122,14 +124,11 @@ static double felix_apply(struct felix *f, double *calc_ms)
 	uint64_t t0 = now_ns();
 	pol_flush(p);
 	*calc_ms = ms_since(t0);
-	struct pol_desired *d = pol_desired(p);
-	if (dp_policy_apply_sets(f->dp, d, &f->cfg, now_ms()) < 0 ||
-	    dp_policy_apply_tables(f->dp, d, &f->cfg, now_ms()) < 0 ||
-	    dp_policy_cleanup(f->dp, d) < 0) {
-		fprintf(stderr, "felix apply failed: %s\n", dp_policy_status(f->dp)->problem);
+	if (dataplane_apply(f->dp, NULL, pol_desired(p), &f->cfg, now_ms()) < 0) {
+		fprintf(stderr, "felix apply failed: %s\n",
+			dataplane_status(f->dp)->policy_problem);
 		exit(1);
 	}
-	pol_clear_dirty(p);
 	return ms_since(t0);
 }
 

@@ -15,6 +15,8 @@
 #include "dataplane/dataplane.h"
 
 #include <brindle/log.h>
+#include <brindle/nl.h>
+#include <brindle/sysctl.h>
 
 #include <errno.h>
 #include <libmnl/libmnl.h>
@@ -214,9 +216,10 @@ static struct felix_times felix_cold(void)
 	uint64_t t0 = now_ns();
 	feed(c, 0, ROUTES);
 	t.calc = ms_since(t0);
-	struct dataplane *dp = dataplane_new(nl, sys);
+	struct dp_backends b = { .nl = nl, .sys = sys };
+	struct dataplane *dp = dataplane_new(&b);
 	t0 = now_ns();
-	if (dataplane_apply(dp, calc_desired(c), &cfg, now_ms()) < 0 ||
+	if (dataplane_apply(dp, calc_desired(c), NULL, &cfg, now_ms()) < 0 ||
 	    dataplane_status(dp)->routes != ROUTES) {
 		fprintf(stderr, "felix apply failed (%zu routes)\n", dataplane_status(dp)->routes);
 		exit(1);
@@ -261,8 +264,9 @@ static double felix_add_one(int n)
 	struct calc *c = calc_new("node1");
 	calc_set_config(c, &cfg);
 	feed(c, 0, n);
-	struct dataplane *dp = dataplane_new(nl, sys);
-	if (dataplane_apply(dp, calc_desired(c), &cfg, now_ms()) < 0)
+	struct dp_backends b = { .nl = nl, .sys = sys };
+	struct dataplane *dp = dataplane_new(&b);
+	if (dataplane_apply(dp, calc_desired(c), NULL, &cfg, now_ms()) < 0)
 		exit(1);
 	double v[RUNS];
 	for (int r = 0; r < RUNS; r++) {
@@ -285,7 +289,7 @@ static double felix_add_one(int n)
 		};
 		uint64_t t0 = now_ns();
 		calc_update(c, &u);
-		if (dataplane_apply(dp, calc_desired(c), &cfg, now_ms()) < 0)
+		if (dataplane_apply(dp, calc_desired(c), NULL, &cfg, now_ms()) < 0)
 			exit(1);
 		v[r] = ms_since(t0);
 	}

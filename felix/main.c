@@ -11,14 +11,17 @@
 #include "calc/policy.h"
 #include "config.h"
 #include "dataplane/dataplane.h"
-#include "dataplane/dp_policy.h"
 #include "logfile.h"
 
 #include <brindle/ds.h>
 #include <brindle/httpd.h>
+#include <brindle/ipset.h>
+#include <brindle/ipt.h>
 #include <brindle/log.h>
 #include <brindle/loop.h>
 #include <brindle/metrics.h>
+#include <brindle/nl.h>
+#include <brindle/sysctl.h>
 #include <brindle/version.h>
 
 #include <errno.h>
@@ -38,7 +41,6 @@ struct felix {
 	struct ds_syncer *syncer;
 	struct calc *calc;
 	struct dataplane *dp;
-	struct dp_policy *dpp;
 	struct ipt *ipt;
 	struct ips *ips;
 	struct nflog *nflog;
@@ -47,7 +49,7 @@ struct felix {
 	struct sysctl *sys;
 	struct nl_monitor *mon;
 	struct httpd *health, *metrics_http;
-	struct loop_timer *refresh, *wake;
+	struct loop_timer *wake;
 	struct felix_config cfg;
 	unsigned fc_generation;
 	enum ds_sync_status sync;
@@ -65,8 +67,11 @@ struct felix {
 	size_t reported_errors;
 };
 
-static const char *const error_kind_names[DP_ERR_KINDS] = { "netlink", "dump", "sysctl",
-							    "tunnel",  "ipip", "refused" };
+static const char *const error_kind_names[DP_ERR_KINDS] = {
+	[DP_ERR_NETLINK] = "netlink",	[DP_ERR_DUMP] = "dump",	  [DP_ERR_SYSCTL] = "sysctl",
+	[DP_ERR_TUNNEL] = "tunnel",	[DP_ERR_IPIP] = "ipip",	  [DP_ERR_REFUSED] = "refused",
+	[DP_ERR_IPTABLES] = "iptables", [DP_ERR_IPSET] = "ipset",
+};
 
 /* --- datastore ------------------------------------------------------------------------------ */
 
@@ -193,8 +198,6 @@ static void maybe_reconfigure(struct felix *f)
 			"restarts");
 	if (next.log_severity != f->cfg.log_severity)
 		log_set_level(next.log_severity);
-	if (next.route_refresh_ms != f->cfg.route_refresh_ms && f->refresh)
-		loop_timer_arm(f->refresh, next.route_refresh_ms, next.route_refresh_ms);
 	log_info("configuration changed (FelixConfiguration); recomputing the dataplane");
 	bool evlog_changed = strcmp(next.event_log_file, f->cfg.event_log_file) != 0 ||
 			     strcmp(next.event_log_dir, f->cfg.event_log_dir) != 0;
@@ -228,7 +231,6 @@ static void update_metrics(struct felix *f)
 	for (int k = 0; k < DP_ERR_KINDS; k++)
 		metric_set(f->m_errors, error_kind_names[k], (double)st->errors[k]);
 	metric_set(f->m_errors, "datastore", (double)f->invalid_values);
-	const struct dp_policy_status *ps = dp_policy_status(f->dpp);
 	struct pol_stats s;
 	pol_stats(calc_policy(f->calc), &s);
 	metric_set(f->m_chains, NULL, (double)s.chains);
@@ -238,11 +240,9 @@ static void update_metrics(struct felix *f)
 	metric_set(f->m_policies, NULL, (double)s.active_policies);
 	metric_set(f->m_policy_errors, NULL, (double)pol_n_errors(calc_policy(f->calc)));
 	for (int t = 0; t < PT_TABLES; t++)
-		metric_set(f->m_commits, pt_table_name(t), (double)ps->commits[t]);
-	metric_set(f->m_rule_writes, NULL, (double)ps->rule_writes);
-	metric_set(f->m_set_writes, NULL, (double)ps->set_writes);
-	metric_set(f->m_errors, "iptables", (double)ps->ipt_errors);
-	metric_set(f->m_errors, "ipset", (double)ps->ips_errors);
+		metric_set(f->m_commits, pt_table_name(t), (double)st->commits[t]);
+	metric_set(f->m_rule_writes, NULL, (double)st->rule_writes);
+	metric_set(f->m_set_writes, NULL, (double)st->set_writes);
 	metric_set(f->m_errors, "policy", (double)pol_n_errors(calc_policy(f->calc)));
 	if (f->evlog) {
 		metric_set(f->m_events_logged, "written", (double)logfile_written(f->evlog));
@@ -263,13 +263,6 @@ static void report_policy_errors(struct felix *f)
 			  pol_error(p, i));
 }
 
-/* When something must run without new data: the earliest of the writers' deadlines. */
-static uint64_t next_deadline(struct felix *f)
-{
-	uint64_t a = dataplane_next_deadline(f->dp), b = dp_policy_next_deadline(f->dpp);
-	return !a ? b : !b ? a : a < b ? a : b;
-}
-
 static void apply(struct loop *l, void *ctx)
 {
 	struct felix *f = ctx;
@@ -278,24 +271,19 @@ static void apply(struct loop *l, void *ctx)
 		return;
 	maybe_reconfigure(f);
 	uint64_t now = now_ms();
-	uint64_t deadline = next_deadline(f);
-	if (!f->dirty && !(deadline && now >= deadline))
+	uint64_t deadline = dataplane_next_deadline(f->dp);
+	if (!f->dirty && !(deadline && now >= deadline)) {
+		/* Woken early (or by something else): the writers' retries and refreshes wait. */
+		if (deadline)
+			loop_timer_arm(f->wake, deadline - now, 0);
 		return;
+	}
 	f->dirty = false;
 	uint64_t t0 = now_ns();
-	/* Sets before the rules that use them, rules before routes, unused sets last. */
 	struct pol *pol = calc_policy(f->calc);
 	pol_flush(pol);
 	report_policy_errors(f);
-	struct pol_desired *pd = pol_desired(pol);
-	int r = dp_policy_apply_sets(f->dpp, pd, &f->cfg, now);
-	if (r == 0)
-		r = dp_policy_apply_tables(f->dpp, pd, &f->cfg, now);
-	int rr = dataplane_apply(f->dp, calc_desired(f->calc), &f->cfg, now);
-	if (r == 0)
-		dp_policy_cleanup(f->dpp, pd);
-	pol_clear_dirty(pol);
-	r = r ? r : rr;
+	int r = dataplane_apply(f->dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, now);
 	double secs = (double)(now_ns() - t0) / 1e9;
 	metric_observe(f->m_apply, NULL, secs);
 	if (f->applies++ == 0)
@@ -308,7 +296,7 @@ static void apply(struct loop *l, void *ctx)
 		malloc_trim(0);
 	}
 	update_metrics(f);
-	deadline = next_deadline(f);
+	deadline = dataplane_next_deadline(f->dp);
 	if (deadline)
 		loop_timer_arm(f->wake, deadline > now ? deadline - now : 1, 0);
 }
@@ -316,13 +304,6 @@ static void apply(struct loop *l, void *ctx)
 static void on_wake(struct loop *l, struct loop_timer *t, void *ctx)
 {
 	/* The before-sleep hook runs right after; the deadline makes it apply. */
-}
-
-static void on_refresh(struct loop *l, struct loop_timer *t, void *ctx)
-{
-	struct felix *f = ctx;
-	dataplane_request_resync(f->dp);
-	f->dirty = true;
 }
 
 /* --- link notifications -------------------------------------------------------------------------
@@ -389,10 +370,9 @@ static void on_health(void *ctx, const char *path, struct httpd_response *resp)
 		ready = false;
 		sb_addf(&resp->body, "dataplane: %s\n", st->problem);
 	}
-	const struct dp_policy_status *ps = dp_policy_status(f->dpp);
-	if (ps->problem[0]) {
+	if (st->policy_problem[0]) {
 		ready = false;
-		sb_addf(&resp->body, "policy dataplane: %s\n", ps->problem);
+		sb_addf(&resp->body, "policy dataplane: %s\n", st->policy_problem);
 	}
 	/* A policy that cannot be rendered fails closed; it is reported, it does not make felix
 	 * unready (the rest of the node's policy is in force). */
@@ -462,11 +442,11 @@ static void make_metrics(struct felix *f)
 		f->m, "felix_event_log_lines_total",
 		"Connection events written to the event log, or dropped by its rate limit.",
 		"result");
-	for (int k = 0; k < DP_ERR_KINDS; k++)
+	for (int k = 0; k <= DP_ERR_REFUSED; k++)
 		metric_set(f->m_errors, error_kind_names[k], 0);
 	metric_set(f->m_errors, "datastore", 0);
-	metric_set(f->m_errors, "iptables", 0);
-	metric_set(f->m_errors, "ipset", 0);
+	metric_set(f->m_errors, error_kind_names[DP_ERR_IPTABLES], 0);
+	metric_set(f->m_errors, error_kind_names[DP_ERR_IPSET], 0);
 	metric_set(f->m_errors, "policy", 0);
 }
 
@@ -557,12 +537,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f.sys = sysctl_open_kernel();
-	f.dp = dataplane_new(f.nl, f.sys);
 	if ((r = ipt_open_kernel(NULL, 10000, &f.ipt)) < 0 || (r = ips_open_kernel(&f.ips)) < 0) {
 		log_error("%s: %s", f.ipt ? "ip sets" : "iptables", strerror(-r));
 		goto out;
 	}
-	f.dpp = dp_policy_new(f.ipt, f.ips);
+	struct dp_backends backends = { .nl = f.nl, .sys = f.sys, .ipt = f.ipt, .ips = f.ips };
+	f.dp = dataplane_new(&backends);
 	f.loop = loop_new();
 	make_metrics(&f);
 	/* A peer that closes early must not kill felix on a write (the HTTP server uses
@@ -577,9 +557,7 @@ int main(int argc, char **argv)
 	if (start_http(&f) < 0)
 		goto out;
 	event_log_configure(&f);
-	f.refresh = loop_timer_new(f.loop, on_refresh, &f);
 	f.wake = loop_timer_new(f.loop, on_wake, &f);
-	loop_timer_arm(f.refresh, f.cfg.route_refresh_ms, f.cfg.route_refresh_ms);
 	static const struct ds_watch_spec specs[] = {
 		{ KIND_FELIXCONFIGURATION, NULL },
 		{ KIND_NODE, NULL },
@@ -607,10 +585,8 @@ out:
 	ds_syncer_stop(f.syncer);
 	httpd_stop(f.health);
 	httpd_stop(f.metrics_http);
-	loop_timer_free(f.refresh);
 	loop_timer_free(f.wake);
 	dataplane_free(f.dp);
-	dp_policy_free(f.dpp);
 	nflog_close(f.nflog);
 	logfile_free(f.evlog);
 	ipt_close(f.ipt);

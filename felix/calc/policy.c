@@ -408,14 +408,6 @@ struct pol_desired *pol_desired(struct pol *p)
 	return &p->d;
 }
 
-void pol_clear_dirty(struct pol *p)
-{
-	for (int t = 0; t < PT_TABLES; t++)
-		p->d.tables[t].dirty = false;
-	hmap_clear(&p->d.dirty_sets);
-	hmap_clear(&p->d.dirty_members);
-}
-
 size_t pol_n_errors(const struct pol *p)
 {
 	return p->n_errors;

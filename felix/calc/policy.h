@@ -63,7 +63,7 @@ struct ptable {
 	struct hmap chains; /* name → struct pchain * (only reachable ones) */
 	struct phook hooks[5];
 	size_t n_hooks;
-	bool dirty; /* something changed since the last pol_clear_dirty */
+	bool dirty; /* something changed since the iptables writer took the mark */
 };
 
 /* An active ip set: what the kernel should hold. */
@@ -72,6 +72,10 @@ struct pset {
 	struct hmap members; /* canonical member → (void *)count */
 };
 
+/*
+ * What the kernel should hold. The dirty marks say what changed since the
+ * writers took them (each writer clears the marks of its kind as it plans).
+ */
 struct pol_desired {
 	struct ptable tables[PT_TABLES];
 	struct hmap sets;	   /* name → struct pset * (active only) */
@@ -96,8 +100,6 @@ bool pol_update(struct pol *p, const struct ds_update *u);
 /* Render what the updates since the last flush changed. */
 void pol_flush(struct pol *p);
 struct pol_desired *pol_desired(struct pol *p);
-/* Forget the dirty marks (after the dataplane applied them). */
-void pol_clear_dirty(struct pol *p);
 
 /* Policies that cannot be rendered: "GlobalNetworkPolicy x: services match not supported". */
 size_t pol_n_errors(const struct pol *p);

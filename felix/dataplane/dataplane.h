@@ -1,48 +1,74 @@
 /*
- * felix's kernel writers for routing: they read what the kernel has,
- * compare with the desired dataplane and write only the difference, in one
- * netlink batch per apply. What is ours: routes and neighbours with protocol
- * 80, everything on vxlan.calico, addresses on vxlan.calico and tunl0, and
- * the settings of workload interfaces. Anything else is left alone: a route
- * felix does not own is never replaced, and nothing of a workload's (route,
- * neighbour, settings) goes on a host interface (see host_iface).
+ * felix's dataplane: the kernel writers, one per kind of kernel object, and
+ * the order they run in (writer.h says how each works). Each apply makes the
+ * kernel match the desired state: what the calculation marked dirty, and
+ * everything after a read-back. What is ours:
  *
- * Between full read-backs (at start, every route refresh interval, after a
- * failure or a dropped notification) the writers trust a mirror of what they
- * wrote, so an apply costs in proportion to what changed, not to what exists.
+ *   links      vxlan.calico (made, remade, deleted), tunl0's MTU and address,
+ *              the settings of workload interfaces
+ *   neighbours permanent IPv4 neighbours with protocol 80 (pod MACs, remote
+ *              VTEPs), permanent FDB entries on vxlan.calico
+ *   routes     IPv4 routes in the main table with protocol 80
+ *   ip sets    sets named cali40*
+ *   iptables   chains named cali-*, and rules whose first comment is "cali:"
+ *              in the built-in chains
+ *
+ * Anything else is left alone: a route felix does not own is never replaced,
+ * nothing of a workload's goes on a host interface, foreign rules and chains
+ * keep their place. Tables are read back at every commit (libiptc reads the
+ * whole table anyway), so a rule someone removed comes back at the next check.
  */
 #ifndef FELIX_DATAPLANE_H
 #define FELIX_DATAPLANE_H
 
+#include "calc/policy.h"
 #include "config.h"
-#include "calc/desired.h"
 
-#include <brindle/nl.h>
-#include <brindle/sysctl.h>
+#include <brindle/util.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct desired;
+struct nl_addr;
+struct nl_link;
 
 enum dp_error_kind {
-	DP_ERR_NETLINK, /* a write the kernel refused */
-	DP_ERR_DUMP,	/* a read-back that failed */
-	DP_ERR_SYSCTL,	/* an interface setting */
-	DP_ERR_TUNNEL,	/* a tunnel device that cannot be made as wanted */
-	DP_ERR_IPIP,	/* IPIP wanted, kernel cannot */
-	DP_ERR_REFUSED, /* a workload item on a host interface, or a route felix does not own */
+	DP_ERR_NETLINK,	 /* a write the kernel refused */
+	DP_ERR_DUMP,	 /* a read-back that failed */
+	DP_ERR_SYSCTL,	 /* an interface setting */
+	DP_ERR_TUNNEL,	 /* a tunnel device that cannot be made as wanted */
+	DP_ERR_IPIP,	 /* IPIP wanted, kernel cannot */
+	DP_ERR_REFUSED,	 /* a workload item on a host interface, or a route felix does not own */
+	DP_ERR_IPTABLES, /* reading or committing a table */
+	DP_ERR_IPSET,	 /* listing or writing ip sets */
 	DP_ERR_KINDS
 };
 
 struct dp_status {
 	bool last_apply_ok;
-	char problem[256]; /* why not ready, when something persistent is wrong */
-	size_t routes, neighs, fdbs;
-	uint64_t resyncs;
+	char problem[256];	     /* routing: why not ready (a tunnel device, no IPIP) */
+	char policy_problem[256];    /* ip sets and iptables: the last failure, until they work */
+	size_t routes, neighs, fdbs; /* what the kernel holds of ours, after the last apply */
+	uint64_t resyncs;	     /* full read-backs of the routes */
 	uint64_t errors[DP_ERR_KINDS];
-	uint64_t writes; /* netlink messages applied */
+	uint64_t writes;	     /* netlink messages applied */
+	uint64_t commits[PT_TABLES]; /* iptables table commits */
+	uint64_t rule_writes;	     /* rules inserted, replaced or deleted */
+	uint64_t set_writes;	     /* ip set operations applied */
+};
+
+/* The kernel's interfaces: a writer whose backend is NULL is left out. None is owned. */
+struct dp_backends {
+	struct nl *nl; /* links, neighbours, routes (with sys) */
+	struct sysctl *sys;
+	struct ipt *ipt; /* iptables */
+	struct ips *ips; /* ip sets */
 };
 
 struct dataplane;
 
-/* Takes ownership of neither @nl nor @sys. */
-struct dataplane *dataplane_new(struct nl *nl, struct sysctl *sys);
+struct dataplane *dataplane_new(const struct dp_backends *b);
 void dataplane_free(struct dataplane *dp);
 
 /* Read everything back from the kernel at the next apply. */
@@ -53,13 +79,15 @@ void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool delet
 bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a);
 
 /*
- * Make the kernel match @d (its dirty keys; everything after a resync).
- * Returns 0, or a negative errno when some writes failed (they are retried at
- * the next apply). @now_ms drives the grace period of unknown CNI routes.
+ * Make the kernel match @routing and @policy (NULL when there are no writers
+ * for it), in the order that never leaves a rule naming a missing set: ip
+ * sets made and filled, iptables, neighbours, routes, then sets no rule uses
+ * destroyed. Returns 0, or -EIO when a writer failed or waits for its retry
+ * (dataplane_next_deadline).
  */
-int dataplane_apply(struct dataplane *dp, struct desired *d, const struct felix_config *cfg,
-		    uint64_t now_ms);
-/* When an apply should run even without new data (a grace period ending, a retry): 0 = none. */
+int dataplane_apply(struct dataplane *dp, struct desired *routing, struct pol_desired *policy,
+		    const struct felix_config *cfg, uint64_t now_ms) must_check;
+/* When an apply should run even without new data (a retry, a refresh, a grace period): 0 = none. */
 uint64_t dataplane_next_deadline(const struct dataplane *dp);
 const struct dp_status *dataplane_status(const struct dataplane *dp);
 

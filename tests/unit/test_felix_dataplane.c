@@ -7,9 +7,14 @@
 #include "harness.h"
 
 #include "calc/calc.h"
+#include "calc/policy.h"
 #include "dataplane/dataplane.h"
 
+#include <brindle/ipset.h>
+#include <brindle/ipt.h>
 #include <brindle/json.h>
+#include <brindle/nl.h>
+#include <brindle/sysctl.h>
 
 #include <errno.h>
 #include <linux/rtnetlink.h>
@@ -152,6 +157,13 @@ static void cluster(struct fixture *f)
 	    "default", "a");
 }
 
+/* The routing writers only: links, neighbours, routes. */
+static struct dataplane *new_dataplane(struct fixture *f)
+{
+	struct dp_backends b = { .nl = f->nl, .sys = f->sys };
+	return dataplane_new(&b);
+}
+
 static size_t log_count(struct fixture *f)
 {
 	return nl_record_count(f->nl);
@@ -177,8 +189,8 @@ static void test_cold_start_and_idempotence(void **state)
 	add_link(f, "calia", true);
 	nl_record_clear_log(f->nl);
 	cluster(f);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	struct dataplane *dp = new_dataplane(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	if (!logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"))
 		dump_log(f);
 	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
@@ -202,9 +214,9 @@ static void test_cold_start_and_idempotence(void **state)
 
 	/* Nothing changed: a second apply, and a full resync, write nothing. */
 	size_t before = log_count(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
 	assert_int_equal(log_count(f), before);
 	assert_int_equal(sysctl_record_count(f->sys), 5);
 
@@ -214,8 +226,8 @@ static void test_cold_start_and_idempotence(void **state)
 	f->calc = calc_new("node1");
 	calc_set_config(f->calc, &f->cfg);
 	cluster(f);
-	dp = dataplane_new(f->nl, f->sys);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 4000), 0);
+	dp = new_dataplane(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 4000), 0);
 	if (log_count(f) != before) {
 		for (size_t i = before; i < log_count(f); i++)
 			print_message("unexpected: %s\n", nl_record_entry(f->nl, i));
@@ -254,18 +266,18 @@ static void test_foreign_and_grace(void **state)
 	raw(f, NL_ADD, &stale);
 	nl_record_clear_log(f->nl);
 	cluster(f);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	struct dataplane *dp = new_dataplane(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	assert_true(logged(f, "route del blackhole 10.250.0.0/26 proto 80"));
 	assert_true(logged(f, "route del blackhole 10.244.1.0/26 proto 80 metric 1024"));
 	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	assert_int_equal(dataplane_next_deadline(dp), 1000 + f->cfg.route_grace_ms);
 	/* Inside the grace period it stays; the endpoint shows up: it is kept for good. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 5000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 5000), 0);
 	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	/* After the grace period, still unknown: removed. The foreign one never. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 11001), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 11001), 0);
 	assert_true(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	for (size_t i = 0; i < log_count(f); i++)
 		assert_null(strstr(nl_record_entry(f->nl, i), "10.99.0.1"));
@@ -285,14 +297,14 @@ static void test_grace_ends_when_endpoint_arrives(void **state)
 	assert_int_equal(cidr_parse("10.244.1.7/32", false, &cni.dst), 0);
 	raw(f, NL_ADD, &cni);
 	nl_record_clear_log(f->nl);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	struct dataplane *dp = new_dataplane(f);
 	/* In sync, but the endpoint is not in the datastore yet. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	assert_int_equal(log_count(f), 0);
 	cluster(f); /* the endpoint arrives, wanting exactly the CNI's route */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
 	assert_false(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 60000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 60000), 0);
 	assert_false(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
 	dataplane_free(dp);
 	fixture_free(f);
@@ -302,9 +314,9 @@ static void test_interface_appears_later(void **state)
 {
 	struct fixture *f = fixture();
 	cluster(f);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	struct dataplane *dp = new_dataplane(f);
 	/* The endpoint is known before its veth exists: nothing to write yet, no error. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	assert_false(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_true(dataplane_status(dp)->last_apply_ok);
 	add_link(f, "calia", true);
@@ -312,7 +324,7 @@ static void test_interface_appears_later(void **state)
 	assert_int_equal(nl_dump_links(f->nl, &links), 0);
 	dataplane_on_link(dp, nl_link_by_name(&links, "calia"), false);
 	nl_link_list_free(&links);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1100), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1100), 0);
 	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_true(logged(f, "neigh replace 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
 			      "proto 80"));
@@ -326,16 +338,17 @@ static void test_partial_failure_retried(void **state)
 	struct fixture *f = fixture();
 	add_link(f, "calia", true);
 	cluster(f);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	struct dataplane *dp = new_dataplane(f);
 	nl_record_fail_next(f->nl, "route add blackhole 10.244.1.0/26", -EPERM);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), -EIO);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), -EIO);
 	assert_false(dataplane_status(dp)->last_apply_ok);
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_NETLINK], 1);
 	/* The rest went through; the failed one comes back at the next apply. */
 	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_false(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
-	assert_int_equal(dataplane_next_deadline(dp), 2000);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	/* The routes writer reads everything back at its retry, after the first backoff. */
+	assert_int_equal(dataplane_next_deadline(dp), 1100);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1100), 0);
 	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_true(dataplane_status(dp)->last_apply_ok);
 	dataplane_free(dp);
@@ -347,14 +360,14 @@ static void test_endpoint_deleted(void **state)
 	struct fixture *f = fixture();
 	add_link(f, "calia", true);
 	cluster(f);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	struct dataplane *dp = new_dataplane(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	nl_record_clear_log(f->nl);
 	struct ds_update u = { .kind = model_kind(KIND_WORKLOADENDPOINT),
 			       .scope = "default",
 			       .name = "a" };
 	calc_update(f->calc, &u);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1100), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1100), 0);
 	/* Exactly its route and neighbour; nothing else, and no grace for a known route. */
 	assert_int_equal(log_count(f), 2);
 	assert_true(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
@@ -373,9 +386,9 @@ static void test_ipip_without_kernel_support(void **state)
 		"spec: {cidr: 10.10.0.0/16, ipipMode: Always}\n"),
 	    NULL, "legacy");
 	put(f->calc, affinity("node2", "10.10.2.0/26"), "node2", "10.10.2.0-26");
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
+	struct dataplane *dp = new_dataplane(f);
 	/* The recording kernel, like this machine's, cannot make tunl0. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	const struct dp_status *st = dataplane_status(dp);
 	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
 	assert_non_null(strstr(st->problem, "IPIP unavailable: IP pool legacy"));
@@ -385,7 +398,7 @@ static void test_ipip_without_kernel_support(void **state)
 			      "80 onlink"));
 	/* Reported once, not at every resync. */
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
 	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
 	assert_non_null(strstr(st->problem, "IPIP unavailable"));
 	dataplane_free(dp);
@@ -415,8 +428,8 @@ static void test_ipip_on_a_kernel_with_it(void **state)
 	put(f->calc, affinity("node1", "10.10.1.0/26"), "node1", "10.10.1.0-26");
 	put(f->calc, affinity("node2", "10.10.2.0/26"), "node2", "10.10.2.0-26");
 	put(f->calc, affinity("node3", "10.10.3.0/26"), "node3", "10.10.3.0-26");
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	struct dataplane *dp = new_dataplane(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	/* The device, its MTU (host 1500 - 20) and address, and the cross-subnet route only. */
 	assert_true(logged(f, "link add tunl0 type ipip up"));
 	assert_true(logged(f, "link set tunl0 mtu 1480 up"));
@@ -431,14 +444,14 @@ static void test_ipip_on_a_kernel_with_it(void **state)
 	/* Idempotent, restart included. */
 	size_t before = log_count(f);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
 	assert_int_equal(log_count(f), before);
 	/* The pool no longer wants IPIP: the address goes, the route goes, tunl0 stays. */
 	put(f->calc,
 	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n"
 		"spec: {cidr: 10.10.0.0/16}\n"),
 	    NULL, "p");
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
 	assert_true(logged(f, "addr del 10.10.1.1/32 dev tunl0"));
 	assert_true(logged(f, "route del 10.10.3.0/26 via 192.168.200.13 dev tunl0 proto 80 onlink"));
 	assert_false(logged(f, "link del tunl0"));
@@ -504,8 +517,8 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 		" mac: '0a:00:00:00:00:09'}\n"),
 	    "default", "h");
 	nl_record_clear_log(f->nl);
-	struct dataplane *dp = dataplane_new(f->nl, f->sys);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 1000), 0);
+	struct dataplane *dp = new_dataplane(f);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
 	dump_log(f);
 	/* calih: no route, no neighbour, no settings. */
 	for (size_t i = 0; i < log_count(f); i++)
@@ -521,13 +534,13 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 	/* Not tried again at every apply, but at the next resync. */
 	nl_record_clear_log(f->nl);
 	desired_mark_all_dirty(calc_desired(f->calc), DESIRED_ROUTE);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
 	/* calih's route is looked at (and refused) again; 10.244.1.7/32 is not tried. */
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], 5);
 	/* Once its owner removes it, felix's route goes in. */
 	raw(f, NL_DEL, &host);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
 	assert_true(kernel_has_route(f, "10.244.1.7/32", 80));
 
 	/* A CNI route for an endpoint felix has not seen: the add finds it, felix adopts it. */
@@ -545,13 +558,125 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 	    "default", "b");
 	uint64_t refused = dataplane_status(dp)->errors[DP_ERR_REFUSED];
 	nl_record_clear_log(f->nl);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 4000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 4000), 0);
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], refused);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), &f->cfg, 5000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 5000), 0);
 	assert_true(kernel_has_route(f, "10.244.1.8/32", 80));
 	/* Identical to what felix wants: nothing more is written. */
 	assert_false(logged(f, "route replace 10.244.1.8/32 dev calib proto 80 scope link"));
 	dataplane_free(dp);
+	fixture_free(f);
+}
+
+static bool ips_logged(struct ips *ips, const char *prefix)
+{
+	for (size_t i = 0; i < ips_record_count(ips); i++)
+		if (strncmp(ips_record_entry(ips, i), prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The policy writers under the same contract as the routing ones, against
+ * the recording iptables and ip sets: sets before the rules naming them, one
+ * commit per table, nothing written again (a resync, a restart), a set
+ * destroyed once no rule uses it, and a failure's backoff.
+ */
+static void test_policy_writers(void **state)
+{
+	struct fixture *f = fixture();
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+		"metadata: {name: db}\nspec:\n  selector: app == 'web'\n"
+		"  ingress: [{action: Allow, source: {selector: role == 'db'}}]\n"),
+	    NULL, "db");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: a, namespace: default, labels: {app: web}}\n"
+		"spec: {node: node1, interfaceName: calia, ipNetworks: [10.244.1.7/32]}\n"),
+	    "default", "a");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: b, namespace: default, labels: {role: db}}\n"
+		"spec: {node: node2, interfaceName: calib, ipNetworks: [10.244.2.9/32]}\n"),
+	    "default", "b");
+	struct pol *pol = calc_policy(f->calc);
+	struct ipt *ipt = ipt_open_recording();
+	struct ips *ips = ips_open_recording();
+	struct dp_backends b = { .ipt = ipt, .ips = ips };
+	struct dataplane *dp = dataplane_new(&b);
+	pol_flush(pol);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 1000), 0);
+	assert_true(ips_logged(ips, "create cali40s:"));
+	assert_true(ips_logged(ips, "add cali40s:"));
+	assert_int_equal(ipt_record_commits(ipt, "filter"), 1);
+	assert_int_equal(ipt_record_commits(ipt, "nat"), 1);
+	struct strbuf save = STRBUF_INIT;
+	sb_init(&save);
+	ipt_record_save(ipt, "filter", &save);
+	assert_non_null(strstr(sb_str(&save), ":cali-tw-calia"));
+	assert_non_null(strstr(sb_str(&save), "-A FORWARD -m comment --comment \"cali:"));
+	const struct dp_status *st = dataplane_status(dp);
+	assert_int_equal(st->commits[PT_FILTER], 1);
+	assert_true(st->last_apply_ok);
+
+	/* Nothing changed: no write, after a resync either, nor from a restarted felix. */
+	size_t sets_before = ips_record_count(ips);
+	pol_flush(pol);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 2000), 0);
+	dataplane_request_resync(dp);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 3000), 0);
+	dataplane_free(dp);
+	dp = dataplane_new(&b);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 4000), 0);
+	assert_int_equal(ips_record_count(ips), sets_before);
+	assert_int_equal(ipt_record_commits(ipt, "filter"), 1);
+	assert_int_equal(ipt_record_commits(ipt, "nat"), 1);
+
+	/* A failed write: the writer reads everything back after its backoff, and the
+	 * rules naming what it could not write wait for it. */
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		"metadata: {name: c, namespace: default, labels: {role: db}}\n"
+		"spec: {node: node2, interfaceName: calic, ipNetworks: [10.244.2.10/32]}\n"),
+	    "default", "c");
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+		"metadata: {name: db}\nspec:\n  selector: app == 'web'\n"
+		"  ingress: [{action: Allow, source: {selector: role == 'db'}},"
+		" {action: Allow, source: {nets: [192.0.2.0/24, 198.51.100.0/24]}}]\n"),
+	    NULL, "db");
+	ips_record_fail_next(ips, "create cali40c:", -ENOMEM);
+	pol_flush(pol);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 5000), -EIO);
+	st = dataplane_status(dp);
+	assert_int_equal(st->errors[DP_ERR_IPSET], 1);
+	assert_non_null(strstr(st->policy_problem, "ip sets"));
+	assert_int_equal(ipt_record_commits(ipt, "filter"), 1); /* the rules waited */
+	assert_int_equal(dataplane_next_deadline(dp), 5100);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 5050), -EIO);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 5100), 0);
+	assert_true(ips_logged(ips, "add cali40s:"));
+	assert_true(ips_logged(ips, "create cali40c:"));
+	assert_int_equal(ipt_record_commits(ipt, "filter"), 2);
+	assert_string_equal(st->policy_problem, "");
+
+	/* The policy goes: its rules first, then (same apply) its sets. */
+	struct ds_update del = { .kind = model_kind(KIND_GLOBALNETWORKPOLICY), .name = "db" };
+	calc_update(f->calc, &del);
+	ips_record_clear_log(ips);
+	pol_flush(pol);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 6000), 0);
+	assert_int_equal(ipt_record_commits(ipt, "filter"), 3);
+	assert_true(ips_logged(ips, "destroy cali40s:"));
+	assert_true(ips_logged(ips, "destroy cali40c:"));
+	sb_reset(&save);
+	ipt_record_save(ipt, "filter", &save);
+	assert_null(strstr(sb_str(&save), "cali40s:"));
+	sb_free(&save);
+	dataplane_free(dp);
+	ipt_close(ipt);
+	ips_close(ips);
 	fixture_free(f);
 }
 
@@ -567,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_deleted),
 		cmocka_unit_test(test_ipip_without_kernel_support),
 		cmocka_unit_test(test_ipip_on_a_kernel_with_it),
+		cmocka_unit_test(test_policy_writers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,6 +48,16 @@ static void apply(const char *yaml)
 	free(objs);
 }
 
+/* What the writers do with the dirty marks once they applied them. */
+static void clear_dirty(void)
+{
+	struct pol_desired *d = pol_desired(P);
+	for (int t = 0; t < PT_TABLES; t++)
+		d->tables[t].dirty = false;
+	hmap_clear(&d->dirty_sets);
+	hmap_clear(&d->dirty_members);
+}
+
 static void del(enum br_kind_id k, const char *ns, const char *name)
 {
 	struct ds_update u = { .kind = model_kind(k), .scope = ns, .name = name };
@@ -432,7 +442,7 @@ static void test_incremental_sets_and_cleanup(void **state)
 {
 	cluster();
 	pol_flush(P);
-	pol_clear_dirty(P);
+	clear_dirty();
 	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
 	      "metadata: {name: p, namespace: a}\n"
 	      "spec:\n  podSelector: {matchLabels: {role: db}}\n"
@@ -442,14 +452,14 @@ static void test_incremental_sets_and_cleanup(void **state)
 	assert_int_equal(d->sets.n, 1);
 	assert_int_equal(d->dirty_sets.n, 1);
 	assert_true(d->tables[PT_FILTER].dirty);
-	pol_clear_dirty(P);
+	clear_dirty();
 	/* a pod's labels change: one member delta, no chain change */
 	pod("a", "y1", "node-b", "caliy1000000001", "10.0.1.2", "role: x", NULL);
 	pol_flush(P);
 	assert_int_equal(d->dirty_sets.n, 0);
 	assert_int_equal(d->dirty_members.n, 1);
 	assert_false(d->tables[PT_FILTER].dirty);
-	pol_clear_dirty(P);
+	clear_dirty();
 	/* nothing new: nothing dirty */
 	pol_flush(P);
 	assert_int_equal(d->dirty_members.n, 0);

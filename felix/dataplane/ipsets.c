@@ -1,0 +1,258 @@
+/*
+ * The ip sets writer: sets named cali40* are ours. Read lists them all with
+ * their members (at the start, every FELIX_IPSETSREFRESHINTERVAL, after a
+ * failure); between reads, changes go in as deltas from the calculation's
+ * dirty marks. Sets are created and filled before the rules that use them are
+ * written; finish destroys the sets no desired rule uses, after the rules
+ * that used them are gone (a set still in use stays until the next time).
+ */
+#include "dataplane/writer.h"
+
+#include <brindle/ipset.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OUR_SET_PREFIX "cali4"
+
+struct ipsets {
+	struct dp_writer w;
+	struct ips *ips;
+	struct hmap kernel;	 /* name → (void *)1: ours, as the kernel has them */
+	struct hmap doomed;	 /* sets to destroy once no rule uses them → (void *)1 */
+	struct ips_list listing; /* read, not planned yet */
+	bool listed;
+	struct ips_batch *batch;
+};
+
+static struct ipsets *ipsets_of(struct dp_writer *w)
+{
+	return (struct ipsets *)w;
+}
+
+/* A failure: counted, logged, and the policy dataplane's problem until it works again. */
+static void failed(struct ipsets *s, const char *fmt, ...) printf_like(2, 3);
+static void failed(struct ipsets *s, const char *fmt, ...)
+{
+	struct dp_status *st = &s->w.report->status;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(st->policy_problem, sizeof(st->policy_problem), fmt, ap);
+	va_end(ap);
+	dp_report_error(s->w.report, DP_ERR_IPSET, "%s", st->policy_problem);
+}
+
+static void create_filled(struct ipsets *s, const struct pset *set)
+{
+	ips_batch_create(s->batch, &set->info);
+	for (struct hmap_iter it = hmap_iter(&set->members); hmap_next(&it);)
+		ips_batch_add(s->batch, set->info.name, it.key);
+}
+
+/* --- read --------------------------------------------------------------------------------- */
+
+static int ipsets_read(struct dp_writer *w, const struct dp_input *in)
+{
+	struct ipsets *s = ipsets_of(w);
+	ips_list_free(&s->listing);
+	s->listed = false;
+	int r = ips_list_sets(s->ips, OUR_SET_PREFIX, &s->listing);
+	if (r < 0) {
+		failed(s, "listing ip sets: %s", strerror(-r));
+		return r;
+	}
+	s->listed = true;
+	return 0;
+}
+
+/* --- plan --------------------------------------------------------------------------------- */
+
+/* After a read: make every listed set exactly what is desired. */
+static void plan_full(struct ipsets *s, const struct pol_desired *d)
+{
+	hmap_clear(&s->kernel);
+	struct hmap seen = HMAP_INIT;
+	for (size_t i = 0; i < s->listing.n; i++) {
+		const struct ips_set *ks = &s->listing.v[i];
+		const struct pset *want = hmap_get(&d->sets, ks->info.name);
+		hmap_put(&s->kernel, ks->info.name, (void *)1);
+		if (!want) {
+			hmap_put(&s->doomed, ks->info.name, (void *)1);
+			continue;
+		}
+		hmap_put(&seen, ks->info.name, (void *)1);
+		if (ks->info.type != want->info.type) {
+			/* Names encode what a set holds; a type change means an old writer. */
+			log_warn("ip set %s is %s, wanted %s: recreating it", ks->info.name,
+				 ips_type_name(ks->info.type), ips_type_name(want->info.type));
+			ips_batch_destroy(s->batch, ks->info.name);
+			create_filled(s, want);
+			continue;
+		}
+		struct hmap have = HMAP_INIT;
+		for (size_t m = 0; m < ks->n; m++) {
+			hmap_put(&have, ks->members[m], (void *)1);
+			if (!hmap_has(&want->members, ks->members[m]))
+				ips_batch_del(s->batch, ks->info.name, ks->members[m]);
+		}
+		for (struct hmap_iter it = hmap_iter(&want->members); hmap_next(&it);)
+			if (!hmap_has(&have, it.key))
+				ips_batch_add(s->batch, ks->info.name, it.key);
+		hmap_clear(&have);
+	}
+	for (struct hmap_iter it = hmap_iter(&d->sets); hmap_next(&it);) {
+		if (hmap_has(&seen, it.key))
+			continue;
+		const struct pset *want = it.value;
+		create_filled(s, want);
+		hmap_put(&s->kernel, want->info.name, (void *)1);
+		hmap_del(&s->doomed, want->info.name);
+	}
+	hmap_clear(&seen);
+	ips_list_free(&s->listing);
+	s->listed = false;
+}
+
+/* Between reads: what the calculation marked since the last apply. */
+static void plan_delta(struct ipsets *s, const struct pol_desired *d)
+{
+	struct hmap created = HMAP_INIT;
+	for (struct hmap_iter it = hmap_iter(&d->dirty_sets); hmap_next(&it);) {
+		const struct pset *want = hmap_get(&d->sets, it.key);
+		bool have = hmap_has(&s->kernel, it.key);
+		if (want && !have) {
+			create_filled(s, want);
+			hmap_put(&s->kernel, it.key, (void *)1);
+			hmap_put(&created, it.key, (void *)1);
+			hmap_del(&s->doomed, it.key);
+		} else if (want) {
+			hmap_del(&s->doomed, it.key); /* wanted again before it went */
+		} else if (have) {
+			hmap_put(&s->doomed, it.key, (void *)1);
+		}
+	}
+	for (struct hmap_iter it = hmap_iter(&d->dirty_members); hmap_next(&it);) {
+		const char *nl = strchr(it.key, '\n');
+		if (!nl)
+			continue;
+		char name[IPS_NAME_MAX + 1];
+		snprintf(name, sizeof(name), "%.*s", (int)(nl - it.key), it.key);
+		const struct pset *want = hmap_get(&d->sets, name);
+		if (!want || hmap_has(&created, name) || !hmap_has(&s->kernel, name))
+			continue;
+		if (hmap_has(&want->members, nl + 1))
+			ips_batch_add(s->batch, name, nl + 1);
+		else
+			ips_batch_del(s->batch, name, nl + 1);
+	}
+	hmap_clear(&created);
+}
+
+static int ipsets_plan(struct dp_writer *w, const struct dp_input *in)
+{
+	struct ipsets *s = ipsets_of(w);
+	struct pol_desired *d = in->policy;
+	ips_batch_reset(s->batch);
+	if (s->listed)
+		plan_full(s, d);
+	else
+		plan_delta(s, d);
+	hmap_clear(&d->dirty_sets);
+	hmap_clear(&d->dirty_members);
+	return 0;
+}
+
+/* --- apply -------------------------------------------------------------------------------- */
+
+static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
+{
+	struct ipsets *s = ipsets_of(w);
+	size_t n = ips_batch_count(s->batch);
+	if (!n)
+		return 0;
+	int *errs = xcalloc(n, sizeof(*errs));
+	int r = ips_apply(s->ips, s->batch, errs);
+	w->report->status.set_writes += n;
+	if (r != 0) {
+		size_t first = 0;
+		while (first < n && errs[first] == 0)
+			first++;
+		failed(s, "ip sets: %s%s%s", r < 0 ? strerror(-r) : "",
+		       first < n ? ips_batch_describe(s->batch, first) : "",
+		       ips_last_error(s->ips) ? ips_last_error(s->ips) : "");
+		r = r < 0 ? r : -EIO;
+	} else if (log_enabled(LOG_DEBUG)) {
+		for (size_t i = 0; i < n; i++)
+			log_debug("ipset %s", ips_batch_describe(s->batch, i));
+	}
+	free(errs);
+	ips_batch_reset(s->batch);
+	return r;
+}
+
+/* --- finish ------------------------------------------------------------------------------- */
+
+static int ipsets_finish(struct dp_writer *w, const struct dp_input *in)
+{
+	struct ipsets *s = ipsets_of(w);
+	ips_batch_reset(s->batch);
+	for (struct hmap_iter it = hmap_iter(&s->doomed); hmap_next(&it);)
+		if (!hmap_has(&in->policy->sets, it.key))
+			ips_batch_destroy(s->batch, it.key);
+	size_t n = ips_batch_count(s->batch);
+	if (!n)
+		return 0;
+	int *errs = xcalloc(n, sizeof(*errs));
+	int r = ips_apply(s->ips, s->batch, errs);
+	w->report->status.set_writes += n;
+	for (size_t i = 0; i < n; i++) {
+		const char *desc = ips_batch_describe(s->batch, i);
+		const char *name = strchr(desc, ' ');
+		if (!name)
+			continue;
+		name++;
+		if (r >= 0 && errs[i] == 0) {
+			hmap_del(&s->kernel, name);
+			hmap_del(&s->doomed, name);
+		} else {
+			/* Still in use by a rule we could not remove yet: next time. */
+			log_info("ip set %s not destroyed yet: %s", name,
+				 strerror(r < 0 ? -r : -errs[i]));
+		}
+	}
+	free(errs);
+	ips_batch_reset(s->batch);
+	return 0;
+}
+
+static void ipsets_free(struct dp_writer *w)
+{
+	struct ipsets *s = ipsets_of(w);
+	hmap_clear(&s->kernel);
+	hmap_clear(&s->doomed);
+	ips_list_free(&s->listing);
+	ips_batch_free(s->batch);
+	free(s);
+}
+
+static const struct dp_writer_ops ipsets_ops = {
+	.name = "ip sets",
+	.read = ipsets_read,
+	.plan = ipsets_plan,
+	.apply = ipsets_apply,
+	.finish = ipsets_finish,
+	.free = ipsets_free,
+};
+
+struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips)
+{
+	struct ipsets *s = xcalloc(1, sizeof(*s));
+	s->w.ops = &ipsets_ops;
+	s->w.report = r;
+	s->ips = ips;
+	s->batch = ips_batch_new();
+	return &s->w;
+}

@@ -1,0 +1,305 @@
+/*
+ * The iptables writer: one libiptc session per table that needs one, so one
+ * commit per table per apply. Ours: chains named cali-*, and the rules whose
+ * first comment is "cali:..." in the built-in chains; everything else, in
+ * every table and chain, is left as it is.
+ *
+ * libiptc reads a whole table at the start of every session, so that is this
+ * writer's read-back: read marks every table to be compared at its next
+ * turn (at the start, every FELIX_IPTABLESREFRESHINTERVAL, after a failure),
+ * plan picks the tables that changed or are to be compared, and apply runs a
+ * session for each: read the table, edit what differs (rules compared by id,
+ * position by position), commit. A session without an edit writes nothing.
+ */
+#include "dataplane/writer.h"
+
+#include <brindle/ipt.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OUR_CHAIN_PREFIX "cali-"
+
+/*
+ * The table of the iptables backend, through typed wrappers (lib's struct ipt
+ * has its functions in a table and no wrappers of its own).
+ */
+static must_check int table_begin(struct ipt *t, const char *table, struct ipt_table_state *out)
+{
+	return t->ops->begin(t, table, out);
+}
+
+static must_check int table_new_chain(struct ipt *t, const char *chain)
+{
+	return t->ops->new_chain(t, chain);
+}
+
+static must_check int table_flush_chain(struct ipt *t, const char *chain)
+{
+	return t->ops->flush_chain(t, chain);
+}
+
+static must_check int table_delete_chain(struct ipt *t, const char *chain)
+{
+	return t->ops->delete_chain(t, chain);
+}
+
+static must_check int table_insert(struct ipt *t, const char *chain, size_t pos, const char *rule)
+{
+	return t->ops->insert(t, chain, pos, rule);
+}
+
+static must_check int table_append(struct ipt *t, const char *chain, const char *rule)
+{
+	return t->ops->append(t, chain, rule);
+}
+
+static must_check int table_replace(struct ipt *t, const char *chain, size_t pos, const char *rule)
+{
+	return t->ops->replace(t, chain, pos, rule);
+}
+
+static must_check int table_delete(struct ipt *t, const char *chain, size_t pos)
+{
+	int (*remove)(struct ipt *, const char *, size_t) = t->ops->delete;
+	return remove(t, chain, pos);
+}
+
+static must_check int table_commit(struct ipt *t)
+{
+	return t->ops->commit(t);
+}
+
+static void table_abort(struct ipt *t)
+{
+	t->ops->abort(t);
+}
+
+/* --- the writer --------------------------------------------------------------------------- */
+
+struct iptables {
+	struct dp_writer w;
+	struct ipt *ipt;
+	bool compare[PT_TABLES]; /* compare even if nothing changed (after a read) */
+	bool planned[PT_TABLES];
+};
+
+static struct iptables *iptables_of(struct dp_writer *w)
+{
+	return (struct iptables *)w;
+}
+
+/* A failure: counted, logged, and the policy dataplane's problem until it works again. */
+static void failed(struct iptables *x, const char *fmt, ...) printf_like(2, 3);
+static void failed(struct iptables *x, const char *fmt, ...)
+{
+	struct dp_status *st = &x->w.report->status;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(st->policy_problem, sizeof(st->policy_problem), fmt, ap);
+	va_end(ap);
+	dp_report_error(x->w.report, DP_ERR_IPTABLES, "%s", st->policy_problem);
+}
+
+/* The edits of one session: counted, and the first error kept (nothing is then written). */
+struct session {
+	struct ipt *t;
+	size_t writes;
+	int err;
+	char what[300];
+};
+
+static void note(struct session *s, int r, const char *fmt, ...) printf_like(3, 4);
+static void note(struct session *s, int r, const char *fmt, ...)
+{
+	if (r >= 0) {
+		s->writes++;
+		return;
+	}
+	if (s->err)
+		return;
+	s->err = r;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->what, sizeof(s->what), fmt, ap);
+	va_end(ap);
+}
+
+static bool same_id(const char *rule, const char *kid)
+{
+	char id[IPT_ID_LEN + 1];
+	return ipt_rule_text_id(rule, id) && streq(id, kid);
+}
+
+/* Make kernel chain @k (NULL: just created, empty) hold @c's rules. */
+static void sync_chain(struct session *s, const struct pchain *c, const struct ipt_chain_state *k)
+{
+	uint32_t n_old = k ? (uint32_t)k->n : 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (i < n_old) {
+			if (!same_id(c->rules[i], k->ids[i]))
+				note(s, table_replace(s->t, c->name, i, c->rules[i]),
+				     "replacing rule %u of %s", i, c->name);
+		} else {
+			note(s, table_append(s->t, c->name, c->rules[i]), "appending to %s",
+			     c->name);
+		}
+	}
+	for (uint32_t i = n_old; i > c->n; i--)
+		note(s, table_delete(s->t, c->name, c->n), "deleting from %s", c->name);
+}
+
+static bool is_ours(const char *id)
+{
+	return str_has_prefix(id, IPT_ID_PREFIX);
+}
+
+/* Our rules in a built-in chain: ours first (or last), the always-appended ones at the end. */
+static void sync_hook(struct session *s, const struct phook *h, const struct ipt_chain_state *k)
+{
+	size_t n = k ? k->n : 0;
+	bool ok = n >= h->n_insert + h->n_append;
+	for (uint32_t i = 0; ok && i < h->n_insert; i++)
+		ok = same_id(h->insert[i], k->ids[i]);
+	for (uint32_t i = 0; ok && i < h->n_append; i++)
+		ok = same_id(h->append[i], k->ids[n - h->n_append + i]);
+	for (size_t i = h->n_insert; ok && i + h->n_append < n; i++)
+		ok = !is_ours(k->ids[i]);
+	if (ok)
+		return;
+	log_info("iptables: our rules in %s are missing or out of place; restoring them", h->chain);
+	for (size_t i = n; i-- > 0;)
+		if (is_ours(k->ids[i]))
+			note(s, table_delete(s->t, h->chain, i), "deleting from %s", h->chain);
+	for (uint32_t i = 0; i < h->n_insert; i++)
+		note(s, table_insert(s->t, h->chain, i, h->insert[i]), "inserting into %s",
+		     h->chain);
+	for (uint32_t i = 0; i < h->n_append; i++)
+		note(s, table_append(s->t, h->chain, h->append[i]), "appending to %s", h->chain);
+}
+
+/* Is @c a chain of ours that is no longer wanted? */
+static bool unwanted(const struct ipt_chain_state *c, const struct ptable *want)
+{
+	return !c->builtin && str_has_prefix(c->name, OUR_CHAIN_PREFIX) &&
+	       !hmap_has(&want->chains, c->name);
+}
+
+static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *want)
+{
+	struct dp_status *st = &x->w.report->status;
+	struct ipt_table_state k = { 0 };
+	const char *name = pt_table_name(t);
+	uint64_t t0 = now_ns();
+	int r = table_begin(x->ipt, name, &k);
+	if (r < 0) {
+		failed(x, "iptables %s: reading the table: %s%s%s", name, strerror(-r),
+		       ipt_last_error(x->ipt)[0] ? ": " : "", ipt_last_error(x->ipt));
+		return r;
+	}
+	struct session s = { .t = x->ipt };
+	/* Chains first, so every jump has its target. */
+	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
+		if (!ipt_table_state_chain(&k, it.key))
+			note(&s, table_new_chain(s.t, it.key), "creating %s", (const char *)it.key);
+	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);) {
+		const struct pchain *c = it.value;
+		sync_chain(&s, c, ipt_table_state_chain(&k, c->name));
+	}
+	for (size_t i = 0; i < want->n_hooks; i++)
+		sync_hook(&s, &want->hooks[i], ipt_table_state_chain(&k, want->hooks[i].chain));
+	/* Our chains that are not wanted: emptied, then removed (nothing of ours jumps to them
+	 * now). */
+	for (size_t i = 0; i < k.n; i++)
+		if (unwanted(&k.chains[i], want) && k.chains[i].n)
+			note(&s, table_flush_chain(s.t, k.chains[i].name), "flushing %s",
+			     k.chains[i].name);
+	for (size_t i = 0; i < k.n; i++)
+		if (unwanted(&k.chains[i], want))
+			note(&s, table_delete_chain(s.t, k.chains[i].name), "deleting %s",
+			     k.chains[i].name);
+	ipt_table_state_free(&k);
+	if (s.err) {
+		table_abort(x->ipt);
+		failed(x, "iptables %s: %s: %s%s%s (nothing written)", name, s.what,
+		       strerror(-s.err), ipt_last_error(x->ipt)[0] ? ": " : "",
+		       ipt_last_error(x->ipt));
+		return s.err;
+	}
+	if (!s.writes) {
+		table_abort(x->ipt); /* nothing to write: no commit */
+		return 0;
+	}
+	r = table_commit(x->ipt);
+	double ms = (double)(now_ns() - t0) / 1e6;
+	if (r < 0) {
+		failed(x, "iptables %s: commit: %s%s%s", name, strerror(-r),
+		       ipt_last_error(x->ipt)[0] ? ": " : "", ipt_last_error(x->ipt));
+		return r;
+	}
+	st->commits[t]++;
+	st->rule_writes += s.writes;
+	log_info("iptables %s: %zu change%s in %.1f ms", name, s.writes, s.writes == 1 ? "" : "s",
+		 ms);
+	return 0;
+}
+
+static int iptables_read(struct dp_writer *w, const struct dp_input *in)
+{
+	struct iptables *x = iptables_of(w);
+	for (int t = 0; t < PT_TABLES; t++)
+		x->compare[t] = true;
+	return 0;
+}
+
+static int iptables_plan(struct dp_writer *w, const struct dp_input *in)
+{
+	struct iptables *x = iptables_of(w);
+	for (int t = 0; t < PT_TABLES; t++) {
+		x->planned[t] = in->policy->tables[t].dirty || x->compare[t];
+		in->policy->tables[t].dirty = false;
+	}
+	return 0;
+}
+
+static int iptables_apply(struct dp_writer *w, const struct dp_input *in)
+{
+	struct iptables *x = iptables_of(w);
+	int ret = 0;
+	for (int t = 0; t < PT_TABLES; t++) {
+		if (!x->planned[t])
+			continue;
+		int r = sync_table(x, t, &in->policy->tables[t]);
+		if (r < 0) {
+			ret = r;
+			continue;
+		}
+		x->compare[t] = false;
+	}
+	return ret;
+}
+
+static void iptables_free(struct dp_writer *w)
+{
+	free(w);
+}
+
+static const struct dp_writer_ops iptables_ops = {
+	.name = "iptables",
+	.read = iptables_read,
+	.plan = iptables_plan,
+	.apply = iptables_apply,
+	.free = iptables_free,
+};
+
+struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt)
+{
+	struct iptables *x = xcalloc(1, sizeof(*x));
+	x->w.ops = &iptables_ops;
+	x->w.report = r;
+	x->ipt = ipt;
+	return &x->w;
+}
