@@ -103,16 +103,6 @@ struct desired *calc_desired(struct calc *c)
 	return &c->desired;
 }
 
-const struct felix_config *calc_config(const struct calc *c)
-{
-	return &c->cfg;
-}
-
-const char *calc_nodename(const struct calc *c)
-{
-	return c->nodename;
-}
-
 const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node)
 {
 	return node ? c->fc_node : c->fc_global;

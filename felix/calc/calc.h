@@ -29,8 +29,6 @@ void calc_update(struct calc *c, const struct ds_update *u);
 void calc_set_config(struct calc *c, const struct felix_config *cfg);
 
 struct desired *calc_desired(struct calc *c);
-const struct felix_config *calc_config(const struct calc *c);
-const char *calc_nodename(const struct calc *c);
 
 /* The FelixConfiguration resources ("default", "node.<this node>"), for config layering. */
 const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node);
