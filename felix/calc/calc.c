@@ -309,7 +309,7 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 {
 	char owner[600];
 	owner_name(owner, sizeof(owner), "wep", key, NULL);
-	struct desired_item items[17];
+	struct desired_item one[3], *items = one;
 	size_t n = 0;
 	if (w && hmap_has(&c->refused, key))
 		w = NULL;
@@ -317,7 +317,10 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 		const char *ifname = w->spec.interface_name;
 		uint8_t mac[6];
 		bool has_mac = parse_mac(w->spec.mac, mac);
-		for (size_t i = 0; i < w->spec.n_ip_networks && n + 2 < ARRAY_SIZE(items); i++) {
+		/* A route and a neighbour per network, and the interface. */
+		if (w->spec.n_ip_networks > 1)
+			items = xmalloc(sizeof(*items) * (2 * w->spec.n_ip_networks + 1));
+		for (size_t i = 0; i < w->spec.n_ip_networks; i++) {
 			struct br_cidr net;
 			if (cidr_parse(w->spec.ip_networks[i], true, &net) < 0 ||
 			    net.ip.family != AF_INET)
@@ -341,6 +344,8 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 		items[n++] = ifc;
 	}
 	desired_set_owner(&c->desired, owner, DESIRED_WORKLOAD, items, n);
+	if (items != one)
+		free(items);
 }
 
 static void recompute_affinity(struct calc *c, const char *node, const char *name,

@@ -133,6 +133,20 @@ static void test_local_endpoints(void **state)
 	/* An endpoint that moves to this node gets its route. */
 	put(c, wep("b", "node1", "calib", "10.244.2.7/32", NULL), "default", "node2-k8s-b-eth0");
 	assert_string_equal(route_str(c, "10.244.2.7/32"), "dev calib scope link");
+
+	/* Every network of an endpoint is routed, however many it has (with a MAC: a
+	 * neighbour each too). */
+	char nets[1024] = "", key[32];
+	for (int i = 0; i < 20; i++)
+		snprintf(nets + strlen(nets), sizeof(nets) - strlen(nets), "%s10.244.3.%d/32",
+			 i ? ", " : "", i + 1);
+	put(c, wep("m", "node1", "calim", nets, "0a:58:0a:f4:03:01"), "default", "m");
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "10.244.3.%d/32", i + 1);
+		assert_string_equal(route_str(c, key), "dev calim scope link");
+		snprintf(key, sizeof(key), "calim|10.244.3.%d", i + 1);
+		assert_non_null(desired_get(calc_desired(c), DESIRED_NEIGH, key));
+	}
 	calc_free(c);
 }
 
