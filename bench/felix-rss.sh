@@ -10,8 +10,12 @@
 #   sudo bench/felix-rss.sh 5000 250 10000 500   # the policy issue's scale
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/build" release >/dev/null
-export BRINDLE_BUILD_DIR=$top/build/release BRINDLECTL=$top/build/release/ctl/brindlectl
+# BRINDLE_BUILD_DIR: a release build to measure (default: build/release, built first).
+if [ -z "${BRINDLE_BUILD_DIR:-}" ]; then
+	"$top/scripts/build" release >/dev/null
+	export BRINDLE_BUILD_DIR=$top/build/release
+fi
+export BRINDLECTL=$BRINDLE_BUILD_DIR/ctl/brindlectl
 . "$top/tests/lib/common.sh"
 NODES=${1:-5000} LOCAL=${2:-250} REMOTE=${3:-} POLICIES=${4:-}
 
