@@ -230,10 +230,29 @@ static int cmp_cstr(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* One entry of a dispatch chain: an interface, or a bin of names sharing a prefix. */
+struct bin {
+	size_t from, to; /* names[from, to) */
+	char child[32];	 /* the bin's chain, "" for a single interface */
+	char prefix[20]; /* "cali1+" */
+};
+
+/*
+ * Was chain @name made from the same @sig last time (and still there)? Then
+ * rendering it again would give the same rules: a local endpoint added or
+ * removed changes one bin of each tree, not the others.
+ */
+static bool dispatch_unchanged(struct pol *p, const char *name, const char *sig)
+{
+	const char *had = hmap_get(&p->dispatch, name);
+	return had && streq(had, sig) && hmap_has(&p->d.tables[PT_FILTER].chains, name);
+}
+
 /*
  * A dispatch chain over interface names, as Felix builds it: names sorted,
  * their common prefix, then one level binned by the next character; a bin
- * of one goes straight to the endpoint's chain.
+ * of one goes straight to the endpoint's chain. @made gets each chain's name
+ * and what it was made from.
  */
 static void render_dispatch(struct pol *p, const char *root, const char *opt,
 			    const char *target_prefix, const char **names, size_t n,
@@ -249,50 +268,89 @@ static void render_dispatch(struct pol *p, const char *root, const char *opt,
 	}
 	if (n > 1 && common == strlen(names[0]))
 		common--; /* a name that is a prefix of another: bin on its last character */
-	struct chain_builder b;
-	cb_start(&b, root);
-	size_t i = 0;
-	while (i < n) {
+	struct bin *bins = xcalloc(n + 1, sizeof(*bins));
+	size_t nb = 0;
+	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		while (j < n && n > 1 && names[j][common] == names[i][common])
 			j++;
 		if (j == i)
 			j = i + 1;
-		if (j - i == 1) {
-			cb_generic(&b, "%s %s", opt, names[i]);
-			cb_target(&b, "-g %s%s", target_prefix, names[i]);
-			cb_emit(&b);
-		} else {
-			char child[32], pfx[20];
-			snprintf(child, sizeof(child), "%s-%c", root, names[i][common]);
-			snprintf(pfx, sizeof(pfx), "%.*s+", (int)(common + 1), names[i]);
-			cb_generic(&b, "%s %s", opt, pfx);
-			cb_target(&b, "-g %s", child);
-			cb_emit(&b);
-			struct chain_builder cbd;
-			cb_start(&cbd, child);
-			for (size_t k = i; k < j; k++) {
-				cb_generic(&cbd, "%s %s", opt, names[k]);
-				cb_target(&cbd, "-g %s%s", target_prefix, names[k]);
-				cb_emit(&cbd);
-			}
-			if (drop_unknown) {
-				cb_comment(&cbd, "Unknown interface");
-				cb_target(&cbd, "-j DROP");
-				cb_emit(&cbd);
-			}
-			chains_put(p, PT_FILTER, cb_finish(&cbd));
-			hmap_put(made, child, (void *)1);
+		struct bin *bn = &bins[nb++];
+		bn->from = i;
+		bn->to = j;
+		if (j - i > 1) {
+			snprintf(bn->child, sizeof(bn->child), "%s-%c", root, names[i][common]);
+			snprintf(bn->prefix, sizeof(bn->prefix), "%.*s+", (int)(common + 1),
+				 names[i]);
 		}
 		i = j;
 	}
-	if (drop_unknown) {
-		cb_comment(&b, "Unknown interface");
-		cb_target(&b, "-j DROP");
-		cb_emit(&b);
+	struct strbuf sig = STRBUF_INIT, root_sig = STRBUF_INIT;
+	sb_init(&sig);
+	sb_init(&root_sig);
+	sb_addf(&root_sig, "%d", drop_unknown);
+	for (size_t k = 0; k < nb; k++) {
+		const struct bin *bn = &bins[k];
+		if (!bn->child[0]) {
+			sb_addf(&root_sig, " %s", names[bn->from]);
+			continue;
+		}
+		sb_addf(&root_sig, " %s:%s", bn->prefix, bn->child);
+		sb_reset(&sig);
+		sb_addf(&sig, "%d", drop_unknown);
+		for (size_t i = bn->from; i < bn->to; i++)
+			sb_addf(&sig, " %s", names[i]);
+		hmap_put(made, bn->child, xstrdup(sb_str(&sig)));
+		if (dispatch_unchanged(p, bn->child, sb_str(&sig)))
+			continue;
+		struct chain_builder b;
+		cb_start(&b, bn->child);
+		for (size_t i = bn->from; i < bn->to; i++) {
+			cb_generic(&b, "%s %s", opt, names[i]);
+			cb_target(&b, "-g %s%s", target_prefix, names[i]);
+			cb_emit(&b);
+		}
+		if (drop_unknown) {
+			cb_comment(&b, "Unknown interface");
+			cb_target(&b, "-j DROP");
+			cb_emit(&b);
+		}
+		chains_put(p, PT_FILTER, cb_finish(&b));
 	}
-	chains_put(p, PT_FILTER, cb_finish(&b));
-	hmap_put(made, root, (void *)1);
+	hmap_put(made, root, xstrdup(sb_str(&root_sig)));
+	if (!dispatch_unchanged(p, root, sb_str(&root_sig))) {
+		struct chain_builder b;
+		cb_start(&b, root);
+		for (size_t k = 0; k < nb; k++) {
+			const struct bin *bn = &bins[k];
+			if (bn->child[0]) {
+				cb_generic(&b, "%s %s", opt, bn->prefix);
+				cb_target(&b, "-g %s", bn->child);
+			} else {
+				cb_generic(&b, "%s %s", opt, names[bn->from]);
+				cb_target(&b, "-g %s%s", target_prefix, names[bn->from]);
+			}
+			cb_emit(&b);
+		}
+		if (drop_unknown) {
+			cb_comment(&b, "Unknown interface");
+			cb_target(&b, "-j DROP");
+			cb_emit(&b);
+		}
+		chains_put(p, PT_FILTER, cb_finish(&b));
+	}
+	sb_free(&sig);
+	sb_free(&root_sig);
+	free(bins);
+}
+
+/* Forget what the dispatch chains were made from. */
+static void dispatch_clear(struct hmap *m)
+{
+	for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);)
+		free(it.value);
+	hmap_clear(m);
 }
 
 void chains_render_dispatch(struct pol *p)
@@ -319,7 +377,7 @@ void chains_render_dispatch(struct pol *p)
 	for (struct hmap_iter it = hmap_iter(&p->dispatch); hmap_next(&it);)
 		if (!hmap_has(&made, it.key))
 			chains_del(p, PT_FILTER, it.key);
-	hmap_clear(&p->dispatch);
+	dispatch_clear(&p->dispatch);
 	p->dispatch = made;
 	free(wl);
 	free(hl);
@@ -533,5 +591,5 @@ void chains_free(struct pol *p)
 		hmap_clear(&p->d.tables[t].chains);
 		hooks_free(&p->d.tables[t]);
 	}
-	hmap_clear(&p->dispatch);
+	dispatch_clear(&p->dispatch);
 }

@@ -297,7 +297,7 @@ struct pol {
 	char **errors;
 	size_t n_errors;
 	struct hmap log_hashes; /* NFLOG policy hash → id (owned copy) */
-	struct hmap dispatch;	/* dispatch chains made last time → (void *)1 */
+	struct hmap dispatch;	/* dispatch chains made last time → what from (owned) */
 	bool had_heps;
 	struct strbuf scratch;
 };

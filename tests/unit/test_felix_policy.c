@@ -557,6 +557,61 @@ static void test_dispatch_tree(void **state)
 	assert_non_null(rule_with(child, "-g cali-fw-cali30000000003"));
 	assert_non_null(rule_with(child, "Unknown interface"));
 	assert_non_null(rule_with(root, "-i cali3+ -m comment"));
+
+	/*
+	 * Endpoints come and go a bin at a time (a bin emptied, one down to a single
+	 * interface, a new bin, a single one grown into a bin): the trees kept
+	 * incrementally are the ones made from scratch for the endpoints left.
+	 */
+	static const int gone[] = { 3, 19, 35, 4, 20 };
+	for (size_t i = 0; i < ARRAY_SIZE(gone); i++) {
+		snprintf(name, sizeof(name), "p%d", gone[i]);
+		del(KIND_WORKLOADENDPOINT, "a", name);
+	}
+	pol_flush(P);
+	pod("a", "q1", "node-a", "calizz00000001", "10.1.1.1", "", NULL);
+	pod("a", "q2", "node-a", "calizz00000002", "10.1.1.2", "", NULL);
+	pod("a", "q3", "node-a", "cali40000000099", "10.1.1.3", "", NULL);
+	pol_flush(P);
+	struct pol *incremental = P;
+	P = pol_new("node-a");
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	pol_set_config(P, &cfg);
+	ns("a", "");
+	for (int i = 0; i < 40; i++) {
+		bool kept = true;
+		for (size_t k = 0; k < ARRAY_SIZE(gone); k++)
+			kept &= gone[k] != i;
+		if (!kept)
+			continue;
+		snprintf(name, sizeof(name), "p%d", i);
+		snprintf(iface, sizeof(iface), "cali%x%010d", i % 16, i);
+		snprintf(ip, sizeof(ip), "10.1.0.%d", i + 1);
+		pod("a", name, "node-a", iface, ip, "", NULL);
+	}
+	pod("a", "q1", "node-a", "calizz00000001", "10.1.1.1", "", NULL);
+	pod("a", "q2", "node-a", "calizz00000002", "10.1.1.2", "", NULL);
+	pod("a", "q3", "node-a", "cali40000000099", "10.1.1.3", "", NULL);
+	pol_flush(P);
+	const struct hmap *want = &pol_desired(P)->tables[PT_FILTER].chains;
+	const struct hmap *have = &pol_desired(incremental)->tables[PT_FILTER].chains;
+	size_t trees = 0;
+	for (struct hmap_iter it = hmap_iter(want); hmap_next(&it);) {
+		if (!strstr(it.key, "dispatch"))
+			continue;
+		const struct pchain *w = it.value, *h = hmap_get(have, it.key);
+		assert_non_null(h);
+		assert_int_equal(h->n, w->n);
+		for (uint32_t i = 0; i < w->n; i++)
+			assert_string_equal(h->rules[i], w->rules[i]);
+		trees++;
+	}
+	for (struct hmap_iter it = hmap_iter(have); hmap_next(&it);)
+		if (strstr(it.key, "dispatch"))
+			assert_non_null(hmap_get(want, it.key));
+	assert_true(trees > 4);
+	pol_free(incremental);
 }
 
 static void test_endpoint_to_host_action(void **state)
