@@ -61,7 +61,7 @@ struct felix {
 	uint64_t invalid_values;
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
-		*m_errors, *m_in_sync, *m_writes;
+		*m_errors, *m_in_sync, *m_writes, *m_stall;
 	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
 		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
 	size_t reported_errors;
@@ -390,6 +390,10 @@ static void on_metrics(void *ctx, const char *path, struct httpd_response *resp)
 	if (strcmp(path, "/metrics") != 0)
 		return;
 	update_metrics(f);
+	struct loop_stats ls;
+	loop_get_stats(f->loop, &ls);
+	metric_set(f->m_stall, "10s", (double)ls.longest_recent_ns / 1e9);
+	metric_set(f->m_stall, "ever", (double)ls.longest_ns / 1e9);
 	resp->status = 200;
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	metrics_render(f->m, &resp->body);
@@ -417,6 +421,10 @@ static void make_metrics(struct felix *f)
 	f->m_errors = metrics_counter(f->m, "felix_errors_total", "Errors, by kind.", "kind");
 	f->m_in_sync =
 		metrics_gauge(f->m, "felix_in_sync", "1 when the datastore is in sync.", NULL);
+	f->m_stall = metrics_gauge(f->m, "felix_loop_longest_handler_seconds",
+				   "The longest run of one event-loop handler (the datastore, "
+				   "timers, netlink): in the last 10 s, and ever.",
+				   "window");
 	f->m_writes = metrics_counter(f->m, "felix_kernel_writes_total", "Netlink changes applied.",
 				      NULL);
 	f->m_chains = metrics_gauge(f->m, "felix_iptables_chains",

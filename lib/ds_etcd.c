@@ -451,6 +451,8 @@ struct esync_kind {
 	char *scope;
 	char *prefix;
 	bool listed;
+	struct etcd_list_op *listing; /* the list in flight */
+	struct hmap seen;	      /* cache keys the list in flight has shown */
 	struct etcd_watch *watch;
 	struct hmap cache; /* key without the prefix → mod revision (pointer-sized) */
 };
@@ -552,67 +554,86 @@ static const struct etcd_watch_ops watch_ops = {
 	.state = on_watch_state,
 };
 
-struct list_pass {
-	struct esync_kind *sk;
-	struct hmap seen; /* cache keys listed this time */
-};
+static void sync_next(struct esync *s);
 
 static int deliver_page(void *ctx, const struct etcd_kv *kvs, size_t n)
 {
-	struct list_pass *lp = ctx;
+	struct esync_kind *sk = ctx;
 	for (size_t i = 0; i < n; i++) {
-		const char *rel = rel_key(lp->sk, kvs[i].key);
+		const char *rel = rel_key(sk, kvs[i].key);
 		if (rel)
-			hmap_put(&lp->seen, rel, (void *)1);
-		deliver_kv(lp->sk, &kvs[i]);
+			hmap_put(&sk->seen, rel, (void *)1);
+		deliver_kv(sk, &kvs[i]);
 	}
 	return 0;
 }
 
-/*
- * List one kind, delivering page by page what changed, then the deletes of
- * whatever the list no longer has, then watch from the list's revision.
- */
-static int list_kind(struct esync_kind *sk)
+static void sync_failed(struct esync *s)
 {
-	struct ds *d = sk->s->d;
-	struct list_pass lp = { .sk = sk };
-	int64_t revision;
-	int r = etcd_list_each(E(d), sk->prefix, 0, 0, deliver_page, &lp, &revision);
-	if (r < 0) {
-		hmap_clear(&lp.seen);
-		return etcd_err(d, r, "list");
+	set_status(s, DS_WAIT_FOR_DATASTORE);
+	s->backoff_ms = s->backoff_ms ? MIN(s->backoff_ms * 2, 5000) : 250;
+	loop_timer_arm(s->timer, s->backoff_ms, 0);
+}
+
+/*
+ * A kind's list ended: deliver the deletes of whatever it no longer has,
+ * watch from its revision, and go on with the next kind.
+ */
+static void list_done(void *ctx, int err, int64_t revision)
+{
+	struct esync_kind *sk = ctx;
+	struct esync *s = sk->s;
+	struct ds *d = s->d;
+	sk->listing = NULL;
+	if (err < 0) {
+		hmap_clear(&sk->seen);
+		(void)etcd_err(d, err, "list");
+		sync_failed(s);
+		return;
 	}
 	for (struct hmap_iter it = hmap_iter(&sk->cache); hmap_next(&it);)
-		if (!hmap_has(&lp.seen, it.key))
+		if (!hmap_has(&sk->seen, it.key))
 			deliver_delete(sk, it.key);
-	hmap_clear(&lp.seen);
+	hmap_clear(&sk->seen);
 	etcd_watch_stop(sk->watch);
 	sk->watch = NULL;
-	r = etcd_watch_start(E(d), sk->s->l, sk->prefix, revision + 1, &watch_ops, sk, &sk->watch);
-	if (r < 0)
-		return etcd_err(d, r, "watch");
+	int r = etcd_watch_start(E(d), s->l, sk->prefix, revision + 1, &watch_ops, sk, &sk->watch);
+	if (r < 0) {
+		(void)etcd_err(d, r, "watch");
+		sync_failed(s);
+		return;
+	}
 	sk->listed = true;
-	return 0;
+	sync_next(s);
+}
+
+/* List the next kind that needs it (one at a time, in order), or report in sync. */
+static void sync_next(struct esync *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct esync_kind *sk = &s->kinds[i];
+		if (sk->listed)
+			continue;
+		if (sk->listing)
+			return;
+		if (s->status == DS_WAIT_FOR_DATASTORE)
+			set_status(s, DS_RESYNC);
+		int r = etcd_list_start(E(s->d), s->l, sk->prefix, 0, 0, deliver_page, list_done,
+					sk, &sk->listing);
+		if (r < 0) {
+			sk->listing = NULL;
+			(void)etcd_err(s->d, r, "list");
+			sync_failed(s);
+		}
+		return;
+	}
+	s->backoff_ms = 0;
+	set_status(s, DS_IN_SYNC);
 }
 
 static void sync_pending(struct loop *l, struct loop_timer *t, void *ctx)
 {
-	struct esync *s = ctx;
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->kinds[i].listed)
-			continue;
-		if (s->status == DS_WAIT_FOR_DATASTORE)
-			set_status(s, DS_RESYNC);
-		if (list_kind(&s->kinds[i]) < 0) {
-			set_status(s, DS_WAIT_FOR_DATASTORE);
-			s->backoff_ms = s->backoff_ms ? MIN(s->backoff_ms * 2, 5000) : 250;
-			loop_timer_arm(s->timer, s->backoff_ms, 0);
-			return;
-		}
-	}
-	s->backoff_ms = 0;
-	set_status(s, DS_IN_SYNC);
+	sync_next(ctx);
 }
 
 static int e_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
@@ -654,6 +675,8 @@ static void e_syncer_stop(struct ds_syncer *base)
 {
 	struct esync *s = container_of(base, struct esync, base);
 	for (size_t i = 0; i < s->n; i++) {
+		etcd_list_cancel(s->kinds[i].listing);
+		hmap_clear(&s->kinds[i].seen);
 		etcd_watch_stop(s->kinds[i].watch);
 		hmap_clear(&s->kinds[i].cache);
 		free(s->kinds[i].scope);
@@ -661,6 +684,7 @@ static void e_syncer_stop(struct ds_syncer *base)
 	}
 	loop_timer_free(s->timer);
 	free(s->kinds);
+	etcd_loop_release(E(s->d));
 	free(s);
 }
 

@@ -1,6 +1,8 @@
 /*
- * etcd v3 client, unary calls over the JSON gateway through lib/http_client.c,
- * keeping one connection open between the calls of a client (HTTP keep-alive).
+ * etcd v3 client, unary calls over the JSON gateway through lib/http.c
+ * (libcurl), whose agent keeps the connection open between the calls of a
+ * client (HTTP keep-alive; a connection the server closed meanwhile is
+ * replaced and the request sent again, as curl does for a reused one).
  *
  * A call has one deadline (timeout_ms). It tries the endpoint that answered
  * last first and moves on to the next one while the request was never sent
@@ -10,10 +12,8 @@
  * twice. HTTP and etcd errors never fail over, nor does an answer we cannot
  * read (-EPROTO).
  *
- * A kept connection is used again only while it is idle and the server has
- * not closed it; one that breaks before any byte of the answer arrived was
- * closed by the server as we sent, and the request goes once more on a new
- * connection, as HTTP clients do.
+ * The blocking calls are for tools (brindlectl, the CNI plugin); a daemon
+ * lists through etcd_list_start, which runs in its loop.
  */
 #include "etcd_internal.h"
 
@@ -31,14 +31,12 @@
 
 struct etcd {
 	struct etcd_conn conn;
-	size_t good;		    /* endpoint tried first */
-	struct http_tls *tls;	    /* loaded on the first TLS endpoint */
-	struct http_conn *http;	    /* the kept connection, or NULL */
-	size_t http_ep;		    /* its endpoint */
-	struct http_reader *reader; /* response of the current call */
-	struct strbuf why;	    /* the transport's reason for a failure */
-	struct strbuf error;	    /* etcd_last_error */
-	struct arena *arena;	    /* decoded response of the current call */
+	size_t good;		       /* endpoint tried first */
+	struct http_agent *agent;      /* blocking calls; made on the first */
+	struct http_agent *loop_agent; /* calls from a loop (lists) */
+	struct loop *loop;
+	struct strbuf error; /* etcd_last_error */
+	struct arena *arena; /* decoded response of the current call */
 };
 
 static char *strdup_or_null(const char *s)
@@ -82,21 +80,37 @@ size_t etcd_client_good_endpoint(const struct etcd *e)
 	return e->good;
 }
 
-int etcd_conn_open(const struct etcd_conn *c, size_t i, struct http_tls **tls, uint64_t deadline_ms,
-		   struct http_conn **out, struct strbuf *err)
+int etcd_agent_new(const struct etcd_conn *c, struct loop *l, struct http_agent **out,
+		   struct strbuf *err)
+{
+	/* TLS files matter only to TLS endpoints (a plain one never reads them). */
+	bool tls = false;
+	for (size_t i = 0; i < c->n_eps; i++)
+		tls |= strncmp(c->eps[i].url, "https:", 6) == 0;
+	struct http_auth auth = { .ca_file = c->ca_file,
+				  .cert_file = c->cert_file,
+				  .key_file = c->key_file };
+	return http_agent_new(l, tls ? &auth : NULL, out, err);
+}
+
+void etcd_request(const struct etcd_conn *c, size_t i, const char *path, const struct strbuf *body,
+		  long connect_timeout_ms, long timeout_ms, struct strbuf *url,
+		  struct http_request *out)
 {
 	const struct etcd_endpoint *ep = &c->eps[i];
-	struct http_endpoint hep;
-	if (http_endpoint_parse(ep->url, ep->unix_path, &hep, err) < 0)
-		return -ECONNREFUSED;
-	int r = 0;
-	/* Datastore traffic goes direct: no proxy, whatever *_proxy says. */
-	if (hep.tls && !*tls)
-		r = http_tls_new(c->ca_file, c->cert_file, c->key_file, tls, err);
-	if (r == 0)
-		r = http_conn_open(&hep, *tls, deadline_ms, out, err);
-	http_endpoint_clear(&hep);
-	return r == 0 || r == -ETIMEDOUT ? r : -ECONNREFUSED;
+	sb_reset(url);
+	sb_addf(url, "%s%s", ep->url, path);
+	*out = (struct http_request){
+		.method = "POST",
+		.url = sb_str(url),
+		.unix_socket = ep->unix_path,
+		.content_type = "application/json",
+		.body = body->buf,
+		.body_len = body->len,
+		.connect_timeout_ms = connect_timeout_ms,
+		.timeout_ms = timeout_ms,
+		.max_body = ETCD_MAX_BODY_BYTES,
+	};
 }
 
 void etcd_json_b64(struct strbuf *sb, const void *p, size_t len)
@@ -182,8 +196,6 @@ int etcd_new(const struct etcd_config *cfg, struct etcd **out, struct strbuf *er
 	e->conn.connect_timeout_ms =
 		cfg->connect_timeout_ms ? cfg->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 
-	e->reader = http_reader_new(HTTP_MAX_BODY_BYTES, NULL, NULL);
-	sb_init(&e->why);
 	sb_init(&e->error);
 	e->arena = arena_new();
 	*out = e;
@@ -194,11 +206,9 @@ void etcd_free(struct etcd *e)
 {
 	if (!e)
 		return;
-	http_conn_close(e->http);
-	http_reader_free(e->reader);
-	http_tls_free(e->tls);
+	http_agent_free(e->agent);
+	http_agent_free(e->loop_agent);
 	etcd_conn_clear(&e->conn);
-	sb_free(&e->why);
 	sb_free(&e->error);
 	arena_free(e->arena);
 	free(e);
@@ -230,26 +240,25 @@ static const char *ep_name(const struct etcd *e, size_t i, char *buf, size_t len
 }
 
 /* An HTTP answer: the JSON body on 200, else the errno etcd's error maps to. */
-static int read_answer(struct etcd *e, size_t i, struct jv **resp)
+static int read_answer(struct etcd *e, size_t i, long status, const struct strbuf *body,
+		       struct jv **resp)
 {
 	char name[256];
-	int status = http_reader_status(e->reader);
-	const struct strbuf *body = http_reader_body(e->reader);
 	struct strbuf perr = STRBUF_INIT;
 	struct jv *v = NULL;
-	int pr = json_parse(e->arena, body->buf, body->len, &v, &perr);
+	int pr = json_parse(e->arena, body->buf ? body->buf : "", body->len, &v, &perr);
 	sb_free(&perr);
 	if (status != 200) {
 		int r = pr == 0 ? etcd_decode_error(v, &e->error) : -EPROTO;
 		if (r != -EPROTO)
 			return r;
-		set_error(e, "%s: HTTP %d: %.200s", ep_name(e, i, name, sizeof(name)), status,
-			  body->buf);
+		set_error(e, "%s: HTTP %ld: %.200s", ep_name(e, i, name, sizeof(name)), status,
+			  body->buf ? body->buf : "");
 		return -EIO;
 	}
 	if (pr < 0) {
 		set_error(e, "%s: unreadable response: %.200s", ep_name(e, i, name, sizeof(name)),
-			  body->buf);
+			  body->buf ? body->buf : "");
 		return -EPROTO;
 	}
 	/* Streaming endpoints answer errors with 200 and an error object. */
@@ -262,46 +271,6 @@ static int read_answer(struct etcd *e, size_t i, struct jv **resp)
 	return 0;
 }
 
-static void drop_connection(struct etcd *e)
-{
-	http_conn_close(e->http);
-	e->http = NULL;
-}
-
-/*
- * One request to endpoint @i on the kept connection or a new one. On 0 the
- * answer is in e->reader. *sent (always written) says whether the request
- * went out before a failure.
- */
-static int exchange(struct etcd *e, size_t i, const char *path, const struct strbuf *req,
-		    uint64_t connect_deadline, uint64_t deadline, bool *sent)
-{
-	*sent = false;
-	for (bool retried = false;; retried = true) {
-		bool reused = e->http && e->http_ep == i && http_conn_reusable(e->http);
-		if (!reused) {
-			drop_connection(e);
-			int r = etcd_conn_open(&e->conn, i, &e->tls, connect_deadline, &e->http,
-					       &e->why);
-			if (r < 0)
-				return r;
-			e->http_ep = i;
-		}
-		http_conn_post(e->http, path, req->buf, req->len, e->reader);
-		int r = http_conn_run(e->http, connect_deadline, deadline, &e->why);
-		if (r == 0) {
-			if (!http_reader_keep_alive(e->reader))
-				drop_connection(e);
-			return 0;
-		}
-		*sent = http_conn_sent(e->http);
-		drop_connection(e);
-		if (!reused || retried || r != -ECONNRESET || http_reader_started(e->reader))
-			return r;
-		*sent = false;
-	}
-}
-
 /*
  * POST @req to @path. On 0, *resp is the decoded body (in e->arena, valid
  * until the next call). @idempotent: the request may be repeated on another
@@ -312,39 +281,64 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 {
 	char name[256];
 	arena_reset(e->arena);
+	if (!e->agent) {
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		int r = etcd_agent_new(&e->conn, NULL, &e->agent, &why);
+		if (r < 0) {
+			set_error(e, "%s", sb_str(&why));
+			sb_free(&why);
+			return -ECONNREFUSED;
+		}
+		sb_free(&why);
+	}
 	uint64_t deadline = now_ms() + (uint64_t)e->conn.timeout_ms;
 	bool all_timed_out = true, tried = false;
 	size_t n = e->conn.n_eps;
-	for (size_t k = 0; k < n; k++) {
+	struct strbuf url = STRBUF_INIT;
+	sb_init(&url);
+	int result = 0;
+	bool decided = false;
+	for (size_t k = 0; k < n && !decided; k++) {
 		size_t i = (e->good + k) % n;
 		uint64_t now = now_ms();
 		if (now >= deadline)
 			break;
 		uint64_t left = deadline - now;
 		tried = true;
-		/* A big answer (the first list of a large cluster) leaves no big buffer behind. */
-		http_reader_trim(e->reader, 256 * 1024);
-		sb_reset(&e->why);
-		bool sent;
-		int r = exchange(e, i, path, req,
-				 now + MIN(left, (uint64_t)e->conn.connect_timeout_ms), deadline,
-				 &sent);
+		struct http_request hr;
+		etcd_request(&e->conn, i, path, req,
+			     (long)MIN(left, (uint64_t)e->conn.connect_timeout_ms), (long)left,
+			     &url, &hr);
+		struct http_result res;
+		int r = http_agent_perform(e->agent, &hr, &res);
 		if (r == 0) {
 			e->good = i;
-			return read_answer(e, i, resp);
+			result = read_answer(e, i, res.status, &res.body, resp);
+			http_result_clear(&res);
+			decided = true;
+			break;
 		}
-		set_error(e, "%s: %s", ep_name(e, i, name, sizeof(name)), sb_str(&e->why));
-		if (r == -EPROTO || r == -EMSGSIZE)
-			return -EPROTO; /* an answer, but not one we can read */
+		set_error(e, "%s: %s", ep_name(e, i, name, sizeof(name)), res.why);
+		bool sent = res.sent;
+		http_result_clear(&res);
+		if (r == -EMSGSIZE || r == -EPROTO) {
+			result = -EPROTO; /* an answer, but not one we can read */
+			decided = true;
+		} else if (sent && !idempotent && r != -ETIMEDOUT) {
+			sb_adds(&e->error, " (the request may have been applied)");
+			result = -ECONNRESET;
+			decided = true;
+		} else if (sent && r == -ETIMEDOUT) {
+			result = -ETIMEDOUT; /* waited for an answer until the deadline */
+			decided = true;
+		}
 		if (r != -ETIMEDOUT)
 			all_timed_out = false;
-		if (sent && !idempotent && r != -ETIMEDOUT) {
-			sb_adds(&e->error, " (the request may have been applied)");
-			return -ECONNRESET;
-		}
-		if (sent && r == -ETIMEDOUT)
-			return -ETIMEDOUT; /* waited for an answer until the deadline */
 	}
+	sb_free(&url);
+	if (decided)
+		return result;
 	if (now_ms() >= deadline) {
 		if (!tried)
 			set_error(e, "timed out after %ld ms", e->conn.timeout_ms);
@@ -476,6 +470,210 @@ int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t 
 	if (revision_out)
 		*revision_out = revision;
 	return 0;
+}
+
+/* --- lists from a loop ---------------------------------------------------------------- */
+
+struct etcd_list_op {
+	struct etcd *e;
+	struct http_call *call;
+	char *key, *end; /* the next page starts at key */
+	size_t key_len, end_len;
+	int64_t revision;
+	size_t page_size;
+	size_t ep, tried; /* endpoint of this page's attempt, attempts so far */
+	uint64_t deadline;
+	int (*page)(void *ctx, const struct etcd_kv *kvs, size_t n);
+	void (*done)(void *ctx, int err, int64_t revision);
+	void *ctx;
+	struct strbuf url, body;
+	bool cancelled, in_page;
+};
+
+static void list_op_free(struct etcd_list_op *op)
+{
+	free(op->key);
+	free(op->end);
+	sb_free(&op->url);
+	sb_free(&op->body);
+	free(op);
+}
+
+static void list_op_finish(struct etcd_list_op *op, int err)
+{
+	op->call = NULL;
+	op->done(op->ctx, err, op->revision);
+	list_op_free(op);
+}
+
+static void list_page_done(void *ctx, const struct http_result *res);
+
+static int list_page_start(struct etcd_list_op *op)
+{
+	struct etcd *e = op->e;
+	uint64_t now = now_ms();
+	if (now >= op->deadline)
+		return -ETIMEDOUT;
+	uint64_t left = op->deadline - now;
+	sb_reset(&op->body);
+	sb_adds(&op->body, "{\"key\":");
+	etcd_json_b64(&op->body, op->key, op->key_len);
+	sb_adds(&op->body, ",\"range_end\":");
+	etcd_json_b64(&op->body, op->end, op->end_len);
+	sb_addf(&op->body, ",\"limit\":\"%zu\"", op->page_size);
+	if (op->revision > 0)
+		sb_addf(&op->body, ",\"revision\":\"%" PRId64 "\"", op->revision);
+	sb_adds(&op->body, "}");
+	struct http_request hr;
+	etcd_request(&e->conn, op->ep, "/v3/kv/range", &op->body,
+		     (long)MIN(left, (uint64_t)e->conn.connect_timeout_ms), (long)left, &op->url,
+		     &hr);
+	return http_call_start(e->loop_agent, &hr, list_page_done, op, &op->call);
+}
+
+/* The next endpoint, if one is left and there is time: a list is a read, safe to repeat. */
+static bool list_fail_over(struct etcd_list_op *op)
+{
+	struct etcd *e = op->e;
+	while (++op->tried < e->conn.n_eps) {
+		op->ep = (op->ep + 1) % e->conn.n_eps;
+		if (list_page_start(op) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void list_page_done(void *ctx, const struct http_result *res)
+{
+	struct etcd_list_op *op = ctx;
+	struct etcd *e = op->e;
+	char name[256];
+	op->call = NULL;
+	if (res->err) {
+		set_error(e, "%s: %s", ep_name(e, op->ep, name, sizeof(name)), res->why);
+		if (res->err == -EMSGSIZE || res->err == -EPROTO) {
+			list_op_finish(op, -EPROTO);
+			return;
+		}
+		int err = res->err == -ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
+		if (!list_fail_over(op))
+			list_op_finish(op, err);
+		return;
+	}
+	arena_reset(e->arena);
+	struct jv *resp;
+	int r = read_answer(e, op->ep, res->status, &res->body, &resp);
+	struct etcd_range_page p;
+	if (r == 0) {
+		struct strbuf why = STRBUF_INIT;
+		if (etcd_decode_range(e->arena, resp, &p, &why) < 0)
+			r = protocol_error(e, &why);
+	}
+	if (r < 0) {
+		list_op_finish(op, r);
+		return;
+	}
+	e->good = op->ep;
+	if (op->revision <= 0)
+		op->revision = p.revision;
+	if (p.n) {
+		op->in_page = true;
+		r = op->page(op->ctx, p.kvs, p.n);
+		op->in_page = false;
+		if (op->cancelled) {
+			list_op_free(op);
+			return;
+		}
+		if (r < 0) {
+			list_op_finish(op, r);
+			return;
+		}
+	}
+	if (!p.more || p.n == 0) {
+		list_op_finish(op, 0);
+		return;
+	}
+	/* Continue right after the last key: its bytes plus "\0". */
+	const struct etcd_kv *last = &p.kvs[p.n - 1];
+	free(op->key);
+	op->key = xmalloc(last->key_len + 2);
+	memcpy(op->key, last->key, last->key_len);
+	op->key[last->key_len] = '\0';
+	op->key_len = last->key_len + 1;
+	op->tried = 0;
+	op->deadline = now_ms() + (uint64_t)e->conn.timeout_ms;
+	r = list_page_start(op);
+	if (r < 0 && !list_fail_over(op)) {
+		set_error(e, "cannot start a request: %s", strerror(-r));
+		list_op_finish(op, r == -ETIMEDOUT ? r : -ECONNREFUSED);
+	}
+}
+
+int etcd_list_start(struct etcd *e, struct loop *l, const char *prefix, int64_t revision,
+		    size_t page_size, int (*page)(void *ctx, const struct etcd_kv *kvs, size_t n),
+		    void (*done)(void *ctx, int err, int64_t revision), void *ctx,
+		    struct etcd_list_op **out)
+{
+	if (!l || !page || !done || (e->loop && e->loop != l))
+		return -EINVAL;
+	if (!e->loop_agent) {
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		int r = etcd_agent_new(&e->conn, l, &e->loop_agent, &why);
+		if (r < 0) {
+			set_error(e, "%s", sb_str(&why));
+			sb_free(&why);
+			return -ECONNREFUSED;
+		}
+		sb_free(&why);
+		e->loop = l;
+	}
+	struct etcd_list_op *op = xcalloc(1, sizeof(*op));
+	op->e = e;
+	struct arena *a = arena_new();
+	char *key, *end;
+	etcd_prefix_range(a, prefix, &key, &op->key_len, &end, &op->end_len);
+	op->key = xmalloc(op->key_len + 1);
+	memcpy(op->key, key, op->key_len + 1);
+	op->end = xmalloc(op->end_len + 1);
+	memcpy(op->end, end, op->end_len + 1);
+	arena_free(a);
+	op->revision = revision;
+	op->page_size = page_size ? page_size : DEFAULT_PAGE_SIZE;
+	op->page = page;
+	op->done = done;
+	op->ctx = ctx;
+	op->ep = e->good % e->conn.n_eps;
+	op->deadline = now_ms() + (uint64_t)e->conn.timeout_ms;
+	sb_init(&op->url);
+	sb_init(&op->body);
+	int r = list_page_start(op);
+	if (r < 0 && !list_fail_over(op)) {
+		set_error(e, "cannot start a request: %s", strerror(-r));
+		list_op_free(op);
+		return r;
+	}
+	*out = op;
+	return 0;
+}
+
+void etcd_loop_release(struct etcd *e)
+{
+	http_agent_free(e->loop_agent);
+	e->loop_agent = NULL;
+	e->loop = NULL;
+}
+
+void etcd_list_cancel(struct etcd_list_op *op)
+{
+	if (!op)
+		return;
+	if (op->in_page) {
+		op->cancelled = true; /* freed when @page returns */
+		return;
+	}
+	http_call_cancel(op->call);
+	list_op_free(op);
 }
 
 struct list_all {

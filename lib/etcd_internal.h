@@ -8,7 +8,10 @@
 
 #include <brindle/etcd.h>
 #include <brindle/etcd_codec.h>
-#include <brindle/http_client.h>
+#include <brindle/http.h>
+
+/* Unary bodies: a list page of 1,000 keys with values of ~45 KB each. */
+#define ETCD_MAX_BODY_BYTES (64u * 1024 * 1024)
 
 struct etcd_conn {
 	struct etcd_endpoint *eps;
@@ -25,13 +28,15 @@ const struct etcd_conn *etcd_client_conn(const struct etcd *e);
 size_t etcd_client_good_endpoint(const struct etcd *e);
 
 /*
- * Starts a connection to endpoint @i (the name resolved by @deadline_ms).
- * *@tls is loaded from @c's files on the first TLS endpoint and kept there.
- * -ECONNREFUSED (a bad URL or TLS file, refused, unresolvable) or
- * -ETIMEDOUT, with the reason in @err.
+ * An HTTP agent with @c's TLS settings (read only when an endpoint uses TLS),
+ * driven by @l (NULL: blocking calls). -EINVAL with the reason in @err.
  */
-int etcd_conn_open(const struct etcd_conn *c, size_t i, struct http_tls **tls, uint64_t deadline_ms,
-		   struct http_conn **out, struct strbuf *err) must_check;
+int etcd_agent_new(const struct etcd_conn *c, struct loop *l, struct http_agent **out,
+		   struct strbuf *err) must_check;
+/* A POST of @body (JSON) to endpoint @i's @path; the URL is built in @url. */
+void etcd_request(const struct etcd_conn *c, size_t i, const char *path, const struct strbuf *body,
+		  long connect_timeout_ms, long timeout_ms, struct strbuf *url,
+		  struct http_request *out);
 
 /* Appends the base64 of @len bytes at @p as a JSON string. */
 void etcd_json_b64(struct strbuf *sb, const void *p, size_t len);

@@ -1,10 +1,9 @@
 /*
- * etcd watches inside a struct loop. Each connection attempt is one
- * http_conn POSTing a create_request to /v3/watch; its socket is registered
- * with the loop and driven by http_conn_advance on readiness, with loop timers
- * for the connect timeout and for the "created" answer. Body bytes (the
- * chunked stream, de-chunked by the reader) go through a json_stream; each
- * complete message is decoded by etcd_codec.
+ * etcd watches inside a struct loop. Each connection attempt is one HTTP
+ * call (lib/http.c, driven by the loop) POSTing a create_request to
+ * /v3/watch and streaming the answer; a loop timer bounds the wait for the
+ * "created" answer (curl bounds the connect). Body bytes go through a
+ * json_stream; each complete message is decoded by etcd_codec.
  *
  * Invariants:
  *  - next_rev is one past the last revision delivered (or confirmed by a
@@ -17,8 +16,8 @@
  *  - Every attempt ends the same way: attempt_end, then either nothing more
  *    (stopped, compacted) or state(false) once and a retry after a backoff on
  *    the next endpoint.
- *  - A host name (not an address) is resolved while the loop waits, for at
- *    most the connect timeout; addresses and unix sockets never wait.
+ *  - Nothing blocks the loop: names resolve, connections open and TLS
+ *    handshakes run while the loop turns.
  */
 #include "etcd_internal.h"
 
@@ -52,19 +51,15 @@ struct etcd_watch {
 
 	/* The current attempt; attempting is false between attempts. */
 	bool attempting;
-	struct http_conn *http; /* NULL when the attempt failed to open */
-	struct http_tls *tls;	/* loaded on the first TLS endpoint */
-	struct http_reader *reader;
-	int fd;		    /* registered with the loop; -1 when not */
-	unsigned fd_gen;    /* http_conn_fd's generation of it */
-	uint32_t fd_events; /* what it is registered for */
+	struct http_agent *agent; /* the watch's own: it outlives nothing of the client's */
+	struct http_call *call;	  /* NULL when the attempt failed to start */
+	struct strbuf url, body;
 	struct json_stream *js;
 	size_t msg_bytes; /* fed since the last complete message */
 	bool created;
 	struct strbuf errbody; /* body of a non-200 answer */
 	struct strbuf why;     /* why the attempt ended */
 
-	struct loop_timer *connect_timer; /* connect (and TLS) deadline */
 	struct loop_timer *retry_timer;	  /* backoff before the next attempt */
 	struct loop_timer *guard_timer;	  /* deadline for the "created" answer */
 	uint64_t backoff_ms;
@@ -187,12 +182,11 @@ static int on_message(void *ctx, struct jv *v, struct arena *a)
 	return live(w) ? 0 : -ECANCELED;
 }
 
-static int on_body(void *ctx, const char *p, size_t n)
+static int feed(struct etcd_watch *w, const char *p, size_t n)
 {
-	struct etcd_watch *w = ctx;
 	if (!live(w))
 		return -ECANCELED;
-	if (http_reader_status(w->reader) != 200) {
+	if (http_call_status(w->call) != 200) {
 		if (w->errbody.len < 4096)
 			sb_add(&w->errbody, p, MIN(n, 4096 - w->errbody.len));
 		return 0;
@@ -212,108 +206,59 @@ static int on_body(void *ctx, const char *p, size_t n)
 	return live(w) ? 0 : -ECANCELED;
 }
 
-/* --- the connection and the loop --- */
+/* Body bytes, from inside curl: a callback may stop the watch, freed on the way out. */
+static int on_body(void *ctx, const char *p, size_t n)
+{
+	struct etcd_watch *w = ctx;
+	enter(w);
+	int r = feed(w, p, n);
+	leave(w);
+	return r;
+}
+
+/* --- attempts --- */
 
 static void attempt_failed(struct etcd_watch *w);
 
-static void fd_ready(struct loop *l, int fd, uint32_t events, void *ctx);
-
-static void unregister_fd(struct etcd_watch *w)
-{
-	if (w->fd >= 0)
-		loop_del_fd(w->loop, w->fd);
-	w->fd = -1;
-}
-
-/* Registers the connection's socket for what it waits for. */
-static int register_fd(struct etcd_watch *w, int want)
-{
-	unsigned gen;
-	int fd = http_conn_fd(w->http, &gen);
-	uint32_t ev =
-		(want & HTTP_WANT_READ ? EPOLLIN : 0) | (want & HTTP_WANT_WRITE ? EPOLLOUT : 0);
-	if (w->fd >= 0 && (w->fd != fd || w->fd_gen != gen))
-		unregister_fd(w); /* the next address's socket */
-	if (w->fd < 0) {
-		int r = loop_add_fd(w->loop, fd, ev, fd_ready, w);
-		if (r < 0)
-			return r;
-		w->fd = fd;
-		w->fd_gen = gen;
-		w->fd_events = ev;
-		return 0;
-	}
-	if (ev == w->fd_events)
-		return 0;
-	w->fd_events = ev;
-	return loop_mod_fd(w->loop, fd, ev);
-}
-
 /* The gateway's error text from a non-200 body, or the body itself. */
-static void http_error(struct etcd_watch *w, int status)
+static void http_error(struct etcd_watch *w, long status)
 {
 	struct arena *a = arena_new();
 	struct jv *v;
 	struct strbuf msg = STRBUF_INIT;
 	sb_init(&msg);
-	if (json_parse(a, w->errbody.buf, w->errbody.len, &v, NULL) < 0 ||
+	if (json_parse(a, w->errbody.buf ? w->errbody.buf : "", w->errbody.len, &v, NULL) < 0 ||
 	    etcd_decode_error(v, &msg) == -EPROTO) {
 		sb_reset(&msg);
-		sb_add(&msg, w->errbody.buf, MIN(w->errbody.len, 200));
+		sb_add(&msg, w->errbody.buf ? w->errbody.buf : "", MIN(w->errbody.len, 200));
 	}
-	set_why(w, "%s: HTTP %d: %s", ep_name(w), status, sb_str(&msg));
+	set_why(w, "%s: HTTP %ld: %s", ep_name(w), status, sb_str(&msg));
 	sb_free(&msg);
 	arena_free(a);
 }
 
-/* Moves the attempt on as far as it goes without blocking. */
-static void drive(struct etcd_watch *w)
-{
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	int r = http_conn_advance(w->http, &err);
-	if (r > 0) {
-		if (http_conn_established(w->http) && loop_timer_armed(w->connect_timer))
-			loop_timer_disarm(w->connect_timer);
-		int rr = register_fd(w, r);
-		if (rr < 0) {
-			set_why(w, "%s: cannot poll the connection: %s", ep_name(w), strerror(-rr));
-			attempt_failed(w);
-		}
-	} else if (r == 0) {
-		/* The whole response is in: a stream that ended, or an error. */
-		int status = http_reader_status(w->reader);
-		if (status != 200)
-			http_error(w, status);
-		else
-			set_why(w, "%s: watch stream ended", ep_name(w));
-		attempt_failed(w);
-	} else {
-		if (live(w))
-			set_why(w, "%s: %s", ep_name(w), sb_str(&err));
-		attempt_failed(w);
-	}
-	sb_free(&err);
-}
-
-static void fd_ready(struct loop *l, int fd, uint32_t events, void *ctx)
+/* The stream ended: an error, a broken connection, or the server closing it. */
+static void call_done(void *ctx, const struct http_result *res)
 {
 	struct etcd_watch *w = ctx;
 	enter(w);
-	if (w->attempting && w->http)
-		drive(w);
+	w->call = NULL;
+	if (w->attempting) {
+		if (res->err && res->err != -ECANCELED && live(w))
+			set_why(w, "%s: %s", ep_name(w), res->why);
+		else if (res->status && res->status != 200)
+			http_error(w, res->status);
+		else
+			set_why(w, "%s: watch stream ended", ep_name(w));
+		attempt_failed(w);
+	}
 	leave(w);
 }
 
-/* --- attempts --- */
-
 static void attempt_end(struct etcd_watch *w)
 {
-	unregister_fd(w);
-	http_conn_close(w->http);
-	w->http = NULL;
-	if (w->connect_timer)
-		loop_timer_disarm(w->connect_timer);
+	http_call_cancel(w->call);
+	w->call = NULL;
 	if (w->guard_timer)
 		loop_timer_disarm(w->guard_timer);
 	json_stream_free(w->js);
@@ -335,19 +280,7 @@ static void attempt_failed(struct etcd_watch *w)
 	w->backoff_ms = MIN(w->backoff_ms * 2, BACKOFF_MAX_MS);
 }
 
-static void connect_fired(struct loop *l, struct loop_timer *t, void *ctx)
-{
-	struct etcd_watch *w = ctx;
-	enter(w);
-	if (w->attempting && w->http && !http_conn_established(w->http)) {
-		set_why(w, "%s: connect timed out after %ld ms", ep_name(w),
-			w->conn.connect_timeout_ms);
-		attempt_failed(w);
-	}
-	leave(w);
-}
-
-/* Also ends an attempt that could not open (its reason is set already). */
+/* Also ends an attempt that could not start (its reason is set already). */
 static void guard_fired(struct loop *l, struct loop_timer *t, void *ctx)
 {
 	struct etcd_watch *w = ctx;
@@ -361,8 +294,8 @@ static void guard_fired(struct loop *l, struct loop_timer *t, void *ctx)
 }
 
 /*
- * Starts connecting and queues the request. Calls no callback: a failure
- * shows when the guard timer fires (at once).
+ * Starts the call. Calls no callback: a failure shows when the guard timer
+ * fires (at once).
  */
 static void attempt_start(struct etcd_watch *w)
 {
@@ -373,37 +306,32 @@ static void attempt_start(struct etcd_watch *w)
 	w->msg_bytes = 0;
 	w->js = json_stream_new(on_message, w);
 
-	struct strbuf req = STRBUF_INIT;
-	sb_init(&req);
-	sb_adds(&req, "{\"create_request\":{\"key\":");
-	etcd_json_b64(&req, w->key, w->key_len);
-	sb_adds(&req, ",\"range_end\":");
-	etcd_json_b64(&req, w->end, w->end_len);
+	sb_reset(&w->body);
+	sb_adds(&w->body, "{\"create_request\":{\"key\":");
+	etcd_json_b64(&w->body, w->key, w->key_len);
+	sb_adds(&w->body, ",\"range_end\":");
+	etcd_json_b64(&w->body, w->end, w->end_len);
 	if (w->next_rev > 0)
-		sb_addf(&req, ",\"start_revision\":\"%" PRId64 "\"", w->next_rev);
-	sb_adds(&req, ",\"progress_notify\":true}}");
+		sb_addf(&w->body, ",\"start_revision\":\"%" PRId64 "\"", w->next_rev);
+	sb_adds(&w->body, ",\"progress_notify\":true}}");
 
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	int r = etcd_conn_open(&w->conn, w->ep, &w->tls,
-			       now_ms() + (uint64_t)w->conn.connect_timeout_ms, &w->http, &err);
-	if (r == 0) {
-		/* A watch is idle for long stretches; notice a vanished peer anyway. */
-		http_conn_keepalive_probes(w->http, 10, 5);
-		http_conn_post(w->http, "/v3/watch", req.buf, req.len, w->reader);
-		r = register_fd(w, HTTP_WANT_WRITE);
-		if (r < 0)
-			sb_addf(&err, "cannot poll the connection: %s", strerror(-r));
-	}
-	sb_free(&req);
+	struct http_request hr;
+	/* No overall timeout: a stream. The guard timer bounds the wait for "created". */
+	etcd_request(&w->conn, w->ep, "/v3/watch", &w->body, w->conn.connect_timeout_ms, 0, &w->url,
+		     &hr);
+	hr.on_data = on_body; /* no body limit: bounded per message in on_body */
+	hr.ctx = w;
+	/* A watch is idle for long stretches; notice a vanished peer anyway. */
+	hr.keepalive_idle_s = 10;
+	hr.keepalive_interval_s = 5;
+	int r = http_call_start(w->agent, &hr, call_done, w, &w->call);
 	if (r < 0) {
-		set_why(w, "%s: %s", ep_name(w), sb_str(&err));
+		w->call = NULL;
+		set_why(w, "%s: cannot start the request: %s", ep_name(w), strerror(-r));
 		loop_timer_arm(w->guard_timer, 0, 0);
 	} else {
-		loop_timer_arm(w->connect_timer, (uint64_t)w->conn.connect_timeout_ms, 0);
 		loop_timer_arm(w->guard_timer, (uint64_t)w->conn.timeout_ms, 0);
 	}
-	sb_free(&err);
 }
 
 static void retry_fired(struct loop *l, struct loop_timer *t, void *ctx)
@@ -420,12 +348,12 @@ static void retry_fired(struct loop *l, struct loop_timer *t, void *ctx)
 static void watch_free(struct etcd_watch *w)
 {
 	attempt_end(w);
-	loop_timer_free(w->connect_timer);
 	loop_timer_free(w->retry_timer);
 	loop_timer_free(w->guard_timer);
-	http_reader_free(w->reader);
-	http_tls_free(w->tls);
+	http_agent_free(w->agent);
 	etcd_conn_clear(&w->conn);
+	sb_free(&w->url);
+	sb_free(&w->body);
 	free(w->key);
 	free(w->end);
 	sb_free(&w->errbody);
@@ -440,7 +368,6 @@ int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t
 		return -EINVAL;
 	struct etcd_watch *w = xcalloc(1, sizeof(*w));
 	w->loop = l;
-	w->fd = -1;
 	etcd_conn_copy(&w->conn, etcd_client_conn(e));
 	w->ep = etcd_client_good_endpoint(e) % w->conn.n_eps;
 	struct arena *a = arena_new();
@@ -457,15 +384,21 @@ int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t
 	w->backoff_ms = BACKOFF_MIN_MS;
 	sb_init(&w->errbody);
 	sb_init(&w->why);
-	/* No body limit: a stream, bounded per message in on_body. */
-	w->reader = http_reader_new(0, on_body, w);
-	w->connect_timer = loop_timer_new(l, connect_fired, w);
+	sb_init(&w->url);
+	sb_init(&w->body);
 	w->retry_timer = loop_timer_new(l, retry_fired, w);
 	w->guard_timer = loop_timer_new(l, guard_fired, w);
-	if (!w->connect_timer || !w->retry_timer || !w->guard_timer) {
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = w->retry_timer && w->guard_timer ? etcd_agent_new(&w->conn, l, &w->agent, &err)
+						 : -ENOMEM;
+	if (r < 0) {
+		/* A TLS file that cannot be used: the watch cannot start at all. */
+		sb_free(&err);
 		watch_free(w);
-		return -ENOMEM;
+		return r == -ENOMEM ? r : -ECONNREFUSED;
 	}
+	sb_free(&err);
 	attempt_start(w);
 	*out = w;
 	return 0;

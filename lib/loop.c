@@ -1,6 +1,7 @@
 #include <brindle/loop.h>
 
 #include <errno.h>
+#include <time.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
@@ -41,7 +42,44 @@ struct loop {
 	void *before_sleep_ctx;
 	bool stopped;
 	int code;
+	/* How long handlers ran: the longest ever, and per second for the recent window. */
+	uint64_t handlers, longest_ns;
+	uint64_t window_max[LOOP_STATS_WINDOW_S], window_sec[LOOP_STATS_WINDOW_S];
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void note_handler(struct loop *l, uint64_t start, uint64_t end)
+{
+	uint64_t ns = end - start, sec = end / 1000000000ull;
+	size_t slot = sec % LOOP_STATS_WINDOW_S;
+	l->handlers++;
+	if (ns > l->longest_ns)
+		l->longest_ns = ns;
+	if (l->window_sec[slot] != sec) {
+		l->window_sec[slot] = sec;
+		l->window_max[slot] = 0;
+	}
+	if (ns > l->window_max[slot])
+		l->window_max[slot] = ns;
+}
+
+void loop_get_stats(const struct loop *l, struct loop_stats *out)
+{
+	uint64_t now = mono_ns() / 1000000000ull;
+	out->handlers = l->handlers;
+	out->longest_ns = l->longest_ns;
+	out->longest_recent_ns = 0;
+	for (size_t i = 0; i < LOOP_STATS_WINDOW_S; i++)
+		if (l->window_sec[i] + LOOP_STATS_WINDOW_S > now &&
+		    l->window_max[i] > out->longest_recent_ns)
+			out->longest_recent_ns = l->window_max[i];
+}
 
 struct loop *loop_new(void)
 {
@@ -244,8 +282,11 @@ int loop_run_once(struct loop *l, int timeout_ms)
 	}
 	for (int i = 0; i < n; i++) {
 		struct watch *w = evs[i].data.ptr;
-		if (!w->dead)
-			w->fn(l, w->fd, evs[i].events, w->ctx);
+		if (w->dead)
+			continue;
+		uint64_t t0 = mono_ns();
+		w->fn(l, w->fd, evs[i].events, w->ctx);
+		note_handler(l, t0, mono_ns());
 	}
 	reap(l);
 	if (l->before_sleep)

@@ -1,7 +1,7 @@
 /*
  * etcd v3 client over etcd's JSON gateway (/v3/kv/..., /v3/watch, /v3/lease/...),
- * over HTTP/1.1 (lib/http_client.c; a client keeps one connection open
- * between calls).
+ * over HTTP (lib/http.c, libcurl; a client keeps its connection open between
+ * calls).
  *
  * Endpoints are URLs: http://host:port, https://host:port, or unix:PATH
  * (also unix://PATH; unixs:PATH for TLS) for etcd listening on a unix socket.
@@ -97,6 +97,27 @@ int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_
 int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
 		   int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
 		   int64_t *revision_out) must_check;
+/*
+ * The same list from a loop, never blocking it: @page sees each page's keys
+ * as it arrives (valid during the call; a negative return stops the list
+ * with that error), then @done runs once with 0 and the revision the pages
+ * were read at, or a negative errno (etcd_last_error has the reason). Each
+ * page has the client's timeout and fails over to the next endpoint like a
+ * blocking read. etcd_list_cancel stops it without further callbacks (also
+ * from inside @page). A client serves one loop; it must outlive its lists.
+ */
+struct etcd_list_op;
+int etcd_list_start(struct etcd *e, struct loop *l, const char *prefix, int64_t revision,
+		    size_t page_size, int (*page)(void *ctx, const struct etcd_kv *kvs, size_t n),
+		    void (*done)(void *ctx, int err, int64_t revision), void *ctx,
+		    struct etcd_list_op **out) must_check;
+void etcd_list_cancel(struct etcd_list_op *op);
+/*
+ * Lets go of the loop the client's lists ran in (its connections and timer
+ * there), so the loop may be freed before the client. No list may be running.
+ */
+void etcd_loop_release(struct etcd *e);
+
 /* Unconditional put; *rev (optional) gets the new store revision. */
 int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease,
 	     int64_t *rev) must_check;

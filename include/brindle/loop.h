@@ -41,6 +41,20 @@ void loop_timer_free(struct loop_timer *t);
 int loop_add_signal(struct loop *l, int signo, loop_signal_fn fn, void *ctx) must_check;
 void loop_set_before_sleep(struct loop *l, loop_hook_fn fn, void *ctx);
 
+/*
+ * How long the loop's handlers (descriptors, timers, signals; not the
+ * before-sleep hook) ran at a time: a handler that blocks stalls everything
+ * else, so the longest one is what health and tests watch. The recent figure
+ * covers the last LOOP_STATS_WINDOW_S seconds.
+ */
+#define LOOP_STATS_WINDOW_S 10
+struct loop_stats {
+	uint64_t handlers;	    /* handler runs */
+	uint64_t longest_ns;	    /* the longest ever */
+	uint64_t longest_recent_ns; /* the longest in the window */
+};
+void loop_get_stats(const struct loop *l, struct loop_stats *out);
+
 /* Runs until loop_stop; returns the code given to it. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l, int code);
