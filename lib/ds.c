@@ -1,7 +1,7 @@
 /*
- * The datastore front: configuration from the environment, dispatch to the
- * backend, and what is common to every backend (apply semantics, stamping
- * new resources).
+ * The datastore front: configuration from the environment, the backend
+ * chosen from the table in ds_backends.c, dispatch to it, and the semantics
+ * above every backend (apply, stamping new resources).
  */
 #include "ds_internal.h"
 
@@ -10,18 +10,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/random.h>
-#include <time.h>
-
-int ds_fail(struct ds *d, int ret, const char *fmt, ...)
-{
-	va_list ap;
-	sb_reset(&d->err);
-	va_start(ap, fmt);
-	sb_vaddf(&d->err, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 const char *ds_last_error(const struct ds *d)
 {
@@ -95,8 +83,9 @@ int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err)
 	struct ds *d = xcalloc(1, sizeof(*d));
 	sb_init(&d->err);
 	int r = -EINVAL;
-	if (!cfg->type || streq(cfg->type, "etcdv3"))
-		r = ds_etcd_open(cfg, d, err);
+	const struct ds_backend *b = ds_backend_find(cfg->type ? cfg->type : "etcdv3");
+	if (b)
+		r = b->open(cfg, d, err);
 	else if (err)
 		sb_addf(err, "datastore type \"%s\" is not supported", cfg->type);
 	if (r < 0) {
@@ -117,11 +106,6 @@ void ds_close(struct ds *d)
 	free(d);
 }
 
-char *ds_key_of(const struct ds *d, const struct br_object *o)
-{
-	return d->ops->key_of(o);
-}
-
 int ds_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 	   struct br_object **out)
 {
@@ -132,33 +116,6 @@ int ds_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_
 	    size_t *n)
 {
 	return d->ops->list(d, k, scope, out, n);
-}
-
-void ds_stamp_new(struct br_object *o)
-{
-	if (!o->meta.uid) {
-		uint8_t b[16];
-		if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-			uint64_t t = now_ns();
-			memcpy(b, &t, 8);
-			memcpy(b + 8, &o, sizeof(o) < 8 ? sizeof(o) : 8);
-		}
-		b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
-		b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-		o->meta.uid = arena_printf(
-			o->arena,
-			"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-			b[12], b[13], b[14], b[15]);
-	}
-	if (!o->meta.creation_timestamp) {
-		char ts[32];
-		time_t now = time(NULL);
-		struct tm tm;
-		gmtime_r(&now, &tm);
-		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		o->meta.creation_timestamp = arena_strdup(o->arena, ts);
-	}
 }
 
 int ds_create(struct ds *d, struct br_object *o)

@@ -26,7 +26,9 @@ struct etcd_ds {
 	struct etcd *e;
 };
 
-static struct etcd *E(struct ds *d)
+static const struct ds_backend_ops ds_etcd_ops;
+
+static struct etcd *etcd_of(struct ds *d)
 {
 	return ((struct etcd_ds *)d->priv)->e;
 }
@@ -94,7 +96,7 @@ static const char *scope_of(const struct br_object *o)
 	return o->kind->namespaced ? o->meta.namespace : NULL;
 }
 
-static char *etcd_key_of(const struct br_object *o)
+static char *ds_etcd_key(const struct br_object *o)
 {
 	struct strbuf sb = STRBUF_INIT;
 	sb_init(&sb);
@@ -206,9 +208,9 @@ static struct br_object *decode_value(struct ds *d, const struct br_kind *k,
 	return o;
 }
 
-static int etcd_err(struct ds *d, int r, const char *what)
+static int ds_etcd_fail(struct ds *d, int r, const char *what)
 {
-	return ds_fail(d, r, "%s: %s", what, etcd_last_error(E(d)));
+	return ds_fail(d, r, "%s: %s", what, etcd_last_error(etcd_of(d)));
 }
 
 /* --- CRUD ----------------------------------------------------------------------------- */
@@ -225,11 +227,11 @@ static int e_get(struct ds *d, const struct br_kind *k, const char *scope, const
 			       k->namespaced ? "namespace" : "scope");
 	}
 	struct etcd_kv kv = { 0 };
-	r = etcd_get(E(d), sb_str(&key), &kv);
+	r = etcd_get(etcd_of(d), sb_str(&key), &kv);
 	if (r == -ENOENT)
 		r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
 	else if (r < 0)
-		r = etcd_err(d, r, "get");
+		r = ds_etcd_fail(d, r, "get");
 	if (r == 0) {
 		struct strbuf why = STRBUF_INIT;
 		sb_init(&why);
@@ -257,10 +259,10 @@ static int e_list(struct ds *d, const struct br_kind *k, const char *scope, stru
 	sb_init(&prefix);
 	list_prefix(k, scope, &prefix);
 	struct etcd_range range = { 0 };
-	int r = etcd_list(E(d), sb_str(&prefix), 0, 0, &range);
+	int r = etcd_list(etcd_of(d), sb_str(&prefix), 0, 0, &range);
 	sb_free(&prefix);
 	if (r < 0)
-		return etcd_err(d, r, "list");
+		return ds_etcd_fail(d, r, "list");
 	struct br_object **objs = xcalloc(range.n ? range.n : 1, sizeof(*objs));
 	size_t m = 0;
 	struct strbuf why = STRBUF_INIT;
@@ -302,7 +304,7 @@ static int cas_failure(struct ds *d, const struct etcd_txn_result *res, const ch
 static int put_if(struct ds *d, struct br_object *o, enum etcd_cmp_target target, int64_t revision)
 {
 	bool create = target == ETCD_CMP_CREATE;
-	char *key = etcd_key_of(o);
+	char *key = ds_etcd_key(o);
 	if (!key)
 		return ds_fail(d, -EINVAL, "%s: invalid name or scope", o->kind->kind);
 	struct strbuf val = STRBUF_INIT;
@@ -316,9 +318,9 @@ static int put_if(struct ds *d, struct br_object *o, enum etcd_cmp_target target
 	};
 	struct etcd_op get = { .type = ETCD_OP_GET, .key = key };
 	struct etcd_txn_result res = { 0 };
-	int r = etcd_txn(E(d), &cmp, 1, &put, 1, &get, 1, &res);
+	int r = etcd_txn(etcd_of(d), &cmp, 1, &put, 1, &get, 1, &res);
 	if (r < 0)
-		r = etcd_err(d, r, create ? "create" : "update");
+		r = ds_etcd_fail(d, r, create ? "create" : "update");
 	else if (!res.succeeded && create)
 		r = ds_fail(d, -EEXIST, "%s \"%s\" already exists", o->kind->kind, o->meta.name);
 	else if (!res.succeeded)
@@ -361,17 +363,17 @@ static int e_del(struct ds *d, const struct br_kind *k, const char *scope, const
 		struct etcd_op del = { .type = ETCD_OP_DELETE, .key = key.buf };
 		struct etcd_op get = { .type = ETCD_OP_GET, .key = key.buf };
 		struct etcd_txn_result res = { 0 };
-		r = etcd_txn(E(d), &cmp, 1, &del, 1, &get, 1, &res);
+		r = etcd_txn(etcd_of(d), &cmp, 1, &del, 1, &get, 1, &res);
 		if (r < 0)
-			r = etcd_err(d, r, "delete");
+			r = ds_etcd_fail(d, r, "delete");
 		else if (!res.succeeded)
 			r = cas_failure(d, &res, k->kind, name);
 		etcd_txn_result_clear(&res);
 	} else {
 		bool deleted = false;
-		r = etcd_delete(E(d), key.buf, &deleted, NULL);
+		r = etcd_delete(etcd_of(d), key.buf, &deleted, NULL);
 		if (r < 0)
-			r = etcd_err(d, r, "delete");
+			r = ds_etcd_fail(d, r, "delete");
 		else if (!deleted)
 			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
 	}
@@ -388,7 +390,7 @@ static int e_write_all(struct ds *d, struct ds_write *w, size_t n)
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		struct br_object *o = w[i].obj;
-		keys[i] = etcd_key_of(o);
+		keys[i] = ds_etcd_key(o);
 		sb_init(&vals[i]);
 		if (!keys[i]) {
 			r = ds_fail(d, -EINVAL, "%s: invalid name or scope", o->kind->kind);
@@ -411,9 +413,9 @@ static int e_write_all(struct ds *d, struct ds_write *w, size_t n)
 	}
 	if (r == 0) {
 		struct etcd_txn_result res = { 0 };
-		r = etcd_txn(E(d), cmps, n, ops, n, NULL, 0, &res);
+		r = etcd_txn(etcd_of(d), cmps, n, ops, n, NULL, 0, &res);
 		if (r < 0) {
-			r = etcd_err(d, r, "transaction");
+			r = ds_etcd_fail(d, r, "transaction");
 		} else if (!res.succeeded) {
 			r = ds_fail(
 				d, -ECANCELED,
@@ -587,7 +589,7 @@ static void list_done(void *ctx, int err, int64_t revision)
 	sk->listing = NULL;
 	if (err < 0) {
 		hmap_clear(&sk->seen);
-		(void)etcd_err(d, err, "list");
+		(void)ds_etcd_fail(d, err, "list");
 		sync_failed(s);
 		return;
 	}
@@ -597,9 +599,10 @@ static void list_done(void *ctx, int err, int64_t revision)
 	hmap_clear(&sk->seen);
 	etcd_watch_stop(sk->watch);
 	sk->watch = NULL;
-	int r = etcd_watch_start(E(d), s->l, sk->prefix, revision + 1, &watch_ops, sk, &sk->watch);
+	int r = etcd_watch_start(etcd_of(d), s->l, sk->prefix, revision + 1, &watch_ops, sk,
+				 &sk->watch);
 	if (r < 0) {
-		(void)etcd_err(d, r, "watch");
+		(void)ds_etcd_fail(d, r, "watch");
 		sync_failed(s);
 		return;
 	}
@@ -618,11 +621,11 @@ static void sync_next(struct esync *s)
 			return;
 		if (s->status == DS_WAIT_FOR_DATASTORE)
 			set_status(s, DS_RESYNC);
-		int r = etcd_list_start(E(s->d), s->l, sk->prefix, 0, 0, deliver_page, list_done,
-					sk, &sk->listing);
+		int r = etcd_list_start(etcd_of(s->d), s->l, sk->prefix, 0, 0, deliver_page,
+					list_done, sk, &sk->listing);
 		if (r < 0) {
 			sk->listing = NULL;
-			(void)etcd_err(s->d, r, "list");
+			(void)ds_etcd_fail(s->d, r, "list");
 			sync_failed(s);
 		}
 		return;
@@ -639,7 +642,6 @@ static void sync_pending(struct loop *l, struct loop_timer *t, void *ctx)
 static int e_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
 			  const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out)
 {
-	extern const struct ds_backend_ops ds_etcd_ops;
 	struct esync *s = xcalloc(1, sizeof(*s));
 	s->base.ops = &ds_etcd_ops;
 	s->d = d;
@@ -684,7 +686,7 @@ static void e_syncer_stop(struct ds_syncer *base)
 	}
 	loop_timer_free(s->timer);
 	free(s->kinds);
-	etcd_loop_release(E(s->d));
+	etcd_loop_release(etcd_of(s->d));
 	free(s);
 }
 
@@ -700,9 +702,8 @@ static void e_close(struct ds *d)
 	free(ed);
 }
 
-const struct ds_backend_ops ds_etcd_ops = {
+static const struct ds_backend_ops ds_etcd_ops = {
 	.close = e_close,
-	.key_of = etcd_key_of,
 	.get = e_get,
 	.list = e_list,
 	.create = e_create,

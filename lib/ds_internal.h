@@ -1,4 +1,4 @@
-/* The datastore's backend table. Private to lib/ds*.c. */
+/* The datastore's backends and what they share. Private to lib/ds*.c. */
 #ifndef BRINDLE_DS_INTERNAL_H
 #define BRINDLE_DS_INTERNAL_H
 
@@ -6,7 +6,6 @@
 
 struct ds_backend_ops {
 	void (*close)(struct ds *d);
-	char *(*key_of)(const struct br_object *o);
 	int (*get)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		   struct br_object **out);
 	int (*list)(struct ds *d, const struct br_kind *k, const char *scope,
@@ -36,6 +35,14 @@ struct ds {
 
 /* Sets the last error text; returns @ret. */
 int ds_fail(struct ds *d, int ret, const char *fmt, ...) printf_like(3, 4);
+
+/* A backend: its type name and how it opens (filling d->ops and d->priv). */
+struct ds_backend {
+	const char *type;
+	int (*open)(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
+};
+/* The backend of @type (ds_backends.c), or NULL. */
+const struct ds_backend *ds_backend_find(const char *type);
 
 int ds_etcd_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
 

@@ -122,7 +122,7 @@ void etcd_json_b64(struct strbuf *sb, const void *p, size_t len)
 	free(s);
 }
 
-static void json_b64s(struct strbuf *sb, const char *s)
+static void etcd_json_b64_str(struct strbuf *sb, const char *s)
 {
 	etcd_json_b64(sb, s, strlen(s));
 }
@@ -398,7 +398,7 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out)
 	struct strbuf req = STRBUF_INIT;
 	sb_init(&req);
 	sb_adds(&req, "{\"key\":");
-	json_b64s(&req, key);
+	etcd_json_b64_str(&req, key);
 	sb_adds(&req, "}");
 	struct jv *resp;
 	int r = call(e, "/v3/kv/range", &req, true, &resp);
@@ -417,9 +417,10 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out)
 	return 0;
 }
 
-int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
-		   int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
-		   int64_t *revision_out)
+/* Every key under @prefix page by page: @cb sees each page (valid during the call). */
+static int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
+			  int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
+			  int64_t *revision_out)
 {
 	struct arena *a = arena_new(); /* outlives each call's e->arena */
 	char *key, *end;
@@ -709,7 +710,7 @@ int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int
 	struct strbuf req = STRBUF_INIT;
 	sb_init(&req);
 	sb_adds(&req, "{\"key\":");
-	json_b64s(&req, key);
+	etcd_json_b64_str(&req, key);
 	sb_adds(&req, ",\"value\":");
 	etcd_json_b64(&req, value ? value : "", value ? len : 0);
 	if (lease)
@@ -735,7 +736,7 @@ int etcd_delete(struct etcd *e, const char *key, bool *deleted, int64_t *rev)
 	struct strbuf req = STRBUF_INIT;
 	sb_init(&req);
 	sb_adds(&req, "{\"key\":");
-	json_b64s(&req, key);
+	etcd_json_b64_str(&req, key);
 	sb_adds(&req, "}");
 	struct jv *resp;
 	int r = call(e, "/v3/kv/deleterange", &req, false, &resp);
@@ -758,7 +759,7 @@ static void add_op(struct strbuf *sb, const struct etcd_op *op)
 	switch (op->type) {
 	case ETCD_OP_PUT:
 		sb_adds(sb, "{\"request_put\":{\"key\":");
-		json_b64s(sb, op->key);
+		etcd_json_b64_str(sb, op->key);
 		sb_adds(sb, ",\"value\":");
 		etcd_json_b64(sb, op->value ? op->value : "", op->value ? op->value_len : 0);
 		if (op->lease)
@@ -767,12 +768,12 @@ static void add_op(struct strbuf *sb, const struct etcd_op *op)
 		break;
 	case ETCD_OP_DELETE:
 		sb_adds(sb, "{\"request_delete_range\":{\"key\":");
-		json_b64s(sb, op->key);
+		etcd_json_b64_str(sb, op->key);
 		sb_adds(sb, "}}");
 		break;
 	case ETCD_OP_GET:
 		sb_adds(sb, "{\"request_range\":{\"key\":");
-		json_b64s(sb, op->key);
+		etcd_json_b64_str(sb, op->key);
 		sb_adds(sb, "}}");
 		break;
 	}
@@ -809,7 +810,7 @@ static void add_cmp(struct strbuf *sb, const struct etcd_cmp *c)
 		[ETCD_CMP_GREATER] = "GREATER",
 	};
 	sb_adds(sb, "{\"key\":");
-	json_b64s(sb, c->key);
+	etcd_json_b64_str(sb, c->key);
 	sb_addf(sb, ",\"target\":\"%s\",\"result\":\"%s\",", targets[c->target],
 		results[c->result]);
 	if (c->target == ETCD_CMP_VALUE) {

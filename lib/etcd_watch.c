@@ -221,7 +221,7 @@ static int on_body(void *ctx, const char *p, size_t n)
 static void attempt_failed(struct etcd_watch *w);
 
 /* The gateway's error text from a non-200 body, or the body itself. */
-static void http_error(struct etcd_watch *w, long status)
+static void watch_http_error(struct etcd_watch *w, long status)
 {
 	struct arena *a = arena_new();
 	struct jv *v;
@@ -247,7 +247,7 @@ static void call_done(void *ctx, const struct http_result *res)
 		if (res->err && res->err != -ECANCELED && live(w))
 			set_why(w, "%s: %s", ep_name(w), res->why);
 		else if (res->status && res->status != 200)
-			http_error(w, res->status);
+			watch_http_error(w, res->status);
 		else
 			set_why(w, "%s: watch stream ended", ep_name(w));
 		attempt_failed(w);

@@ -56,19 +56,11 @@ struct http_agent {
 	bool cancels_pending;
 	int busy;	   /* in action(): freeing the agent must wait */
 	bool free_pending; /* http_agent_free was called meanwhile */
-	struct http_stats stats;
 };
 
 static char *dup_or_null(const char *s)
 {
 	return s && *s ? xstrdup(s) : NULL;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* --- calls ------------------------------------------------------------------------------ */
@@ -310,12 +302,6 @@ static void call_finish(struct http_call *c, CURLcode rc)
 	if (r->err == 0)
 		r->why[0] = '\0';
 	c->finished = true;
-	c->a->stats.calls++;
-	if (r->err)
-		c->a->stats.failures++;
-	long conns = 0;
-	curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &conns);
-	c->a->stats.connections += (uint64_t)conns;
 }
 
 /* --- the agent in a loop ---------------------------------------------------------------- */
@@ -359,14 +345,10 @@ static void agent_destroy(struct http_agent *a);
 static void action(struct http_agent *a, curl_socket_t s, int flags)
 {
 	int running;
-	uint64_t t0 = mono_ns();
 	a->busy++;
 	a->in_action++;
 	curl_multi_socket_action(a->multi, s, flags, &running);
 	a->in_action--;
-	uint64_t spent = mono_ns() - t0;
-	if (spent > a->stats.max_callback_ns)
-		a->stats.max_callback_ns = spent;
 	if (!a->free_pending)
 		collect(a);
 	if (--a->busy == 0 && a->free_pending)
@@ -601,9 +583,4 @@ void http_result_clear(struct http_result *r)
 {
 	if (r)
 		sb_free(&r->body);
-}
-
-void http_agent_stats(const struct http_agent *a, struct http_stats *out)
-{
-	*out = a->stats;
 }

@@ -60,9 +60,6 @@ int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err) mu
 void ds_close(struct ds *d);
 const char *ds_last_error(const struct ds *d);
 
-/* The backend's storage key of a resource (for messages and tools). */
-char *ds_key_of(const struct ds *d, const struct br_object *o);
-
 int ds_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 	   struct br_object **out) must_check;
 /* All of kind @k (within @scope when not NULL), sorted by scope then name. */

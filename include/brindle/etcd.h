@@ -89,16 +89,7 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out) must_check;
 int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
 	      struct etcd_range *out) must_check;
 /*
- * The same list, page by page: @cb sees each page's keys (valid only during
- * the call) so a large list never sits in memory whole. A negative return
- * from @cb stops the list and is returned. *revision_out gets the revision
- * the pages were read at.
- */
-int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
-		   int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
-		   int64_t *revision_out) must_check;
-/*
- * The same list from a loop, never blocking it: @page sees each page's keys
+ * The list of etcd_list, from a loop, never blocking it: @page sees each page's keys
  * as it arrives (valid during the call; a negative return stops the list
  * with that error), then @done runs once with 0 and the revision the pages
  * were read at, or a negative errno (etcd_last_error has the reason). Each

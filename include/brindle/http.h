@@ -108,11 +108,4 @@ long http_call_status(const struct http_call *c);
 
 void http_result_clear(struct http_result *r);
 
-/* Counters (for metrics and tests). */
-struct http_stats {
-	uint64_t calls, failures, connections; /* connections opened */
-	uint64_t max_callback_ns;	       /* longest time spent in one loop callback */
-};
-void http_agent_stats(const struct http_agent *a, struct http_stats *out);
-
 #endif
