@@ -3,6 +3,8 @@
  * and network set of the cluster, in one allocation each (labels, profiles,
  * canonical addresses, named ports), and the labels a selector sees on one:
  * its own, then its namespace and orchestrator, then what its profiles apply.
+ * The strings most endpoints share (label keys and values, namespaces,
+ * profile and port names) are kept once, counted, in the core's string table.
  * Pure.
  */
 #include "policy_internal.h"
@@ -55,22 +57,21 @@ void endpoint_each_label(struct pol *p, const struct pep *e, endpoint_label_fn *
 	struct lctx c = { p, e };
 	for (size_t i = 0; i < e->labels.n; i++)
 		fn(p, e, e->labels.v[i].key, e->labels.v[i].value, arg);
-	if (e->ns && ep_label(&c, NS_LABEL) == e->ns)
+	if (e->ns && !labels_get(&e->labels, NS_LABEL))
 		fn(p, e, NS_LABEL, e->ns, arg);
-	if (e->orchestrator && ep_label(&c, ORCH_LABEL) == e->orchestrator)
+	if (e->orchestrator && !labels_get(&e->labels, ORCH_LABEL))
 		fn(p, e, ORCH_LABEL, e->orchestrator, arg);
 	for (uint32_t i = 0; i < e->n_profiles; i++) {
 		const struct pprof *pr = hmap_get(&p->profiles, e->profiles[i]);
 		const struct ppolicy *pp = pr ? prof_effective(pr) : NULL;
 		if (!pp)
 			continue;
+		/* (a profile's strings are its own: the same pointer is this profile's label) */
 		for (size_t k = 0; k < pp->labels.n; k++)
 			if (ep_label(&c, pp->labels.v[k].key) == pp->labels.v[k].value)
 				fn(p, e, pp->labels.v[k].key, pp->labels.v[k].value, arg);
 	}
 }
-
-/* --- records ------------------------------------------------------------------------------ */
 
 void endpoint_net_member(const struct br_cidr *c, char out[20])
 {
@@ -81,6 +82,30 @@ void endpoint_net_member(const struct br_cidr *c, char out[20])
 	else
 		snprintf(out, 20, "%.15s/%u", ip, c->len & 63u);
 }
+
+/* --- shared strings ----------------------------------------------------------------------- */
+
+static const char *intern(struct pol *p, const char *s)
+{
+	if (!s)
+		return NULL;
+	uintptr_t n = (uintptr_t)hmap_get(&p->strings, s);
+	hmap_put(&p->strings, s, (void *)(n + 1));
+	return hmap_key(&p->strings, s);
+}
+
+static void release(struct pol *p, const char *s)
+{
+	if (!s)
+		return;
+	uintptr_t n = (uintptr_t)hmap_get(&p->strings, s);
+	if (n > 1)
+		hmap_put(&p->strings, s, (void *)(n - 1));
+	else
+		hmap_del(&p->strings, s); /* @s is the table's own copy: not used after */
+}
+
+/* --- records ------------------------------------------------------------------------------ */
 
 /* A packer for one allocation: first measure, then copy. */
 struct pack {
@@ -140,7 +165,7 @@ static size_t addr_members(const char *const *nets, size_t n, char (*out)[20])
 	return k;
 }
 
-struct pep *endpoint_build(const struct pep_src *s)
+struct pep *endpoint_build(struct pol *p, const struct pep_src *s)
 {
 	struct pack k = { 0 };
 	struct pep *e = NULL;
@@ -159,28 +184,19 @@ struct pep *endpoint_build(const struct pep_src *s)
 		struct pport *ports = pk_alloc(&k, sizeof(*ports) * s->n_ports, 8);
 		const char **spoof =
 			s->local ? pk_alloc(&k, sizeof(*spoof) * s->n_spoof_ok, 8) : NULL;
-		const char *key = pk_str(&k, s->key);
-		const char *ns = pk_str(&k, s->ns);
-		const char *orch = pk_str(&k, s->orchestrator);
-		for (size_t i = 0; i < nl; i++) {
-			const char *kk = pk_str(&k, s->labels->v[i].key);
-			const char *vv = pk_str(&k, s->labels->v[i].value);
-			if (fill)
-				kv[i] = (struct br_kv){ kk, vv };
-		}
-		for (size_t i = 0; i < s->n_profiles; i++) {
-			const char *pn = pk_str(&k, s->profiles[i]);
-			if (fill)
-				profs[i] = pn;
-		}
+		for (size_t i = 0; fill && i < nl; i++)
+			kv[i] = (struct br_kv){ intern(p, s->labels->v[i].key),
+						intern(p, s->labels->v[i].value) };
+		for (size_t i = 0; fill && i < s->n_profiles; i++)
+			profs[i] = intern(p, s->profiles[i]);
 		uint32_t np = 0;
 		for (size_t i = 0; i < s->n_ports; i++) {
 			uint8_t pr = port_proto(s->ports[i].protocol);
 			if (!pr || !s->ports[i].name || !s->ports[i].name[0])
 				continue;
-			const char *pn = pk_str(&k, s->ports[i].name);
 			if (fill)
-				ports[np] = (struct pport){ pn, pr, (uint16_t)s->ports[i].port };
+				ports[np] = (struct pport){ intern(p, s->ports[i].name), pr,
+							    (uint16_t)s->ports[i].port };
 			np++;
 		}
 		for (size_t i = 0; s->local && i < s->n_spoof_ok; i++) {
@@ -191,9 +207,8 @@ struct pep *endpoint_build(const struct pep_src *s)
 		if (!fill)
 			continue;
 		e->kind = s->kind;
-		e->key = key;
-		e->ns = ns;
-		e->orchestrator = orch;
+		e->ns = intern(p, s->ns);
+		e->orchestrator = intern(p, s->orchestrator);
 		e->labels = (struct br_labels){ kv, nl };
 		e->profiles = profs;
 		e->n_profiles = (uint32_t)s->n_profiles;
@@ -210,4 +225,19 @@ struct pep *endpoint_build(const struct pep_src *s)
 		}
 	}
 	return e;
+}
+
+void endpoint_free(struct pol *p, struct pep *e)
+{
+	for (size_t i = 0; i < e->labels.n; i++) {
+		release(p, e->labels.v[i].key);
+		release(p, e->labels.v[i].value);
+	}
+	for (uint32_t i = 0; i < e->n_profiles; i++)
+		release(p, e->profiles[i]);
+	for (uint32_t i = 0; i < e->n_ports; i++)
+		release(p, e->ports[i].name);
+	release(p, e->ns);
+	release(p, e->orchestrator);
+	free(e);
 }

@@ -33,7 +33,7 @@ static void pep_free(struct pol *p, struct pep *e)
 	}
 	if (e->local)
 		applicable_release_local(p, e);
-	free(e);
+	endpoint_free(p, e);
 }
 
 /* Replace the record under @key with @e (NULL: delete). */
@@ -51,6 +51,7 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 		for (uint32_t i = 0; i < e->n_profiles; i++)
 			applicable_profile(p, e->profiles[i])->users++;
 		hmap_put(&p->eps, key, e);
+		e->key = hmap_key(&p->eps, key);
 		sets_endpoint_enter(p, e);
 		if (e->local) {
 			struct pep *clash = hmap_get(&p->locals, e->local->iface);
@@ -61,12 +62,12 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 			p->dirty_dispatch = true;
 			hmap_put(&p->dirty_eps, key, (void *)1);
 		}
-	} else {
-		hmap_del(&p->eps, key);
 	}
 	if (old && old->local && !e)
 		hmap_del(&p->dirty_eps, key);
 	pep_free(p, old);
+	if (!e)
+		hmap_del(&p->eps, key); /* after: old->key is the map's copy */
 }
 
 /* --- updates ---------------------------------------------------------------------------------- */
@@ -80,7 +81,6 @@ static void wep_update(struct pol *p, const char *key, const struct br_workloade
 	const struct br_wep_spec *s = &w->spec;
 	struct pep_src src = {
 		.kind = PEP_WEP,
-		.key = key,
 		.ns = w->o.meta.namespace,
 		.orchestrator = s->orchestrator,
 		.iface = s->interface_name,
@@ -96,7 +96,7 @@ static void wep_update(struct pol *p, const char *key, const struct br_workloade
 		.spoof_ok = s->allow_spoofed_source_prefixes,
 		.n_spoof_ok = s->n_allow_spoofed_source_prefixes,
 	};
-	pep_replace(p, key, endpoint_build(&src));
+	pep_replace(p, key, endpoint_build(p, &src));
 }
 
 static void hep_update(struct pol *p, const char *key, const struct br_hostendpoint *h)
@@ -116,7 +116,6 @@ static void hep_update(struct pol *p, const char *key, const struct br_hostendpo
 	}
 	struct pep_src src = {
 		.kind = PEP_HEP,
-		.key = key,
 		.iface = s->interface_name,
 		.local = local,
 		.labels = &h->o.meta.labels,
@@ -127,7 +126,7 @@ static void hep_update(struct pol *p, const char *key, const struct br_hostendpo
 		.ports = s->ports,
 		.n_ports = s->n_ports,
 	};
-	pep_replace(p, key, endpoint_build(&src));
+	pep_replace(p, key, endpoint_build(p, &src));
 }
 
 static void netset_update(struct pol *p, const char *key, const struct br_networkset *n)
@@ -138,13 +137,12 @@ static void netset_update(struct pol *p, const char *key, const struct br_networ
 	}
 	struct pep_src src = {
 		.kind = PEP_NETSET,
-		.key = key,
 		.ns = n->o.meta.namespace,
 		.labels = &n->o.meta.labels,
 		.nets = n->spec.nets,
 		.n_nets = n->spec.n_nets,
 	};
-	pep_replace(p, key, endpoint_build(&src));
+	pep_replace(p, key, endpoint_build(p, &src));
 }
 
 static void pool_update(struct pol *p, const char *name, const struct br_ippool *ip)
@@ -371,6 +369,7 @@ void pol_free(struct pol *p)
 		free(e);
 	}
 	hmap_clear(&p->eps);
+	hmap_clear(&p->strings);
 	hmap_clear(&p->locals);
 	for (struct hmap_iter it = hmap_iter(&p->policies); hmap_next(&it);) {
 		struct pentry *pe = it.value;

@@ -201,7 +201,7 @@ struct plocal {
  */
 struct pep {
 	enum pep_kind kind;
-	const char *key;
+	const char *key;	  /* the eps map's own copy ("WorkloadEndpoint ns/name") */
 	const char *ns;		  /* NULL when not namespaced */
 	const char *orchestrator; /* WEPs */
 	struct br_labels labels;
@@ -273,6 +273,7 @@ struct pol {
 	struct hmap policies; /* id → struct pentry */
 	struct hmap profiles; /* name → struct pprof */
 	struct hmap eps;      /* key → struct pep */
+	struct hmap strings;  /* shared by endpoint records → (void *)users (endpoint.c) */
 	struct hmap locals;   /* iface → struct pep (local endpoints) */
 	struct hmap sets;     /* name → struct psetrec */
 	struct psetrec **active;
@@ -307,7 +308,7 @@ struct pol {
 /* What an endpoint record is built from (a WorkloadEndpoint, HostEndpoint or network set). */
 struct pep_src {
 	enum pep_kind kind;
-	const char *key, *ns, *orchestrator, *iface;
+	const char *ns, *orchestrator, *iface;
 	bool local;
 	const struct br_labels *labels;
 	const char *const *profiles;
@@ -320,8 +321,11 @@ struct pep_src {
 	size_t n_spoof_ok;
 };
 
-/* The record for @s, in one allocation (free() it; its local part's arrays are not in it). */
-struct pep *endpoint_build(const struct pep_src *s);
+/* The record for @s, in one allocation (its local part's arrays are not in it); its key is
+ * set when it goes into the eps map. */
+struct pep *endpoint_build(struct pol *p, const struct pep_src *s);
+/* The record goes, and its hold on the shared strings. */
+void endpoint_free(struct pol *p, struct pep *e);
 /* Does @e, with the labels it inherits from its namespace and profiles, match @s? */
 bool endpoint_matches(const struct pol *p, const struct pep *e, const struct sel *s);
 /*

@@ -189,7 +189,14 @@ static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
 			log_debug("ipset %s", ips_batch_describe(s->batch, i));
 	}
 	free(errs);
-	ips_batch_reset(s->batch);
+	/* A full load holds every member; do not keep that much for good (nor hold it while
+	 * libiptc copies the tables, the peak of felix's memory). */
+	if (n > 4096) {
+		ips_batch_free(s->batch);
+		s->batch = ips_batch_new();
+	} else {
+		ips_batch_reset(s->batch);
+	}
 	return r;
 }
 
