@@ -227,9 +227,25 @@ static bool mode_on(const char *mode, bool cross_subnet_applies)
 
 /* --- contributions ---------------------------------------------------------------------- */
 
+/* @n strings one after the other into @buf, cut to @size (this runs per update: no printf). */
+static void join(char *buf, size_t size, const char *const *parts, size_t n)
+{
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(parts[i]);
+		if (len > size - 1 - at)
+			len = size - 1 - at;
+		memcpy(buf + at, parts[i], len);
+		at += len;
+	}
+	buf[at] = '\0';
+}
+
+/* "wep default/a", "block node1/10.244.1.0-26": who wants an item, for logs. */
 static void owner_name(char *buf, size_t size, const char *what, const char *a, const char *b)
 {
-	snprintf(buf, size, "%s %s%s%s", what, a, b ? "/" : "", b ? b : "");
+	const char *parts[] = { what, " ", a, b ? "/" : "", b ? b : "" };
+	join(buf, size, parts, ARRAY_SIZE(parts));
 }
 
 /* --- what an endpoint may claim -------------------------------------------------------- */
@@ -553,10 +569,8 @@ static void readmit_weps(struct calc *c)
 void calc_update(struct calc *c, const struct ds_update *u)
 {
 	char key[512];
-	if (u->scope)
-		snprintf(key, sizeof(key), "%s/%s", u->scope, u->name);
-	else
-		snprintf(key, sizeof(key), "%s", u->name);
+	const char *parts[] = { u->scope ? u->scope : "", u->scope ? "/" : "", u->name };
+	join(key, sizeof(key), parts, ARRAY_SIZE(parts));
 	if (u->kind->id == KIND_WORKLOADENDPOINT) {
 		wep_update(c, key, u);
 		return;

@@ -82,13 +82,13 @@ static void mac_str(const uint8_t *m, char *buf)
 	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-/* The key an item is stored under ("10.0.0.1/32", "cali1|10.0.0.1", ...). */
+/* The key an item is stored under ("10.0.0.1/32", "cali1|10.0.0.1", ...): @size >= 128. */
 static void item_key(const struct desired_item *it, char *buf, size_t size)
 {
 	char a[CIDR_STRLEN], m[18];
 	switch (it->kind) {
 	case DESIRED_ROUTE:
-		snprintf(buf, size, "%s", cidr_str(&it->route.dst, a));
+		cidr_str(&it->route.dst, buf); /* the common case: no copy */
 		return;
 	case DESIRED_NEIGH:
 		snprintf(buf, size, "%s|%s", it->neigh.ifname, ip_str(&it->neigh.ip, a));
@@ -225,10 +225,12 @@ void desired_set_owner(struct desired *d, const char *owner, enum desired_class 
 	}
 	if (n == 0)
 		return;
+	/* "<kind>:<key>", as the owner record keeps them */
 	char(*tagged)[132] = xmalloc(sizeof(*tagged) * n);
 	for (size_t i = 0; i < n; i++) {
-		item_key(&items[i], key, sizeof(key));
-		snprintf(tagged[i], sizeof(tagged[i]), "%c:%s", '0' + items[i].kind, key);
+		tagged[i][0] = (char)('0' + items[i].kind);
+		tagged[i][1] = ':';
+		item_key(&items[i], tagged[i] + 2, sizeof(tagged[i]) - 2);
 	}
 	o = owner_new(tagged, n);
 	hmap_put(&d->owners, owner, o);
