@@ -94,7 +94,10 @@ static void links_put(struct links *l, const struct nl_link *link)
 static int links_dump(struct links *l)
 {
 	struct nl_link_list list = { 0 };
-	int r = nl_dump_links(l->nl, &list);
+	int r, tries = 0;
+	do
+		r = nl_dump_links(l->nl, &list);
+	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
 	if (r < 0) {
 		nl_link_list_free(&list);
 		return r;
@@ -114,7 +117,10 @@ static bool link_local6(const struct br_cidr *c)
 static int addrs_dump(struct links *l)
 {
 	struct nl_addr_list addrs = { 0 };
-	int r = nl_dump_addrs(l->nl, AF_UNSPEC, &addrs);
+	int r, tries = 0;
+	do
+		r = nl_dump_addrs(l->nl, AF_UNSPEC, &addrs);
+	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
 	if (r == 0) {
 		hmap_clear(&l->addressed);
 		for (size_t i = 0; i < addrs.n; i++) {

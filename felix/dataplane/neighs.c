@@ -163,7 +163,10 @@ static int neighs_read(struct dp_writer *w, const struct dp_input *in)
 {
 	struct neighs *n = neighs_of(w);
 	struct nl_neigh_list list = { 0 };
-	int r = nl_dump_neighs(n->nl, AF_INET, 0, &list);
+	int r, tries = 0;
+	do
+		r = nl_dump_neighs(n->nl, AF_INET, 0, &list);
+	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
 	if (r < 0)
 		goto out;
 	hmap_clear(&n->neighs);
@@ -179,7 +182,10 @@ static int neighs_read(struct dp_writer *w, const struct dp_input *in)
 	}
 	const struct nl_link *vx = links_named(n->links, VXLAN_DEV);
 	if (vx) {
-		r = nl_dump_neighs(n->nl, AF_BRIDGE, vx->ifindex, &list);
+		tries = 0;
+		do
+			r = nl_dump_neighs(n->nl, AF_BRIDGE, vx->ifindex, &list);
+		while (r == -EINTR && ++tries < DP_DUMP_TRIES);
 		if (r < 0)
 			goto out;
 		for (size_t i = 0; i < list.n; i++) {

@@ -154,7 +154,10 @@ static int routes_read(struct dp_writer *w, const struct dp_input *in)
 	struct nl_route_filter f = { .family = AF_INET,
 				     .table = RT_TABLE_MAIN,
 				     .protocol = NL_PROTO_BRINDLE };
-	int r = nl_dump_routes(rt->nl, &f, &list);
+	int r, tries = 0;
+	do
+		r = nl_dump_routes(rt->nl, &f, &list);
+	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
 	if (r < 0) {
 		nl_route_list_free(&list);
 		dp_report_error(w->report, DP_ERR_DUMP, "reading the kernel's routes: %s",
@@ -357,7 +360,10 @@ static int resolve_conflicts(struct routes *rt, const struct desired *d)
 		return 0;
 	struct nl_route_list list = { 0 };
 	struct nl_route_filter f = { .family = AF_INET, .table = RT_TABLE_MAIN };
-	int r = nl_dump_routes(rt->nl, &f, &list);
+	int r, tries = 0;
+	do
+		r = nl_dump_routes(rt->nl, &f, &list);
+	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
 	if (r < 0) {
 		dp_report_error(rep, DP_ERR_DUMP, "reading the main routing table: %s",
 				strerror(-r));

@@ -48,6 +48,9 @@ struct dp_input {
 	uint64_t now_ms;
 };
 
+/* A dump the kernel interrupted (its table changed meanwhile: -EINTR) is done again. */
+#define DP_DUMP_TRIES 3
+
 /* Changes logged at info level per apply; the rest at debug, and their number. */
 #define DP_LOG_CHANGES_PER_APPLY 20
 
