@@ -13,8 +13,9 @@
 #include "output.h"
 #include "render.h"
 
-#include <brindle/arena.h>
-#include <brindle/model.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/model.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -24,8 +24,9 @@
 #include "dataplane/dataplane.h"
 #include "policy_scenario.h"
 
-#include <brindle/ipt.h>
-#include <brindle/log.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <libiptc/libiptc.h>

@@ -10,9 +10,9 @@
  * NetworkPolicies).
  *   felix_populate --ifaces N   prints the first N of those interface names
  */
-#include <brindle/ds.h>
-#include <brindle/log.h>
-#include <brindle/net.h>
+#include <brindle/sys/ds.h>
+#include <brindle/sys/log.h>
+#include <brindle/core/net.h>
 
 #include "policy_scenario.h"
 

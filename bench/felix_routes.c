@@ -18,9 +18,10 @@
 #include "calc/calc.h"
 #include "dataplane/dataplane.h"
 
-#include <brindle/log.h>
-#include <brindle/nl.h>
-#include <brindle/sysctl.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/nl.h>
+#include <brindle/sys/sysctl.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <libmnl/libmnl.h>

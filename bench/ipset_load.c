@@ -14,7 +14,8 @@
  * run); ratios are ours over the baseline's.
  * Run: sudo build/release/bench/bench_ipset_load [SETS [MEMBERS [RUNS]]]
  */
-#include <brindle/ipset.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <fcntl.h>

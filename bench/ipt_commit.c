@@ -16,7 +16,8 @@
  * and the ratios a/b (goal ≤ 1.0) and d/c (goal ≤ 1.2). Both we and
  * iptables take a temporary lock file (XTABLES_LOCKFILE), not the machine's.
  */
-#include <brindle/ipt.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <sched.h>

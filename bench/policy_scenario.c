@@ -1,6 +1,6 @@
 #include "policy_scenario.h"
 
-#include <brindle/util.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #ifndef BENCH_POLICY_SCENARIO_H
 #define BENCH_POLICY_SCENARIO_H
 
-#include <brindle/model.h>
+#include <brindle/core/model.h>
 
 /* Local endpoint j's interface: "cali" + 11 hex digits of a hash of j (as the CNI names them). */
 void policy_scenario_iface(int j, char out[16]);

@@ -19,8 +19,9 @@
  */
 #include "plugin.h"
 
-#include <brindle/json.h>
-#include <brindle/log.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <stdio.h>

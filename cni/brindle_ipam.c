@@ -7,7 +7,7 @@
  */
 #include "plugin.h"
 
-#include <brindle/log.h>
+#include <brindle/sys/log.h>
 
 #include <errno.h>
 #include <stdlib.h>

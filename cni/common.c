@@ -6,7 +6,9 @@
  */
 #include "plugin.h"
 
-#include <brindle/log.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/clock.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,8 +16,8 @@
  */
 #include "plugin.h"
 
-#include <brindle/nl.h>
-#include <brindle/sysctl.h>
+#include <brindle/sys/nl.h>
+#include <brindle/sys/sysctl.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,9 +7,9 @@
 #ifndef BRINDLE_CNI_PLUGIN_H
 #define BRINDLE_CNI_PLUGIN_H
 
-#include <brindle/cni.h>
-#include <brindle/ds.h>
-#include <brindle/ipam.h>
+#include <brindle/core/cni.h>
+#include <brindle/sys/ds.h>
+#include <brindle/sys/ipam.h>
 
 enum plugin_cmd {
 	CMD_ADD,

@@ -5,9 +5,9 @@
  */
 #include "bgp_view.h"
 
-#include <brindle/hmap.h>
-#include <brindle/net.h>
-#include <brindle/sel.h>
+#include <brindle/core/hmap.h>
+#include <brindle/core/net.h>
+#include <brindle/core/sel.h>
 
 #include <errno.h>
 #include <inttypes.h>

@@ -31,11 +31,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <brindle/arena.h>
-#include <brindle/bgp_names.h>
-#include <brindle/jv.h>
-#include <brindle/model.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/bgp_names.h>
+#include <brindle/core/jv.h>
+#include <brindle/core/model.h>
+#include <brindle/core/strbuf.h>
 
 #define BGP_DEFAULT_AS 64512
 

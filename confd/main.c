@@ -18,13 +18,14 @@
 #include "secrets.h"
 #include "store.h"
 
-#include <brindle/bird_ctl.h>
-#include <brindle/ds.h>
-#include <brindle/httpd.h>
-#include <brindle/log.h>
-#include <brindle/loop.h>
-#include <brindle/metrics.h>
+#include <brindle/sys/bird_ctl.h>
+#include <brindle/sys/ds.h>
+#include <brindle/sys/httpd.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/loop.h>
+#include <brindle/core/metrics.h>
 #include <brindle/version.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <inttypes.h>

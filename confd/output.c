@@ -1,7 +1,9 @@
 /* Template directory, staging, `bird -p -c`, atomic install, reload (see output.h). */
 #include "output.h"
 
-#include <brindle/bird_ctl.h>
+#include <brindle/sys/bird_ctl.h>
+#include <brindle/sys/clock.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* Template sets and rendering (see render.h). */
 #include "render.h"
 
-#include <brindle/hmap.h>
-#include <brindle/mustache.h>
+#include <brindle/core/hmap.h>
+#include <brindle/core/mustache.h>
 
 #include <errno.h>
 #include <stdlib.h>

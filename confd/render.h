@@ -12,8 +12,8 @@
 #define BRINDLE_CONFD_RENDER_H
 
 #include <stddef.h>
-#include <brindle/jv.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/jv.h>
+#include <brindle/core/strbuf.h>
 
 #define RENDER_MAIN_FILE "bird.conf"
 

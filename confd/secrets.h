@@ -17,9 +17,9 @@
 #ifndef BRINDLE_CONFD_SECRETS_H
 #define BRINDLE_CONFD_SECRETS_H
 
-#include <brindle/arena.h>
-#include <brindle/model.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/model.h>
+#include <brindle/core/strbuf.h>
 
 #define SECRETS_DEFAULT_DIR	   "/etc/brindle/secrets"
 #define SECRETS_DEFAULT_ENV_PREFIX "BRINDLE_BGP_PASSWORD_"

@@ -7,8 +7,8 @@
 
 #include "bgp_view.h"
 
-#include <brindle/hmap.h>
-#include <brindle/model.h>
+#include <brindle/core/hmap.h>
+#include <brindle/core/model.h>
 
 struct store {
 	struct hmap kinds[KIND_COUNT];

@@ -2,8 +2,8 @@
 #ifndef BRINDLE_CTL_H
 #define BRINDLE_CTL_H
 
-#include <brindle/ds.h>
-#include <brindle/model.h>
+#include <brindle/sys/ds.h>
+#include <brindle/core/model.h>
 
 #include <stdbool.h>
 #include <stdio.h>

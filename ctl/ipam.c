@@ -14,7 +14,7 @@
  */
 #include "ctl.h"
 
-#include <brindle/ipam.h>
+#include <brindle/sys/ipam.h>
 
 #include <errno.h>
 #include <inttypes.h>

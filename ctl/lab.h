@@ -8,8 +8,8 @@
 #include "ctl.h"
 #include "topology.h"
 
-#include <brindle/arena.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/strbuf.h>
 
 #include <sys/types.h>
 

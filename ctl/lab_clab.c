@@ -8,6 +8,7 @@
 #include "lab_clab.h"
 
 #include "clab.h"
+#include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
 #include <stdio.h>

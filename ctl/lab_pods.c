@@ -8,6 +8,7 @@
  * labels, as a CNI plugin's pod controller keeps them.
  */
 #include "lab.h"
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,7 +9,8 @@
  */
 #include "lab.h"
 
-#include <brindle/json.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,8 @@
  */
 #include "lab.h"
 
-#include <brindle/util.h>
+#include <brindle/core/util.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
 #include <fcntl.h>

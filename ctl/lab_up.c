@@ -11,7 +11,9 @@
  */
 #include "lab.h"
 
-#include <brindle/json.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/clock.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  */
 #include "ctl.h"
 
-#include <brindle/log.h>
+#include <brindle/sys/log.h>
 #include <brindle/version.h>
 
 #include <stdlib.h>

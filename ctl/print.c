@@ -4,8 +4,8 @@
  */
 #include "ctl.h"
 
-#include <brindle/json.h>
-#include <brindle/yaml.h>
+#include <brindle/core/json.h>
+#include <brindle/core/yaml.h>
 
 #include <inttypes.h>
 #include <stdlib.h>

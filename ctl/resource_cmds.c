@@ -4,6 +4,7 @@
  * means no write and a non-zero exit.
  */
 #include "ctl.h"
+#include <brindle/sys/strbuf_file.h>
 
 #include <dirent.h>
 #include <errno.h>

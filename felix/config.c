@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include <brindle/net.h>
+#include <brindle/core/net.h>
 
 #include <errno.h>
 #include <inttypes.h>

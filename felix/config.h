@@ -7,8 +7,8 @@
 #ifndef FELIX_CONFIG_H
 #define FELIX_CONFIG_H
 
-#include <brindle/model.h>
-#include <brindle/log.h>
+#include <brindle/core/model.h>
+#include <brindle/sys/log.h>
 
 #include <stdbool.h>
 #include <stdint.h>

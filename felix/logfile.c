@@ -4,8 +4,8 @@
  */
 #include "logfile.h"
 
-#include <brindle/log.h>
-#include <brindle/util.h>
+#include <brindle/sys/log.h>
+#include <brindle/core/util.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,16 +13,17 @@
 #include "dataplane/dataplane.h"
 #include "logfile.h"
 
-#include <brindle/ds.h>
-#include <brindle/httpd.h>
-#include <brindle/ipset.h>
-#include <brindle/ipt.h>
-#include <brindle/log.h>
-#include <brindle/loop.h>
-#include <brindle/metrics.h>
-#include <brindle/nl.h>
-#include <brindle/sysctl.h>
+#include <brindle/sys/ds.h>
+#include <brindle/sys/httpd.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/loop.h>
+#include <brindle/core/metrics.h>
+#include <brindle/sys/nl.h>
+#include <brindle/sys/sysctl.h>
 #include <brindle/version.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <linux/rtnetlink.h>

@@ -18,10 +18,10 @@
  */
 #include "clab.h"
 
-#include <brindle/json.h>
-#include <brindle/jv.h>
-#include <brindle/net.h>
-#include <brindle/yaml.h>
+#include <brindle/core/json.h>
+#include <brindle/core/jv.h>
+#include <brindle/core/net.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <string.h>

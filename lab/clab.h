@@ -13,8 +13,8 @@
 
 #include "topology.h"
 
-#include <brindle/arena.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/strbuf.h>
 
 #define LAB_CLAB_IMAGE	     "brindle-node:latest"
 #define LAB_CLAB_MGMT_SUBNET "172.31.254.0/24"

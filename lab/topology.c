@@ -6,8 +6,8 @@
  */
 #include "topology.h"
 
-#include <brindle/json.h>
-#include <brindle/yaml.h>
+#include <brindle/core/json.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <stdarg.h>

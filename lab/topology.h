@@ -7,10 +7,10 @@
 #ifndef BRINDLE_LAB_TOPOLOGY_H
 #define BRINDLE_LAB_TOPOLOGY_H
 
-#include <brindle/arena.h>
-#include <brindle/labels.h>
-#include <brindle/net.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/labels.h>
+#include <brindle/core/net.h>
+#include <brindle/core/strbuf.h>
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  */
 #include "policy_internal.h"
 
-#include <brindle/util.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

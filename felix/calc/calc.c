@@ -1,8 +1,8 @@
 #include "calc.h"
 #include "policy.h"
 
-#include <brindle/hash.h>
-#include <brindle/log.h>
+#include <brindle/core/hash.h>
+#include <brindle/sys/log.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include "config.h"
 #include "desired.h"
 
-#include <brindle/ds.h>
+#include <brindle/sys/ds.h>
 
 struct calc;
 

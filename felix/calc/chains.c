@@ -7,8 +7,8 @@
  */
 #include "policy_internal.h"
 
-#include <brindle/ipt.h>
-#include <brindle/util.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 #include "desired.h"
 
-#include <brindle/util.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

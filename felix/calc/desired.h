@@ -10,8 +10,8 @@
 #ifndef FELIX_DESIRED_H
 #define FELIX_DESIRED_H
 
-#include <brindle/hmap.h>
-#include <brindle/net.h>
+#include <brindle/core/hmap.h>
+#include <brindle/core/net.h>
 
 #include <net/if.h>
 #include <stdbool.h>

@@ -4,8 +4,8 @@
  */
 #include "eventlog.h"
 
-#include <brindle/json.h>
-#include <brindle/util.h>
+#include <brindle/core/json.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,8 +19,8 @@
 
 #include "policy.h"
 
-#include <brindle/nflog.h>
-#include <brindle/strbuf.h>
+#include <brindle/sys/nflog.h>
+#include <brindle/core/strbuf.h>
 
 /*
  * One line (no newline) for @ev. @ifname is the interface the packet came in

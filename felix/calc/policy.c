@@ -6,8 +6,8 @@
  */
 #include "policy_internal.h"
 
-#include <brindle/log.h>
-#include <brindle/util.h>
+#include <brindle/sys/log.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

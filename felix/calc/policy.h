@@ -27,9 +27,9 @@
 
 #include "config.h"
 
-#include <brindle/ds.h>
-#include <brindle/hmap.h>
-#include <brindle/ipset.h>
+#include <brindle/sys/ds.h>
+#include <brindle/core/hmap.h>
+#include <brindle/sys/ipset.h>
 
 #include <stdbool.h>
 #include <stddef.h>

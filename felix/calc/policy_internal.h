@@ -18,10 +18,10 @@
 
 #include "policy.h"
 
-#include <brindle/arena.h>
-#include <brindle/net.h>
-#include <brindle/sel.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/net.h>
+#include <brindle/core/sel.h>
+#include <brindle/core/strbuf.h>
 
 enum pact {
 	PACT_ALLOW,

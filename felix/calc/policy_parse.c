@@ -8,7 +8,7 @@
  */
 #include "policy_internal.h"
 
-#include <brindle/util.h>
+#include <brindle/core/util.h>
 
 #include <errno.h>
 #include <math.h>

@@ -10,9 +10,9 @@
  */
 #include "policy_internal.h"
 
-#include <brindle/hash.h>
-#include <brindle/ipt.h>
-#include <brindle/util.h>
+#include <brindle/core/hash.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/core/util.h>
 
 #include <errno.h>
 #include <stdarg.h>

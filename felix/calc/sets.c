@@ -12,8 +12,8 @@
  */
 #include "policy_internal.h"
 
-#include <brindle/hash.h>
-#include <brindle/util.h>
+#include <brindle/core/hash.h>
+#include <brindle/core/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>

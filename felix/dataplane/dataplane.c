@@ -6,6 +6,7 @@
 #include "dataplane/dataplane.h"
 #include "dataplane/links.h"
 #include "dataplane/writer.h"
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <stdio.h>

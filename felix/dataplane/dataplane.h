@@ -24,7 +24,8 @@
 #include "calc/policy.h"
 #include "config.h"
 
-#include <brindle/util.h>
+#include <brindle/core/util.h>
+#include <brindle/sys/clock.h>
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
  */
 #include "dataplane/writer.h"
 
-#include <brindle/ipset.h>
+#include <brindle/sys/ipset.h>
 
 #include <errno.h>
 #include <stdarg.h>

@@ -13,7 +13,8 @@
  */
 #include "dataplane/writer.h"
 
-#include <brindle/ipt.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <stdarg.h>

@@ -10,6 +10,7 @@
  * never on a host interface.
  */
 #include "dataplane/links.h"
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <linux/rtnetlink.h>

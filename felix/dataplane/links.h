@@ -9,7 +9,7 @@
 
 #include "dataplane/writer.h"
 
-#include <brindle/sysctl.h>
+#include <brindle/sys/sysctl.h>
 
 #define VXLAN_DEV "vxlan.calico"
 #define IPIP_DEV  "tunl0"

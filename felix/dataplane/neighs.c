@@ -9,6 +9,7 @@
  * fits in the pointer. At tens of thousands of VTEPs this matters.
  */
 #include "dataplane/links.h"
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <linux/neighbour.h>

@@ -9,6 +9,7 @@
  * ours: left alone, reported once, looked at again at the next read-back).
  */
 #include "dataplane/links.h"
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <linux/rtnetlink.h>

@@ -36,9 +36,10 @@
 #include "config.h"
 #include "dataplane/dataplane.h"
 
-#include <brindle/log.h>
-#include <brindle/nl.h>
-#include <brindle/util.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/nl.h>
+#include <brindle/core/util.h>
+#include <brindle/sys/clock.h>
 
 /* What every writer is given at each turn. */
 struct dp_input {

@@ -6,8 +6,8 @@
  * given, a complete reply has at least one line and no newline in its
  * texts, and a name that parses is rebuilt to exactly itself.
  */
-#include <brindle/bgp_names.h>
-#include <brindle/bird_ctl.h>
+#include <brindle/core/bgp_names.h>
+#include <brindle/sys/bird_ctl.h>
 
 #include <stdint.h>
 #include <stdio.h>

@@ -10,8 +10,8 @@
  * error document. Error and result documents that carry raw request text
  * (any bytes) are JSON too.
  */
-#include <brindle/cni.h>
-#include <brindle/json.h>
+#include <brindle/core/cni.h>
+#include <brindle/core/json.h>
 
 #include <stdint.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * decoder) and as one unary answer (through every response decoder). Nothing
  * may crash, leak or read out of bounds.
  */
-#include <brindle/etcd_codec.h>
-#include <brindle/json.h>
+#include <brindle/core/etcd_codec.h>
+#include <brindle/core/json.h>
 
 #include <stdint.h>
 #include <stdlib.h>

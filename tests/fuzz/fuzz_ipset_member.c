@@ -7,7 +7,8 @@
  * member of the other family, and needs exactly its length plus one byte of
  * output. The recording backend stores it as that same text.
  */
-#include <brindle/ipset.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/testing/ipset_record.h>
 
 #include <errno.h>
 #include <netinet/in.h>

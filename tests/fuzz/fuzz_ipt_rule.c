@@ -4,7 +4,7 @@
  * the same entry, byte for byte, and formats identically; and the id read
  * from that text, and from the input, is the id read from the entry.
  */
-#include <brindle/ipt.h>
+#include <brindle/sys/ipt.h>
 
 #include <stdint.h>
 #include <stdio.h>

@@ -8,10 +8,12 @@
  * one JSON object whose message is the input (when it is UTF-8 and not cut),
  * with no control byte, C1 control or line separator either.
  */
-#include <brindle/arena.h>
-#include <brindle/json.h>
-#include <brindle/log.h>
-#include <brindle/strbuf.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/log.h>
+#include <brindle/core/strbuf.h>
+#include <brindle/core/log_escape.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <stdint.h>
 #include <stdio.h>

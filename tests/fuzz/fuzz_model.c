@@ -4,7 +4,7 @@
  * from its canonical JSON to the same canonical JSON (decode ∘ encode is the
  * identity on accepted resources, and defaults are idempotent).
  */
-#include <brindle/model.h>
+#include <brindle/core/model.h>
 
 #include <stdint.h>
 #include <stdio.h>

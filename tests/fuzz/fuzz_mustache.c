@@ -7,8 +7,8 @@
  * with "line " (or "partial "), a failed render leaves the output as it was,
  * and output stays within its cap.
  */
-#include <brindle/json.h>
-#include <brindle/mustache.h>
+#include <brindle/core/json.h>
+#include <brindle/core/mustache.h>
 
 #include <errno.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * the message: whatever parses re-encodes into a request that parses back to
  * the same object (encode and parse agree), and describing it terminates.
  */
-#include <brindle/nl.h>
+#include <brindle/sys/nl.h>
 
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>

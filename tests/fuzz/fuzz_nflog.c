@@ -9,9 +9,9 @@
 #include "eventlog.h"
 #include "policy_internal.h"
 
-#include <brindle/arena.h>
-#include <brindle/json.h>
-#include <brindle/nflog.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/nflog.h>
 
 #include <libmnl/libmnl.h>
 #include <netinet/in.h>

@@ -3,7 +3,7 @@
  * form's contract: it parses back to an equal tree that prints identically,
  * and it evaluates like the original (also under negation and cloning).
  */
-#include <brindle/sel.h>
+#include <brindle/core/sel.h>
 
 #include <stdint.h>
 #include <stdio.h>

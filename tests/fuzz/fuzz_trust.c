@@ -14,9 +14,9 @@
 #include "calc.h"
 #include "secrets.h"
 
-#include <brindle/arena.h>
-#include <brindle/model.h>
-#include <brindle/net.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/model.h>
+#include <brindle/core/net.h>
 
 #include <stdint.h>
 #include <stdio.h>

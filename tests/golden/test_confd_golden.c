@@ -17,7 +17,8 @@
 #include "output.h"
 #include "render.h"
 
-#include <brindle/yaml.h>
+#include <brindle/core/yaml.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -15,8 +15,9 @@
 
 #include "calc/policy.h"
 
-#include <brindle/ipt.h>
-#include <brindle/yaml.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/core/yaml.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,8 +6,9 @@
  */
 #include "etcd_harness.h"
 
-#include <brindle/etcd.h>
-#include <brindle/util.h>
+#include <brindle/sys/etcd.h>
+#include <brindle/core/util.h>
+#include <brindle/sys/clock.h>
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
 #include "harness.h"
+#include <brindle/sys/strbuf_file.h>
 
 #include <stdio.h>
 #include <stdlib.h>

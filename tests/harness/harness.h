@@ -11,7 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <brindle/strbuf.h>
+#include <brindle/core/strbuf.h>
 
 /* Path of a file in the source tree ($BRINDLE_SOURCE_DIR/<rel>); static buffer. */
 const char *test_source_path(const char *rel);

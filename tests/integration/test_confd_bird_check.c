@@ -14,7 +14,7 @@
 #include "output.h"
 #include "render.h"
 
-#include <brindle/yaml.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,10 +6,11 @@
 #include "harness.h"
 #include "etcd_harness.h"
 
-#include <brindle/ds.h>
-#include <brindle/etcd.h>
-#include <brindle/hmap.h>
-#include <brindle/loop.h>
+#include <brindle/sys/ds.h>
+#include <brindle/sys/etcd.h>
+#include <brindle/core/hmap.h>
+#include <brindle/sys/loop.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <stdio.h>

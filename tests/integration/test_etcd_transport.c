@@ -10,8 +10,9 @@
 #include "harness.h"
 #include "etcd_harness.h"
 
-#include <brindle/etcd.h>
-#include <brindle/loop.h>
+#include <brindle/sys/etcd.h>
+#include <brindle/sys/loop.h>
+#include <brindle/sys/clock.h>
 
 #include <arpa/inet.h>
 #include <errno.h>

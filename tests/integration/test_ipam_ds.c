@@ -8,8 +8,8 @@
 #include "harness.h"
 #include "etcd_harness.h"
 
-#include <brindle/ds.h>
-#include <brindle/ipam.h>
+#include <brindle/sys/ds.h>
+#include <brindle/sys/ipam.h>
 
 #include <errno.h>
 #include <signal.h>

@@ -9,7 +9,8 @@
  */
 #include "harness.h"
 
-#include <brindle/ipset.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/sys/clock.h>
 
 #include <errno.h>
 #include <fcntl.h>

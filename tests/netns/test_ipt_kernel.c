@@ -10,7 +10,8 @@
  */
 #include "harness.h"
 
-#include <brindle/ipt.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/clock.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  */
 #include "harness.h"
 
-#include <brindle/nl.h>
+#include <brindle/sys/nl.h>
 
 #include <errno.h>
 #include <fcntl.h>

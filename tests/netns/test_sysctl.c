@@ -2,8 +2,9 @@
  * own. */
 #include "harness.h"
 
-#include <brindle/nl.h>
-#include <brindle/sysctl.h>
+#include <brindle/sys/nl.h>
+#include <brindle/sys/sysctl.h>
+#include <brindle/testing/sysctl_record.h>
 
 #include <errno.h>
 #include <sched.h>

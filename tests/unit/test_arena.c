@@ -1,7 +1,7 @@
 /* Arenas: allocation patterns that once went wrong. */
 #include "harness.h"
 
-#include <brindle/arena.h>
+#include <brindle/core/arena.h>
 
 static void test_large_first_allocation(void **state)
 {

@@ -8,7 +8,7 @@
 
 #include "bgp_view.h"
 
-#include <brindle/yaml.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <stdio.h>

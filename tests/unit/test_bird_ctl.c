@@ -5,8 +5,8 @@
  */
 #include "harness.h"
 
-#include <brindle/bgp_names.h>
-#include <brindle/bird_ctl.h>
+#include <brindle/core/bgp_names.h>
+#include <brindle/sys/bird_ctl.h>
 
 #include <errno.h>
 #include <signal.h>

@@ -7,7 +7,7 @@
  */
 #include "harness.h"
 
-#include <brindle/cni.h>
+#include <brindle/core/cni.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include "render.h"
 #include "secrets.h"
 
-#include <brindle/json.h>
+#include <brindle/core/json.h>
 
 #include <errno.h>
 #include <stdio.h>

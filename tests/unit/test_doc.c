@@ -1,8 +1,8 @@
 /* The document layer: JSON and YAML into jv trees and back out. */
 #include "harness.h"
 
-#include <brindle/json.h>
-#include <brindle/yaml.h>
+#include <brindle/core/json.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,9 +4,9 @@
  */
 #include "harness.h"
 
-#include <brindle/etcd.h>
-#include <brindle/etcd_codec.h>
-#include <brindle/json.h>
+#include <brindle/sys/etcd.h>
+#include <brindle/core/etcd_codec.h>
+#include <brindle/core/json.h>
 
 #include <errno.h>
 #include <stdlib.h>

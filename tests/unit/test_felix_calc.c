@@ -4,7 +4,7 @@
 #include "calc/calc.h"
 #include "calc/policy.h"
 
-#include <brindle/json.h>
+#include <brindle/core/json.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,11 +10,15 @@
 #include "calc/policy.h"
 #include "dataplane/dataplane.h"
 
-#include <brindle/ipset.h>
-#include <brindle/ipt.h>
-#include <brindle/json.h>
-#include <brindle/nl.h>
-#include <brindle/sysctl.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/nl.h>
+#include <brindle/sys/sysctl.h>
+#include <brindle/testing/ipset_record.h>
+#include <brindle/testing/ipt_record.h>
+#include <brindle/testing/nl_record.h>
+#include <brindle/testing/sysctl_record.h>
 
 #include <errno.h>
 #include <linux/rtnetlink.h>

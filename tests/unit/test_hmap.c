@@ -1,6 +1,6 @@
 #include "harness.h"
 
-#include <brindle/hmap.h>
+#include <brindle/core/hmap.h>
 
 #include <stdio.h>
 #include <stdlib.h>

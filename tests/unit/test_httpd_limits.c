@@ -6,8 +6,9 @@
  */
 #include "harness.h"
 
-#include <brindle/httpd.h>
-#include <brindle/loop.h>
+#include <brindle/sys/httpd.h>
+#include <brindle/sys/loop.h>
+#include <brindle/sys/clock.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,9 +1,10 @@
 /* The health/metrics HTTP server (on loopback) and the Prometheus registry. */
 #include "harness.h"
 
-#include <brindle/httpd.h>
-#include <brindle/loop.h>
-#include <brindle/metrics.h>
+#include <brindle/sys/httpd.h>
+#include <brindle/sys/loop.h>
+#include <brindle/core/metrics.h>
+#include <brindle/sys/clock.h>
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -5,8 +5,8 @@
  */
 #include "harness.h"
 
-#include <brindle/ipam.h>
-#include <brindle/json.h>
+#include <brindle/sys/ipam.h>
+#include <brindle/core/json.h>
 
 #include <errno.h>
 #include <stdio.h>

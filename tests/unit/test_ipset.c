@@ -1,7 +1,8 @@
 /* ip sets: canonical members, batch descriptions, and the recording backend's kernel rules. */
 #include "harness.h"
 
-#include <brindle/ipset.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/testing/ipset_record.h>
 
 #include <errno.h>
 #include <netinet/in.h>

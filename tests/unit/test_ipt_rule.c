@@ -6,7 +6,8 @@
  */
 #include "harness.h"
 
-#include <brindle/ipt.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/testing/ipt_record.h>
 
 #include <errno.h>
 #include <stdio.h>

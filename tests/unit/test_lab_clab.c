@@ -10,8 +10,8 @@
 #include "clab.h"
 #include "topology.h"
 
-#include <brindle/jv.h>
-#include <brindle/yaml.h>
+#include <brindle/core/jv.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <stdio.h>

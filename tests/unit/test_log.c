@@ -5,8 +5,10 @@
  */
 #include "harness.h"
 
-#include <brindle/json.h>
-#include <brindle/log.h>
+#include <brindle/core/json.h>
+#include <brindle/sys/log.h>
+#include <brindle/core/log_escape.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* The event loop: fds, timers, signals, and one before-sleep hook per turn. */
 #include "harness.h"
 
-#include <brindle/loop.h>
+#include <brindle/sys/loop.h>
+#include <brindle/sys/clock.h>
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
 /* The resource model: decoding, defaults, validation messages, canonical encoding. */
 #include "harness.h"
 
-#include <brindle/json.h>
-#include <brindle/model.h>
-#include <brindle/yaml.h>
+#include <brindle/core/json.h>
+#include <brindle/core/model.h>
+#include <brindle/core/yaml.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  */
 #include "harness.h"
 
-#include <brindle/model.h>
+#include <brindle/core/model.h>
 
 #include <stdio.h>
 #include <stdlib.h>

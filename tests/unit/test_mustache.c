@@ -1,8 +1,9 @@
 /* The Mustache engine: the official spec's core modules, then our additions. */
 #include "harness.h"
 
-#include <brindle/json.h>
-#include <brindle/mustache.h>
+#include <brindle/core/json.h>
+#include <brindle/core/mustache.h>
+#include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
 /* rtnetlink encode/parse round trips, and batches against the recording backend. */
 #include "harness.h"
 
-#include <brindle/nl.h>
+#include <brindle/sys/nl.h>
+#include <brindle/testing/nl_record.h>
 
 #include <errno.h>
 #include <libmnl/libmnl.h>

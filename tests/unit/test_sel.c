@@ -1,7 +1,7 @@
 /* The selector language: parsing, canonical form, evaluation, derived selectors. */
 #include "harness.h"
 
-#include <brindle/sel.h>
+#include <brindle/core/sel.h>
 
 #include <errno.h>
 #include <stdio.h>

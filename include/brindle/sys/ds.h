@@ -1,0 +1,140 @@
+/*
+ * The datastore: typed resources in and out, and a list+watch "syncer" that
+ * reports "in sync" after the first full list. Shared by felix, confd, the
+ * CNI plugin and brindlectl. etcd v3 is the backend today (lib/ds_etcd.c);
+ * nothing here is etcd-specific, so a Kubernetes API backend can plug in
+ * behind the same functions.
+ *
+ * Identity: (kind, scope, name). The scope is the namespace for namespaced
+ * kinds, the node for BlockAffinity (affinities are per node), and NULL
+ * otherwise. Names of IPAM kinds are their key form: a block "10.0.0.0-26",
+ * a handle its handle ID.
+ *
+ * Errors are negative errno values; ds_last_error() has the text:
+ *   -ENOENT     no such resource
+ *   -EEXIST     create of something that exists
+ *   -ECANCELED  the resource changed since it was read (revision mismatch)
+ *   -EINVAL     a stored value that does not decode (message names the key)
+ *   others      the backend is unreachable or failed
+ */
+#ifndef BRINDLE_DS_H
+#define BRINDLE_DS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <brindle/core/model.h>
+#include <brindle/core/strbuf.h>
+
+struct loop;
+struct ds;
+
+struct ds_config {
+	const char *type; /* "etcdv3" */
+	const char *const *etcd_endpoints;
+	size_t n_etcd_endpoints;
+	const char *etcd_ca_file;
+	const char *etcd_cert_file;
+	const char *etcd_key_file;
+	long timeout_ms;
+};
+
+/*
+ * Fill @cfg from BRINDLE_DATASTORE_TYPE (default etcdv3), BRINDLE_ETCD_ENDPOINTS
+ * (default http://127.0.0.1:2379), BRINDLE_ETCD_CA_CERT_FILE,
+ * BRINDLE_ETCD_CERT_FILE and BRINDLE_ETCD_KEY_FILE. Fields already set are kept.
+ * Strings point into the environment or @storage (freed by ds_config_free_storage).
+ */
+struct ds_config_storage {
+	char **endpoints;
+	size_t n;
+};
+int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
+		       struct strbuf *err) must_check;
+/* "a,b,c" into cfg->etcd_endpoints (kept in @storage). */
+int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *storage,
+			    const char *list, struct strbuf *err) must_check;
+void ds_config_free_storage(struct ds_config_storage *storage);
+
+int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err) must_check;
+void ds_close(struct ds *d);
+const char *ds_last_error(const struct ds *d);
+
+int ds_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+	   struct br_object **out) must_check;
+/* All of kind @k (within @scope when not NULL), sorted by scope then name. */
+int ds_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_object ***out,
+	    size_t *n) must_check;
+/* Create; fails with -EEXIST. Sets uid and creationTimestamp when absent, and o->revision. */
+int ds_create(struct ds *d, struct br_object *o) must_check;
+/* Replace the stored object if its revision is still o->revision; updates o->revision. */
+int ds_update(struct ds *d, struct br_object *o) must_check;
+/*
+ * Create or replace (kubectl apply): keeps the stored uid and creationTimestamp,
+ * writes nothing when the content is unchanged. Retries lost races.
+ */
+int ds_apply(struct ds *d, struct br_object *o, bool *created, bool *changed) must_check;
+/* Delete; with @revision > 0 only if unchanged since then. */
+int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+	      int64_t revision) must_check;
+
+/*
+ * Several writes that take effect together or not at all (one etcd
+ * transaction): each create must find its key absent, each update and
+ * delete its object at the revision given. On success every written object's
+ * revision is updated. -ECANCELED when any condition failed (nothing was
+ * written). IPAM uses this to move an address and its handle in one step.
+ */
+enum ds_write_op {
+	DS_WRITE_CREATE,
+	DS_WRITE_UPDATE,
+	DS_WRITE_DELETE
+};
+struct ds_write {
+	enum ds_write_op op;
+	struct br_object *obj; /* create, update; delete reads kind, scope, name, revision */
+};
+int ds_write_all(struct ds *d, struct ds_write *w, size_t n) must_check;
+
+/* --- the syncer --------------------------------------------------------------------------- */
+
+enum ds_sync_status {
+	DS_WAIT_FOR_DATASTORE, /* cannot reach the datastore */
+	DS_RESYNC,	       /* (re)listing */
+	DS_IN_SYNC,	       /* every kind listed; now watching */
+};
+
+struct ds_update {
+	const struct br_kind *kind;
+	const char *scope; /* namespace / node, or NULL */
+	const char *name;
+	/* The new value (the receiver takes ownership), or NULL when deleted. */
+	struct br_object *obj;
+	/* Set when a stored value failed to decode; obj is then NULL. */
+	const char *error;
+};
+
+struct ds_syncer_ops {
+	void (*update)(void *ctx, const struct ds_update *u);
+	void (*status)(void *ctx, enum ds_sync_status status);
+};
+
+struct ds_watch_spec {
+	enum br_kind_id kind;
+	const char *scope; /* only this namespace / node; NULL for all */
+};
+
+struct ds_syncer;
+
+/*
+ * List every kind in @specs, deliver each object as an update, report
+ * DS_IN_SYNC, then deliver changes as they happen. After a lost watch it
+ * resumes where it was; after compaction it re-lists and delivers only the
+ * differences (deletes included). Everything runs in @l.
+ */
+int ds_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
+		    const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out) must_check;
+void ds_syncer_stop(struct ds_syncer *s);
+enum ds_sync_status ds_syncer_status(const struct ds_syncer *s);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * Block IPAM: pools are cut into blocks (blockSize, /26 by default); a node
+ * claims a block by affinity before it hands out addresses from it, and every
+ * address is recorded against a handle ("<network>.<containerID>").
+ *
+ * Two layers:
+ *  - pure block and pool arithmetic (lib/ipam_block.c): allocate and release
+ *    ordinals inside one IPAMBlock, name blocks, find an unclaimed block in a
+ *    pool, decide whether a pool serves a node. No I/O.
+ *  - the datastore protocol (lib/ipam.c): read, decide with the pure layer,
+ *    write with compare-and-swap, retry. It never holds state between calls.
+ *
+ * Invariants kept by the protocol (see docs/ipam.md):
+ *  - an ordinal is handed out by a compare-and-swap update of its block, so
+ *    two writers never both succeed with the same address;
+ *  - a block and the handle of the addresses it hands out or frees are
+ *    written in one transaction, so a handle always lists every block that
+ *    holds its addresses and releasing it finds them all;
+ *  - assigning for a handle that already holds addresses returns them:
+ *    an ADD retried by the runtime allocates nothing new;
+ *  - a node claims a block in two phases: a pending BlockAffinity, then the
+ *    block created with that node's affinity, then the affinity confirmed.
+ *    Only a confirmed affinity routes or allocates; leftover pending ones
+ *    are finished or removed by the node's next operation.
+ *
+ * Addresses are IPv4 today; the block layer is family-agnostic.
+ */
+#ifndef BRINDLE_IPAM_H
+#define BRINDLE_IPAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <brindle/core/labels.h>
+#include <brindle/core/model.h>
+#include <brindle/core/net.h>
+#include <brindle/core/strbuf.h>
+
+struct ds;
+
+/* Block annotation: wall-clock seconds since the block last became empty. */
+#define IPAM_EMPTY_SINCE_ANNOTATION "ipam.brindle.projectcalico.org/empty-since"
+/* Default grace period before an empty block loses its affinity. */
+#define IPAM_DEFAULT_EMPTY_GRACE_S 300
+/* "10.244.0.0-26" plus NUL. */
+#define IPAM_BLOCK_NAME_LEN (IP_STRLEN + 5)
+
+/* --- pure: blocks and pools -------------------------------------------------------------- */
+
+/* "10.244.0.0/26" ↔ "10.244.0.0-26" (the block's datastore name). */
+void ipam_block_name(const struct br_cidr *c, char buf[IPAM_BLOCK_NAME_LEN]);
+int ipam_block_name_parse(const char *name, struct br_cidr *out) must_check;
+
+/*
+ * Fill an empty IPAMBlock (from model_new) for @cidr, every ordinal free,
+ * with affinity "host:<node>" (none when @node is NULL).
+ */
+void ipam_block_init(struct br_ipamblock *b, const struct br_cidr *cidr, const char *node,
+		     bool strict_affinity);
+/*
+ * Check a block read from the datastore: its CIDR parses and matches its
+ * name, allocations has one entry per address, every free ordinal is listed
+ * once and only free ordinals are, every attribute index is valid. @cidr
+ * and @err (the reason) are optional.
+ */
+int ipam_block_validate(const struct br_ipamblock *b, struct br_cidr *cidr,
+			struct strbuf *err) must_check;
+size_t ipam_block_capacity(const struct br_ipamblock *b);
+size_t ipam_block_free_count(const struct br_ipamblock *b);
+static inline size_t ipam_block_used(const struct br_ipamblock *b)
+{
+	return ipam_block_capacity(b) - ipam_block_free_count(b);
+}
+/* The node in "host:<node>", or NULL. */
+const char *ipam_block_host(const struct br_ipamblock *b, char *buf, size_t size);
+
+/*
+ * Hand out the free ordinal that has been free longest (FIFO) to @handle,
+ * with @secondary (node, namespace, pod) kept beside it. -ENOSPC when full.
+ * Bumps the block's sequence number and clears its empty-since mark.
+ */
+int ipam_block_assign(struct br_ipamblock *b, const char *handle, const struct br_labels *secondary,
+		      struct br_ip *out) must_check;
+/* The same for one given address: -ERANGE outside the block, -EADDRINUSE when taken. */
+int ipam_block_assign_ip(struct br_ipamblock *b, const struct br_ip *ip, const char *handle,
+			 const struct br_labels *secondary) must_check;
+/*
+ * Free every address of @handle; returns how many. When the block ends up
+ * empty, it is marked empty since @now (seconds).
+ */
+size_t ipam_block_release_handle(struct br_ipamblock *b, const char *handle, int64_t now);
+/* Free one address; *handle (optional) gets the owner's handle (in @b's arena). -ENOENT if free. */
+int ipam_block_release_ip(struct br_ipamblock *b, const struct br_ip *ip, int64_t now,
+			  const char **handle) must_check;
+/* The handle holding @ip (NULL when free or outside). */
+const char *ipam_block_handle_of(const struct br_ipamblock *b, const struct br_ip *ip);
+/* Addresses held by @handle, in ordinal order; returns the count (writes at most @max). */
+size_t ipam_block_ips_of(const struct br_ipamblock *b, const char *handle, struct br_ip *out,
+			 size_t max);
+/* Ordinal → address, for listings. false when the ordinal is free. */
+bool ipam_block_ordinal(const struct br_ipamblock *b, size_t ordinal, struct br_ip *ip,
+			const struct br_ipam_attr **attr);
+/* Seconds since the epoch when the block became empty, or -1 when not marked. */
+int64_t ipam_block_empty_since(const struct br_ipamblock *b);
+void ipam_block_mark_empty(struct br_ipamblock *b, int64_t now);
+
+/* The block of @pool that contains @ip. -ERANGE when @ip is outside the pool. */
+int ipam_pool_block_of(const struct br_ippool *pool, const struct br_ip *ip,
+		       struct br_cidr *out) must_check;
+/*
+ * The first block of @pool (in address order) not in @taken. -ENOSPC when
+ * every block exists.
+ */
+int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *taken, size_t n_taken,
+			 struct br_cidr *out) must_check;
+/*
+ * Whether @pool serves workloads on a node with @node_labels: enabled, used
+ * for workloads, its nodeSelector matches. When not, @why (optional) says
+ * which.
+ */
+bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node_labels,
+		      struct strbuf *why);
+
+/* --- the datastore protocol ---------------------------------------------------------------- */
+
+struct ipam_request {
+	const char *handle; /* "<network>.<containerID>" */
+	const char *node;
+	/* Pools to use (names or CIDRs); none = every pool that serves the node. */
+	const char *const *pools;
+	size_t n_pools;
+	/* Specific addresses to assign (instead of any); each must be free. */
+	const struct br_ip *ips;
+	size_t n_ips;
+	/* Kept beside each address: namespace, pod, node (shown by ipam tools). */
+	const struct br_labels *secondary;
+	int64_t now;	 /* wall clock, seconds (empty-block marks) */
+	long timeout_ms; /* overall deadline for retries; 0 = 30 s */
+};
+
+struct ipam_assigned {
+	struct br_ip ips[16];
+	size_t n;
+	bool reused;	/* the handle already held them (a retried ADD) */
+	char pool[256]; /* the pool of the first address */
+};
+
+/*
+ * One address (or the requested ones) for @req->handle on @req->node: from a
+ * block the node owns, else a newly claimed block, else (unless
+ * StrictAffinity) a block borrowed from another node. Errors:
+ *   -ENOSPC      no free address in any usable pool
+ *   -EADDRINUSE  a requested address is taken (by another handle)
+ *   -EINVAL      a requested address is in no usable pool, or a named pool is unknown
+ *   -ETIMEDOUT   the datastore stayed unreachable or contended past the deadline
+ *   others       the datastore failed
+ * @err gets a sentence for operators.
+ */
+int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assigned *out,
+		struct strbuf *err) must_check;
+
+/* Addresses held by @handle (none: *n = 0 and 0). */
+int ipam_handle_ips(struct ds *d, const char *handle, struct br_ip *out, size_t max, size_t *n,
+		    struct strbuf *err) must_check;
+
+/*
+ * Free every address of @handle and then the handle. Releasing an unknown
+ * handle succeeds with *released = 0. @node (optional) is the caller's node:
+ * its empty blocks past @grace_s then lose their affinity (see
+ * ipam_release_empty_blocks).
+ */
+int ipam_release_handle(struct ds *d, const char *handle, int64_t now, long timeout_ms,
+			size_t *released, struct strbuf *err) must_check;
+
+/*
+ * Free one address whatever holds it (brindlectl ipam release). *handle
+ * (optional, caller frees) gets the handle that held it. -ENOENT when the
+ * address is not allocated.
+ */
+int ipam_release_ip(struct ds *d, const struct br_ip *ip, int64_t now, char **handle,
+		    struct strbuf *err) must_check;
+
+/*
+ * Every block affine to @node (all nodes when NULL) that has been empty for
+ * at least @grace_s seconds at @now loses its affinity and is deleted:
+ * affinity → pendingDeletion, block deleted if still unchanged (empty),
+ * affinity deleted. A block that gained an address in the meantime keeps its
+ * affinity. Empty blocks not yet marked get marked. *released (optional)
+ * counts the blocks released.
+ */
+int ipam_release_empty_blocks(struct ds *d, const char *node, int64_t now, int64_t grace_s,
+			      size_t *released, struct strbuf *err) must_check;
+
+#endif

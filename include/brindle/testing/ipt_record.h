@@ -1,0 +1,14 @@
+/* The recording iptables backend (lib/testing/ipt_record.c), for unit tests. */
+#ifndef BRINDLE_TESTING_IPT_RECORD_H
+#define BRINDLE_TESTING_IPT_RECORD_H
+
+#include <brindle/sys/ipt.h>
+
+/* Empty built-in chains of the four tables, policy ACCEPT. */
+struct ipt *ipt_open_recording(void);
+/* The whole table as iptables-save would print it (for tests). */
+void ipt_record_save(struct ipt *t, const char *table, struct strbuf *out);
+/* Recording backend only: commits so far, per table name (for tests). */
+unsigned ipt_record_commits(struct ipt *t, const char *table);
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * The datastore front: configuration from the environment, the backend
+ * chosen from the table in ds_backends.c, dispatch to it, and the semantics
+ * above every backend (apply, stamping new resources).
+ */
+#include "ds_internal.h"
+
+#include <brindle/sys/etcd.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *ds_last_error(const struct ds *d)
+{
+	return sb_str(&d->err);
+}
+
+int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *storage,
+			    const char *list, struct strbuf *err)
+{
+	char **eps;
+	size_t n;
+	if (etcd_parse_endpoints(list, &eps, &n) < 0) {
+		if (err)
+			sb_addf(err, "invalid etcd endpoints \"%s\"", list);
+		return -EINVAL;
+	}
+	ds_config_free_storage(storage);
+	storage->endpoints = eps;
+	storage->n = n;
+	cfg->etcd_endpoints = (const char *const *)eps;
+	cfg->n_etcd_endpoints = n;
+	return 0;
+}
+
+void ds_config_free_storage(struct ds_config_storage *storage)
+{
+	for (size_t i = 0; i < storage->n; i++)
+		free(storage->endpoints[i]);
+	free(storage->endpoints);
+	storage->endpoints = NULL;
+	storage->n = 0;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage, struct strbuf *err)
+{
+	if (!cfg->type)
+		cfg->type =
+			env("BRINDLE_DATASTORE_TYPE") ? env("BRINDLE_DATASTORE_TYPE") : "etcdv3";
+	if (!streq(cfg->type, "etcdv3")) {
+		if (err)
+			sb_addf(err,
+				"datastore type \"%s\" is not supported (BRINDLE_DATASTORE_TYPE: "
+				"etcdv3)",
+				cfg->type);
+		return -EINVAL;
+	}
+	if (!cfg->n_etcd_endpoints) {
+		const char *eps = env("BRINDLE_ETCD_ENDPOINTS");
+		int r = ds_config_set_endpoints(cfg, storage, eps ? eps : "http://127.0.0.1:2379",
+						err);
+		if (r < 0)
+			return r;
+	}
+	if (!cfg->etcd_ca_file)
+		cfg->etcd_ca_file = env("BRINDLE_ETCD_CA_CERT_FILE");
+	if (!cfg->etcd_cert_file)
+		cfg->etcd_cert_file = env("BRINDLE_ETCD_CERT_FILE");
+	if (!cfg->etcd_key_file)
+		cfg->etcd_key_file = env("BRINDLE_ETCD_KEY_FILE");
+	return 0;
+}
+
+int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err)
+{
+	struct ds *d = xcalloc(1, sizeof(*d));
+	sb_init(&d->err);
+	int r = -EINVAL;
+	const struct ds_backend *b = ds_backend_find(cfg->type ? cfg->type : "etcdv3");
+	if (b)
+		r = b->open(cfg, d, err);
+	else if (err)
+		sb_addf(err, "datastore type \"%s\" is not supported", cfg->type);
+	if (r < 0) {
+		sb_free(&d->err);
+		free(d);
+		return r;
+	}
+	*out = d;
+	return 0;
+}
+
+void ds_close(struct ds *d)
+{
+	if (!d)
+		return;
+	d->ops->close(d);
+	sb_free(&d->err);
+	free(d);
+}
+
+int ds_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+	   struct br_object **out)
+{
+	return d->ops->get(d, k, scope, name, out);
+}
+
+int ds_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_object ***out,
+	    size_t *n)
+{
+	return d->ops->list(d, k, scope, out, n);
+}
+
+int ds_create(struct ds *d, struct br_object *o)
+{
+	ds_stamp_new(o);
+	return d->ops->create(d, o);
+}
+
+int ds_update(struct ds *d, struct br_object *o)
+{
+	return d->ops->update(d, o);
+}
+
+int ds_apply(struct ds *d, struct br_object *o, bool *created, bool *changed)
+{
+	const char *scope = o->kind->namespaced ? o->meta.namespace : NULL;
+	if (o->kind->id == KIND_BLOCKAFFINITY)
+		scope = ((const struct br_blockaffinity *)o)->spec.node;
+	for (int attempt = 0; attempt < 10; attempt++) {
+		struct br_object *cur = NULL;
+		int r = ds_get(d, o->kind, scope, o->meta.name, &cur);
+		if (r == -ENOENT) {
+			r = ds_create(d, o);
+			if (r == -EEXIST)
+				continue; /* lost a race with another creator */
+			if (r == 0) {
+				*created = true;
+				*changed = true;
+			}
+			return r;
+		}
+		if (r < 0)
+			return r;
+		/* Keep the identity of what is stored; the user's copy may not carry it. */
+		o->meta.uid = arena_strdup(o->arena, cur->meta.uid);
+		o->meta.creation_timestamp = arena_strdup(o->arena, cur->meta.creation_timestamp);
+		o->revision = cur->revision;
+		bool same = model_same_content(cur, o);
+		model_free(cur);
+		*created = false;
+		if (same) {
+			*changed = false;
+			return 0;
+		}
+		r = ds_update(d, o);
+		if (r == -ECANCELED || r == -ENOENT)
+			continue; /* changed under us: read again */
+		if (r == 0)
+			*changed = true;
+		return r;
+	}
+	return ds_fail(d, -ECANCELED, "%s %s kept changing while being applied", o->kind->kind,
+		       o->meta.name);
+}
+
+int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+	      int64_t revision)
+{
+	return d->ops->del(d, k, scope, name, revision);
+}
+
+int ds_write_all(struct ds *d, struct ds_write *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (w[i].op == DS_WRITE_CREATE)
+			ds_stamp_new(w[i].obj);
+	return d->ops->write_all(d, w, n);
+}
+
+int ds_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
+		    const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out)
+{
+	return d->ops->syncer_start(d, l, specs, n, ops, ctx, out);
+}
+
+void ds_syncer_stop(struct ds_syncer *s)
+{
+	if (s)
+		s->ops->syncer_stop(s);
+}
+
+enum ds_sync_status ds_syncer_status(const struct ds_syncer *s)
+{
+	return s->ops->syncer_status(s);
+}

@@ -1,0 +1,52 @@
+/* The datastore's backends and what they share. Private to lib/ds*.c. */
+#ifndef BRINDLE_DS_INTERNAL_H
+#define BRINDLE_DS_INTERNAL_H
+
+#include <brindle/sys/ds.h>
+
+struct ds_backend_ops {
+	void (*close)(struct ds *d);
+	int (*get)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		   struct br_object **out);
+	int (*list)(struct ds *d, const struct br_kind *k, const char *scope,
+		    struct br_object ***out, size_t *n);
+	int (*create)(struct ds *d, struct br_object *o);
+	int (*update)(struct ds *d, struct br_object *o);
+	int (*del)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		   int64_t revision);
+	int (*write_all)(struct ds *d, struct ds_write *w, size_t n);
+	int (*syncer_start)(struct ds *d, struct loop *l, const struct ds_watch_spec *specs,
+			    size_t n, const struct ds_syncer_ops *ops, void *ctx,
+			    struct ds_syncer **out);
+	void (*syncer_stop)(struct ds_syncer *s);
+	enum ds_sync_status (*syncer_status)(const struct ds_syncer *s);
+};
+
+/* Every backend's syncer starts with this. */
+struct ds_syncer {
+	const struct ds_backend_ops *ops;
+};
+
+struct ds {
+	const struct ds_backend_ops *ops;
+	struct strbuf err;
+	void *priv;
+};
+
+/* Sets the last error text; returns @ret. */
+int ds_fail(struct ds *d, int ret, const char *fmt, ...) printf_like(3, 4);
+
+/* A backend: its type name and how it opens (filling d->ops and d->priv). */
+struct ds_backend {
+	const char *type;
+	int (*open)(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
+};
+/* The backend of @type (ds_backends.c), or NULL. */
+const struct ds_backend *ds_backend_find(const char *type);
+
+int ds_etcd_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
+
+/* Fill uid and creationTimestamp of a resource about to be created. */
+void ds_stamp_new(struct br_object *o);
+
+#endif

@@ -1,0 +1,1086 @@
+/*
+ * IPAM's datastore protocol (the pure decisions are in lib/ipam_block.c).
+ *
+ * Every operation is a loop of attempts. An attempt reads what it needs,
+ * decides, and writes with compare-and-swap; when a write loses a race
+ * (-ECANCELED, -EEXIST, -ENOENT on something just read) or the datastore is
+ * unreachable, the attempt is abandoned and the next one starts again from
+ * reading, after a short jittered wait, until the deadline. Nothing is kept
+ * between attempts, so an attempt may always start from a half-done
+ * predecessor: a write whose answer was lost (etcd restarted after applying
+ * it), a claim that stopped after its pending affinity. Each attempt begins
+ * by recognising such leftovers:
+ *  - assign: the handle already holds addresses → they are the answer;
+ *  - a pending affinity of this node → finish the claim or withdraw it.
+ * A block and the handle of its addresses change in one transaction, so an
+ * address never exists without a handle that leads to it.
+ */
+#include <brindle/sys/ds.h>
+#include <brindle/core/hash.h>
+#include <brindle/sys/ipam.h>
+#include <brindle/sys/clock.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TIMEOUT_MS 30000
+#define MAX_ATTEMPTS	   200
+
+struct op {
+	struct ds *d;
+	struct strbuf *err;
+	uint64_t deadline;
+	int attempt;
+	unsigned seed;
+};
+
+static void op_init(struct op *op, struct ds *d, long timeout_ms, struct strbuf *err)
+{
+	op->d = d;
+	op->err = err;
+	op->deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS);
+	op->attempt = 0;
+	op->seed = (unsigned)(now_ns() ^ (uint64_t)getpid() << 16);
+}
+
+/* Worth another attempt: the datastore was unreachable, or someone wrote first. */
+static bool retryable(int r)
+{
+	switch (r) {
+	case -ECANCELED:
+	case -EEXIST:
+	case -ENOENT:
+	case -EAGAIN:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ETIMEDOUT:
+	case -EIO:
+	case -EPROTO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool conflict(int r)
+{
+	return r == -ECANCELED || r == -EEXIST || r == -ENOENT || r == -EAGAIN;
+}
+
+static long backoff_ms(int attempt)
+{
+	/* Conflicts and outages both end up here; 10 ms doubling to 1 s. */
+	long ms = 10L << (attempt < 7 ? attempt : 7);
+	return ms > 1000 ? 1000 : ms;
+}
+
+/*
+ * After a failed attempt: wait and return true to try again, or false when
+ * out of time or attempts. The error text of the last failure is kept.
+ */
+static bool op_again(struct op *op, int r)
+{
+	if (!retryable(r))
+		return false;
+	op->attempt++;
+	uint64_t now = now_ms();
+	if (now >= op->deadline || op->attempt >= MAX_ATTEMPTS)
+		return false;
+	long ms;
+	if (conflict(r))
+		ms = 1 + (long)(rand_r(&op->seed) % 20); /* jitter spreads racing writers */
+	else
+		ms = backoff_ms(op->attempt) / 2 +
+		     (long)(rand_r(&op->seed) % (backoff_ms(op->attempt) / 2 + 1));
+	if ((uint64_t)ms > op->deadline - now)
+		ms = (long)(op->deadline - now);
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+static int op_give_up(struct op *op, int r, const char *what)
+{
+	if (retryable(r)) {
+		sb_reset(op->err);
+		sb_addf(op->err, "%s: gave up after %d attempts: %s", what, op->attempt,
+			ds_last_error(op->d));
+		return conflict(r) ? -EAGAIN : -ETIMEDOUT;
+	}
+	return r;
+}
+
+static int op_ds_error(struct op *op, int r)
+{
+	sb_reset(op->err);
+	sb_adds(op->err, ds_last_error(op->d));
+	return r;
+}
+
+/* --- reading ------------------------------------------------------------------------------- */
+
+static int get_block(struct op *op, const char *name, struct br_ipamblock **out)
+{
+	struct br_object *o;
+	int r = ds_get(op->d, model_kind(KIND_IPAMBLOCK), NULL, name, &o);
+	if (r < 0)
+		return op_ds_error(op, r);
+	struct br_ipamblock *b = (struct br_ipamblock *)o;
+	sb_reset(op->err);
+	if (ipam_block_validate(b, NULL, op->err) < 0) {
+		model_free(o);
+		return -EUCLEAN;
+	}
+	*out = b;
+	return 0;
+}
+
+static int get_handle(struct op *op, const char *handle, struct br_ipamhandle **out)
+{
+	struct br_object *o;
+	int r = ds_get(op->d, model_kind(KIND_IPAMHANDLE), NULL, handle, &o);
+	if (r < 0)
+		return r == -ENOENT ? r : op_ds_error(op, r);
+	*out = (struct br_ipamhandle *)o;
+	return 0;
+}
+
+struct objs {
+	struct br_object **v;
+	size_t n;
+};
+
+static void objs_free(struct objs *l)
+{
+	model_free_all(l->v, l->n);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static int list(struct op *op, enum br_kind_id k, const char *scope, struct objs *out)
+{
+	int r = ds_list(op->d, model_kind(k), scope, &out->v, &out->n);
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+struct ipam_cfg {
+	bool strict;
+	bool auto_allocate;
+	int64_t max_blocks;
+};
+
+static int read_config(struct op *op, struct ipam_cfg *cfg)
+{
+	*cfg = (struct ipam_cfg){ .auto_allocate = true };
+	struct br_object *o;
+	int r = ds_get(op->d, model_kind(KIND_IPAMCONFIGURATION), NULL, "default", &o);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return op_ds_error(op, r);
+	const struct br_ipamconfig *c = (const struct br_ipamconfig *)o;
+	cfg->strict = c->spec.strict_affinity;
+	cfg->auto_allocate = !c->spec.auto_allocate_blocks.set || c->spec.auto_allocate_blocks.v;
+	cfg->max_blocks = c->spec.max_blocks_per_host.set ? c->spec.max_blocks_per_host.v : 0;
+	model_free(o);
+	return 0;
+}
+
+/* The node's labels (none when there is no Node resource, as with a bare runtime). */
+static int read_node(struct op *op, const char *node, struct br_object **out)
+{
+	int r = ds_get(op->d, model_kind(KIND_NODE), NULL, node, out);
+	if (r == -ENOENT) {
+		*out = NULL;
+		return 0;
+	}
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+static bool pool_named(const struct br_ippool *p, const char *want)
+{
+	if (streq(p->o.meta.name, want))
+		return true;
+	struct br_cidr a, b;
+	if (cidr_parse(want, false, &a) < 0 || cidr_parse(p->spec.cidr, false, &b) < 0)
+		return false;
+	cidr_mask(&a);
+	cidr_mask(&b);
+	return cidr_cmp(&a, &b) == 0;
+}
+
+/*
+ * The IPv4 pools that serve @node, restricted to @req's list when it has one
+ * (then an unknown or unusable name is an error). Pointers into @all.
+ */
+static int usable_pools(struct op *op, const struct ipam_request *req, const struct objs *all,
+			const struct br_labels *node_labels, const struct br_ippool ***out,
+			size_t *n)
+{
+	const struct br_ippool **v = xcalloc(all->n + 1, sizeof(*v));
+	size_t m = 0;
+	for (size_t i = 0; i < req->n_pools; i++) {
+		const struct br_ippool *found = NULL;
+		for (size_t k = 0; k < all->n && !found; k++)
+			if (pool_named((const struct br_ippool *)all->v[k], req->pools[i]))
+				found = (const struct br_ippool *)all->v[k];
+		sb_reset(op->err);
+		if (!found) {
+			sb_addf(op->err, "IP pool \"%s\" does not exist", req->pools[i]);
+			free(v);
+			return -EINVAL;
+		}
+		if (!ipam_pool_serves(found, node_labels, op->err)) {
+			free(v);
+			return -EINVAL;
+		}
+		v[m++] = found;
+	}
+	if (!req->n_pools) {
+		for (size_t k = 0; k < all->n; k++) {
+			const struct br_ippool *p = (const struct br_ippool *)all->v[k];
+			struct br_cidr c;
+			if (cidr_parse(p->spec.cidr, false, &c) == 0 && c.ip.family == AF_INET &&
+			    ipam_pool_serves(p, node_labels, NULL))
+				v[m++] = p;
+		}
+	}
+	*out = v;
+	*n = m;
+	return 0;
+}
+
+static const struct br_ippool *pool_of_block(const struct br_ippool *const *pools, size_t n,
+					     const struct br_cidr *block)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct br_cidr b;
+		if (ipam_pool_block_of(pools[i], &block->ip, &b) == 0 && cidr_cmp(&b, block) == 0)
+			return pools[i];
+	}
+	return NULL;
+}
+
+/* --- handles ------------------------------------------------------------------------------ */
+
+static int64_t handle_count(const struct br_ipamhandle *h, const char *block)
+{
+	for (size_t i = 0; i < h->spec.block.n; i++)
+		if (streq(h->spec.block.v[i].key, block))
+			return h->spec.block.v[i].value;
+	return -1;
+}
+
+static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count)
+{
+	struct arena *a = h->o.arena;
+	size_t n = h->spec.block.n, m = 0;
+	__typeof__(h->spec.block.v) v = arena_alloc(a, sizeof(*v) * (n + 1));
+	bool done = false;
+	for (size_t i = 0; i < n; i++) {
+		if (streq(h->spec.block.v[i].key, block)) {
+			done = true;
+			if (count <= 0)
+				continue;
+			v[m] = h->spec.block.v[i];
+			v[m++].value = count;
+		} else {
+			v[m++] = h->spec.block.v[i];
+		}
+	}
+	if (!done && count > 0) {
+		v[m].key = arena_strdup(a, block);
+		v[m++].value = count;
+	}
+	h->spec.block.v = (void *)v;
+	h->spec.block.n = m;
+}
+
+/*
+ * Write @b together with @handle listing @b with @add more addresses, in one
+ * transaction, so an address never exists without the handle that leads to
+ * it. *@absent: the handle was just seen not to exist, so it is created
+ * without reading it again (a racing creator makes the transaction fail, and
+ * the attempt starts over); cleared once it exists.
+ */
+static int commit_with_handle(struct op *op, const char *handle, struct br_ipamblock *b,
+			      int64_t add, bool *absent)
+{
+	const char *block = b->o.meta.name;
+	struct br_ipamhandle *h;
+	int r = *absent ? -ENOENT : get_handle(op, handle, &h);
+	enum ds_write_op hop = DS_WRITE_UPDATE;
+	if (r == -ENOENT) {
+		h = (struct br_ipamhandle *)model_new(model_kind(KIND_IPAMHANDLE), NULL, handle);
+		h->spec.handle_id = arena_strdup(h->o.arena, handle);
+		hop = DS_WRITE_CREATE;
+	} else if (r < 0) {
+		return r;
+	}
+	int64_t have = handle_count(h, block);
+	handle_set(h, block, (have > 0 ? have : 0) + add);
+	struct ds_write w[2] = { { hop, &h->o }, { DS_WRITE_UPDATE, &b->o } };
+	r = ds_write_all(op->d, w, 2);
+	model_free(&h->o);
+	if (r == 0)
+		*absent = false;
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+/* Addresses a handle holds, found through the blocks it lists. */
+static int handle_ips(struct op *op, const struct br_ipamhandle *h, struct br_ip *out, size_t max,
+		      size_t *n)
+{
+	size_t got = 0;
+	for (size_t i = 0; i < h->spec.block.n; i++) {
+		struct br_ipamblock *b;
+		int r = get_block(op, h->spec.block.v[i].key, &b);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		got += ipam_block_ips_of(b, h->spec.handle_id, out + MIN(got, max),
+					 got < max ? max - got : 0);
+		model_free(&b->o);
+	}
+	*n = MIN(got, max);
+	return 0;
+}
+
+int ipam_handle_ips(struct ds *d, const char *handle, struct br_ip *out, size_t max, size_t *n,
+		    struct strbuf *err)
+{
+	struct op op;
+	op_init(&op, d, 0, err);
+	for (;;) {
+		struct br_ipamhandle *h;
+		int r = get_handle(&op, handle, &h);
+		if (r == -ENOENT) {
+			*n = 0;
+			return 0;
+		}
+		if (r == 0) {
+			r = handle_ips(&op, h, out, max, n);
+			model_free(&h->o);
+			if (r == 0)
+				return 0;
+		}
+		if (r == -ENOENT || !op_again(&op, r))
+			return op_give_up(&op, r, "reading the handle");
+	}
+}
+
+/* --- claiming blocks ---------------------------------------------------------------------- */
+
+static int set_affinity_state(struct op *op, struct br_blockaffinity *a, const char *state)
+{
+	a->spec.state = arena_strdup(a->o.arena, state);
+	int r = ds_update(op->d, &a->o);
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+static int create_block(struct op *op, const struct br_cidr *cidr, const char *node, bool strict,
+			struct br_ipamblock **out)
+{
+	char name[IPAM_BLOCK_NAME_LEN];
+	ipam_block_name(cidr, name);
+	struct br_ipamblock *b =
+		(struct br_ipamblock *)model_new(model_kind(KIND_IPAMBLOCK), NULL, name);
+	ipam_block_init(b, cidr, node, strict);
+	int r = ds_create(op->d, &b->o);
+	if (r < 0) {
+		model_free(&b->o);
+		return op_ds_error(op, r);
+	}
+	*out = b;
+	return 0;
+}
+
+/*
+ * Finish the claim of a pending affinity: the block exists for us (confirm),
+ * does not exist (create it, confirm), or belongs to another node (withdraw).
+ * Returns 0 when the affinity is confirmed, -ECANCELED when withdrawn.
+ */
+static int finish_claim(struct op *op, struct br_blockaffinity *a, bool strict,
+			struct br_ipamblock **block)
+{
+	struct br_ipamblock *b = NULL;
+	int r = get_block(op, a->o.meta.name, &b);
+	if (r == -ENOENT) {
+		struct br_cidr c;
+		if (ipam_block_name_parse(a->o.meta.name, &c) < 0)
+			return -EINVAL;
+		r = create_block(op, &c, a->spec.node, strict, &b);
+	}
+	if (r < 0)
+		return r;
+	char host[256];
+	if (!streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)) {
+		model_free(&b->o);
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
+			      a->o.revision);
+		return r < 0 ? op_ds_error(op, r) : -ECANCELED;
+	}
+	r = set_affinity_state(op, a, "confirmed");
+	if (r < 0 || !block)
+		model_free(&b->o);
+	else
+		*block = b;
+	return r;
+}
+
+/* Claim @c for @node: a pending affinity, the block, the affinity confirmed. */
+static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, bool strict,
+		      struct br_ipamblock **out)
+{
+	char name[IPAM_BLOCK_NAME_LEN], cbuf[CIDR_STRLEN];
+	ipam_block_name(c, name);
+	struct br_blockaffinity *a =
+		(struct br_blockaffinity *)model_new(model_kind(KIND_BLOCKAFFINITY), NULL, name);
+	a->spec.node = arena_strdup(a->o.arena, node);
+	a->spec.cidr = arena_strdup(a->o.arena, cidr_str(c, cbuf));
+	a->spec.state = "pending";
+	int r = ds_create(op->d, &a->o);
+	if (r == -EEXIST) {
+		/* Ours from an earlier attempt (affinities are per node): carry on with it. */
+		model_free(&a->o);
+		struct br_object *o = NULL;
+		r = ds_get(op->d, model_kind(KIND_BLOCKAFFINITY), node, name, &o);
+		a = (struct br_blockaffinity *)o;
+	}
+	if (r < 0) {
+		if (a)
+			model_free(&a->o);
+		return op_ds_error(op, r);
+	}
+	r = finish_claim(op, a, strict, out);
+	model_free(&a->o);
+	return r;
+}
+
+/* Claim the first unclaimed block of @pool for @node. */
+static int claim_block(struct op *op, const struct br_ippool *pool, const char *node, bool strict,
+		       struct br_ipamblock **out)
+{
+	struct objs blocks = { 0 };
+	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
+	if (r < 0)
+		return r;
+	struct br_cidr *taken = xcalloc(blocks.n + 1, sizeof(*taken));
+	size_t nt = 0;
+	for (size_t i = 0; i < blocks.n; i++)
+		if (ipam_block_name_parse(blocks.v[i]->meta.name, &taken[nt]) == 0)
+			nt++;
+	objs_free(&blocks);
+	struct br_cidr c;
+	r = ipam_pool_free_block(pool, taken, nt, &c);
+	free(taken);
+	if (r < 0)
+		return r;
+	return claim_cidr(op, &c, node, strict, out);
+}
+
+/* --- assigning ------------------------------------------------------------------------------ */
+
+static int commit_block(struct op *op, struct br_ipamblock *b)
+{
+	int r = ds_update(op->d, &b->o);
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+struct assign_ctx {
+	const struct ipam_request *req;
+	struct ipam_cfg cfg;
+	bool have_cfg;
+	bool handle_absent;
+	struct objs pools, affs;
+	struct br_object *node;
+	const struct br_ippool **usable;
+	size_t n_usable;
+};
+
+/* IPAMConfiguration matters only to claims and borrowing: read it when they come up. */
+static int need_cfg(struct op *op, struct assign_ctx *c)
+{
+	if (c->have_cfg)
+		return 0;
+	int r = read_config(op, &c->cfg);
+	c->have_cfg = r == 0;
+	return r;
+}
+
+/* Take one address from @b for the request; the handle first, then the block. */
+static int assign_from(struct op *op, struct assign_ctx *c, struct br_ipamblock *b,
+		       struct ipam_assigned *out)
+{
+	const struct ipam_request *req = c->req;
+	struct br_ip ip;
+	if (ipam_block_assign(b, req->handle, req->secondary, &ip) < 0)
+		return -ENOSPC;
+	int r = commit_with_handle(op, req->handle, b, 1, &c->handle_absent);
+	if (r == 0)
+		out->ips[out->n++] = ip;
+	return r;
+}
+
+static uint64_t node_hash(const char *node)
+{
+	uint8_t d[32];
+	hash_digest(HASH_SHA1, node, strlen(node), d);
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | d[i];
+	return v;
+}
+
+static void set_pool(struct ipam_assigned *out, const struct br_ippool *p)
+{
+	if (p && !out->pool[0])
+		snprintf(out->pool, sizeof(out->pool), "%s", p->o.meta.name);
+}
+
+/* From the node's own confirmed blocks; leftover pending claims are settled first. */
+static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assigned *out,
+			 size_t *n_confirmed)
+{
+	*n_confirmed = 0;
+	for (size_t i = 0; i < c->affs.n; i++) {
+		struct br_blockaffinity *a = (struct br_blockaffinity *)c->affs.v[i];
+		if (streq(a->spec.state, "pending")) {
+			int r = need_cfg(op, c);
+			if (r == 0)
+				r = finish_claim(op, a, c->cfg.strict, NULL);
+			if (r < 0)
+				return r == -ECANCELED ? -EAGAIN : r;
+			/* Confirmed now; its revision moved, so read everything again. */
+			return -EAGAIN;
+		}
+	}
+	for (size_t i = 0; i < c->affs.n; i++) {
+		struct br_blockaffinity *a = (struct br_blockaffinity *)c->affs.v[i];
+		if (!streq(a->spec.state, "confirmed"))
+			continue;
+		(*n_confirmed)++;
+		struct br_cidr bc;
+		if (ipam_block_name_parse(a->o.meta.name, &bc) < 0)
+			continue;
+		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &bc);
+		if (!p)
+			continue;
+		struct br_ipamblock *b;
+		int r = get_block(op, a->o.meta.name, &b);
+		if (r == -ENOENT || r == -EUCLEAN)
+			continue; /* being released, or damaged: ipam check reports it */
+		if (r < 0)
+			return r;
+		char host[256];
+		if (!ipam_block_free_count(b) ||
+		    !streq(ipam_block_host(b, host, sizeof(host)), c->req->node)) {
+			model_free(&b->o);
+			continue;
+		}
+		r = assign_from(op, c, b, out);
+		model_free(&b->o);
+		if (r == 0)
+			set_pool(out, p);
+		return r;
+	}
+	return -ENOSPC;
+}
+
+static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
+{
+	for (size_t i = 0; i < c->n_usable; i++) {
+		struct br_ipamblock *b;
+		int r = claim_block(op, c->usable[i], c->req->node, c->cfg.strict, &b);
+		if (r == -ENOSPC)
+			continue;
+		if (r < 0)
+			return r == -ECANCELED ? -EAGAIN : r;
+		r = assign_from(op, c, b, out);
+		model_free(&b->o);
+		if (r == 0)
+			set_pool(out, c->usable[i]);
+		return r;
+	}
+	return -ENOSPC;
+}
+
+/* Borrow from any block of a usable pool, scanning from a node-dependent start. */
+static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
+{
+	struct objs blocks = { 0 };
+	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
+	if (r < 0)
+		return r;
+	r = -ENOSPC;
+	size_t start = blocks.n ? (size_t)(node_hash(c->req->node) % blocks.n) : 0;
+	for (size_t k = 0; k < blocks.n; k++) {
+		struct br_ipamblock *b = (struct br_ipamblock *)blocks.v[(start + k) % blocks.n];
+		struct br_cidr bc;
+		struct strbuf junk = STRBUF_INIT;
+		sb_init(&junk);
+		bool valid = ipam_block_validate(b, &bc, &junk) == 0;
+		sb_free(&junk);
+		if (!valid || !ipam_block_free_count(b))
+			continue;
+		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &bc);
+		if (!p)
+			continue;
+		r = assign_from(op, c, b, out);
+		if (r == 0)
+			set_pool(out, p);
+		break;
+	}
+	objs_free(&blocks);
+	return r;
+}
+
+static const struct br_ippool *pool_containing(const struct objs *pools, const struct br_ip *ip)
+{
+	for (size_t i = 0; i < pools->n; i++) {
+		struct br_cidr b;
+		if (ipam_pool_block_of((const struct br_ippool *)pools->v[i], ip, &b) == 0)
+			return (const struct br_ippool *)pools->v[i];
+	}
+	return NULL;
+}
+
+static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
+{
+	const struct ipam_request *req = c->req;
+	const struct br_labels *nl = c->node ? &c->node->meta.labels : NULL;
+	int r0 = need_cfg(op, c);
+	if (r0 < 0)
+		return r0;
+	for (size_t i = 0; i < req->n_ips; i++) {
+		char ipb[IP_STRLEN];
+		const struct br_ip *ip = &req->ips[i];
+		bool held = false;
+		for (size_t k = 0; k < out->n; k++)
+			held |= ip_equal(&out->ips[k], ip);
+		if (held)
+			continue;
+		const struct br_ippool *p = pool_containing(&c->pools, ip);
+		sb_reset(op->err);
+		if (!p) {
+			sb_addf(op->err, "requested address %s is in no IP pool", ip_str(ip, ipb));
+			return -EINVAL;
+		}
+		if (!ipam_pool_serves(p, nl, op->err)) {
+			sb_addf(op->err, " (requested address %s)", ip_str(ip, ipb));
+			return -EINVAL;
+		}
+		struct br_cidr bc;
+		char name[IPAM_BLOCK_NAME_LEN], host[256];
+		int r = ipam_pool_block_of(p, ip, &bc);
+		if (r < 0)
+			return -EINVAL;
+		ipam_block_name(&bc, name);
+		struct br_ipamblock *b;
+		r = get_block(op, name, &b);
+		if (r == -ENOENT) {
+			/* Nobody has the block yet: claim it for this node. */
+			r = claim_cidr(op, &bc, req->node, c->cfg.strict, &b);
+			if (r < 0)
+				return r == -ECANCELED ? -EAGAIN : r;
+		} else if (r < 0) {
+			return r;
+		}
+		const char *owner = ipam_block_host(b, host, sizeof(host));
+		if (c->cfg.strict && owner && !streq(owner, req->node)) {
+			sb_reset(op->err);
+			sb_addf(op->err,
+				"requested address %s is in block %s of node %s, and "
+				"StrictAffinity "
+				"forbids borrowing",
+				ip_str(ip, ipb), name, owner);
+			model_free(&b->o);
+			return -EINVAL;
+		}
+		r = ipam_block_assign_ip(b, ip, req->handle, req->secondary);
+		if (r == -EADDRINUSE) {
+			sb_reset(op->err);
+			sb_addf(op->err, "requested address %s is already in use (handle %s)",
+				ip_str(ip, ipb), ipam_block_handle_of(b, ip));
+			model_free(&b->o);
+			return r;
+		}
+		if (r == 0)
+			r = commit_with_handle(op, req->handle, b, 1, &c->handle_absent);
+		model_free(&b->o);
+		if (r < 0)
+			return r;
+		out->ips[out->n++] = *ip;
+		set_pool(out, p);
+	}
+	return 0;
+}
+
+/* Whether every pool selects all nodes, so the Node's labels need not be read. */
+static bool selectors_trivial(const struct objs *pools)
+{
+	for (size_t i = 0; i < pools->n; i++) {
+		const char *s = ((const struct br_ippool *)pools->v[i])->spec.node_selector;
+		while (s && (*s == ' ' || *s == '\t'))
+			s++;
+		if (s && *s && !str_has_prefix(s, "all()"))
+			return false;
+		if (s && *s && s[strspn(s + 5, " \t") + 5])
+			return false;
+	}
+	return true;
+}
+
+static void assign_ctx_free(struct assign_ctx *c)
+{
+	objs_free(&c->pools);
+	objs_free(&c->affs);
+	model_free(c->node);
+	c->node = NULL;
+	free(c->usable);
+	c->usable = NULL;
+}
+
+static int assign_attempt(struct op *op, const struct ipam_request *req, struct ipam_assigned *out)
+{
+	size_t want = req->n_ips ? req->n_ips : 1;
+	*out = (struct ipam_assigned){ 0 };
+	/* A handle that already holds addresses: a retried ADD gets them back. */
+	struct br_ipamhandle *h;
+	int r = get_handle(op, req->handle, &h);
+	if (r == 0) {
+		r = handle_ips(op, h, out->ips, ARRAY_SIZE(out->ips), &out->n);
+		model_free(&h->o);
+		if (r < 0)
+			return r;
+		if (out->n >= want) {
+			out->reused = true;
+			return 0;
+		}
+	} else if (r != -ENOENT) {
+		return r;
+	}
+
+	struct assign_ctx c = { .req = req, .handle_absent = r == -ENOENT };
+	r = list(op, KIND_IPPOOL, NULL, &c.pools);
+	if (r == 0 && !selectors_trivial(&c.pools))
+		r = read_node(op, req->node, &c.node);
+	if (r == 0)
+		r = usable_pools(op, req, &c.pools, c.node ? &c.node->meta.labels : NULL, &c.usable,
+				 &c.n_usable);
+	if (r < 0)
+		goto out;
+	if (req->n_ips) {
+		r = assign_requested(op, &c, out);
+		goto out;
+	}
+	if (!c.n_usable) {
+		sb_reset(op->err);
+		sb_addf(op->err, "no IP pool serves node %s", req->node);
+		r = -ENOSPC;
+		goto out;
+	}
+	r = list(op, KIND_BLOCKAFFINITY, req->node, &c.affs);
+	if (r < 0)
+		goto out;
+	size_t n_confirmed;
+	r = assign_affine(op, &c, out, &n_confirmed);
+	if (r != -ENOSPC)
+		goto out;
+	if ((r = need_cfg(op, &c)) < 0)
+		goto out;
+	if (c.cfg.auto_allocate &&
+	    (c.cfg.max_blocks <= 0 || (int64_t)n_confirmed < c.cfg.max_blocks)) {
+		r = assign_new_block(op, &c, out);
+		if (r != -ENOSPC)
+			goto out;
+	}
+	if (!c.cfg.strict) {
+		r = assign_borrowed(op, &c, out);
+		if (r != -ENOSPC)
+			goto out;
+	}
+	sb_reset(op->err);
+	sb_addf(op->err, "no free address for node %s: %s", req->node,
+		c.cfg.strict ? "its blocks are full, no block can be claimed, and StrictAffinity "
+			       "forbids borrowing from other nodes"
+			     : "every block of the usable pools is full");
+	r = -ENOSPC;
+out:
+	assign_ctx_free(&c);
+	return r;
+}
+
+int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assigned *out,
+		struct strbuf *err)
+{
+	if (!req->handle || !*req->handle || strchr(req->handle, '/') || !req->node ||
+	    !*req->node || strchr(req->node, '/')) {
+		sb_addf(err, "invalid handle or node name");
+		return -EINVAL;
+	}
+	if (req->n_ips > ARRAY_SIZE(out->ips)) {
+		sb_addf(err, "at most %zu addresses per request", ARRAY_SIZE(out->ips));
+		return -EINVAL;
+	}
+	struct op op;
+	op_init(&op, d, req->timeout_ms, err);
+	for (;;) {
+		int r = assign_attempt(&op, req, out);
+		if (r == 0)
+			return 0;
+		if (r == -ENOSPC || r == -EINVAL || r == -EADDRINUSE || r == -EUCLEAN)
+			return r;
+		if (!op_again(&op, r))
+			return op_give_up(&op, r, "assigning an address");
+	}
+}
+
+/* --- releasing ------------------------------------------------------------------------------ */
+
+/* Every block of the handle freed and the handle deleted, in one transaction. */
+static int release_attempt(struct op *op, const char *handle, int64_t now, size_t *released)
+{
+	struct br_ipamhandle *h;
+	int r = get_handle(op, handle, &h);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	size_t nb = h->spec.block.n, nw = 0, n = 0;
+	struct br_ipamblock **blocks = xcalloc(nb + 1, sizeof(*blocks));
+	struct ds_write *w = xcalloc(nb + 1, sizeof(*w));
+	for (size_t i = 0; i < nb && r == 0; i++) {
+		struct br_ipamblock *b;
+		r = get_block(op, h->spec.block.v[i].key, &b);
+		if (r == -ENOENT) {
+			r = 0;
+			continue;
+		}
+		if (r < 0)
+			break;
+		blocks[i] = b;
+		size_t k = ipam_block_release_handle(b, handle, now);
+		if (k) {
+			w[nw++] = (struct ds_write){ DS_WRITE_UPDATE, &b->o };
+			n += k;
+		}
+	}
+	if (r == 0) {
+		w[nw++] = (struct ds_write){ DS_WRITE_DELETE, &h->o };
+		r = ds_write_all(op->d, w, nw);
+		if (r < 0)
+			r = op_ds_error(op, r);
+		else
+			*released += n;
+	}
+	for (size_t i = 0; i < nb; i++)
+		model_free(blocks[i] ? &blocks[i]->o : NULL);
+	free(blocks);
+	free(w);
+	model_free(&h->o);
+	return r;
+}
+
+int ipam_release_handle(struct ds *d, const char *handle, int64_t now, long timeout_ms,
+			size_t *released, struct strbuf *err)
+{
+	struct op op;
+	size_t n = 0;
+	if (!handle || !*handle || strchr(handle, '/')) {
+		sb_addf(err, "invalid handle");
+		return -EINVAL;
+	}
+	op_init(&op, d, timeout_ms, err);
+	for (;;) {
+		int r = release_attempt(&op, handle, now, &n);
+		if (r == 0) {
+			if (released)
+				*released = n;
+			return 0;
+		}
+		if (!op_again(&op, r))
+			return op_give_up(&op, r, "releasing the handle");
+	}
+}
+
+static int find_block_of(struct op *op, const struct br_ip *ip, struct br_ipamblock **out)
+{
+	struct objs blocks = { 0 };
+	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < blocks.n; i++) {
+		struct br_cidr c;
+		if (ipam_block_name_parse(blocks.v[i]->meta.name, &c) == 0 &&
+		    cidr_contains_ip(&c, ip)) {
+			*out = (struct br_ipamblock *)blocks.v[i];
+			blocks.v[i] = blocks.v[--blocks.n];
+			r = 0;
+			break;
+		}
+	}
+	objs_free(&blocks);
+	return r;
+}
+
+static int release_ip_attempt(struct op *op, const struct br_ip *ip, int64_t now, char **handle)
+{
+	struct br_ipamblock *b;
+	int r = find_block_of(op, ip, &b);
+	if (r == -ENOENT)
+		return -ENXIO;
+	if (r < 0)
+		return r;
+	sb_reset(op->err);
+	if (ipam_block_validate(b, NULL, op->err) < 0) {
+		model_free(&b->o);
+		return -EUCLEAN;
+	}
+	const char *h = NULL;
+	r = ipam_block_release_ip(b, ip, now, &h);
+	if (r < 0) {
+		model_free(&b->o);
+		return r == -ENOENT ? -ENXIO : r;
+	}
+	char *hid = xstrdup(h);
+	r = commit_block(op, b);
+	if (r == 0) {
+		/* The handle counts one address fewer in this block; gone at zero. */
+		struct br_ipamhandle *hd;
+		if (get_handle(op, hid, &hd) == 0) {
+			int64_t cnt = handle_count(hd, b->o.meta.name);
+			handle_set(hd, b->o.meta.name, cnt - 1);
+			int w = hd->spec.block.n ? ds_update(op->d, &hd->o)
+						 : ds_delete(op->d, model_kind(KIND_IPAMHANDLE),
+							     NULL, hid, hd->o.revision);
+			(void)w; /* a stale count only misleads reports; release finds blocks */
+			model_free(&hd->o);
+		}
+	}
+	model_free(&b->o);
+	if (r == 0 && handle)
+		*handle = hid;
+	else
+		free(hid);
+	return r;
+}
+
+int ipam_release_ip(struct ds *d, const struct br_ip *ip, int64_t now, char **handle,
+		    struct strbuf *err)
+{
+	struct op op;
+	op_init(&op, d, 0, err);
+	for (;;) {
+		int r = release_ip_attempt(&op, ip, now, handle);
+		if (r == 0)
+			return 0;
+		if (r == -ENXIO) {
+			char b[IP_STRLEN];
+			sb_reset(err);
+			sb_addf(err, "%s is not assigned", ip_str(ip, b));
+			return -ENOENT;
+		}
+		if (!op_again(&op, r))
+			return op_give_up(&op, r, "releasing the address");
+	}
+}
+
+/* --- empty blocks --------------------------------------------------------------------------- */
+
+static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int64_t grace_s,
+		     size_t *released)
+{
+	const char *node = a->spec.node;
+	struct br_ipamblock *b;
+	int r = get_block(op, a->o.meta.name, &b);
+	if (r == -ENOENT) {
+		/* Pending: a claim may be in flight. Otherwise nothing to route: drop it. */
+		if (streq(a->spec.state, "pending"))
+			return 0;
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
+			      a->o.revision);
+		return r < 0 ? op_ds_error(op, r) : 0;
+	}
+	if (r < 0)
+		return r;
+	char host[256];
+	if (!streq(ipam_block_host(b, host, sizeof(host)), node)) {
+		/* A lost claim's leftover; the block is someone else's. */
+		model_free(&b->o);
+		if (streq(a->spec.state, "pending"))
+			return 0;
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
+			      a->o.revision);
+		return r < 0 ? op_ds_error(op, r) : 0;
+	}
+	if (streq(a->spec.state, "pending")) {
+		model_free(&b->o);
+		return 0;
+	}
+	if (ipam_block_used(b) > 0) {
+		r = streq(a->spec.state, "pendingDeletion") ? set_affinity_state(op, a, "confirmed")
+							    : 0;
+		model_free(&b->o);
+		return r;
+	}
+	int64_t since = ipam_block_empty_since(b);
+	if (since < 0) {
+		ipam_block_mark_empty(b, now);
+		r = commit_block(op, b);
+		model_free(&b->o);
+		return r;
+	}
+	if (now - since < grace_s) {
+		model_free(&b->o);
+		return 0;
+	}
+	/* Withdraw the route first, then the block only if still untouched, then the claim. */
+	if (!streq(a->spec.state, "pendingDeletion"))
+		r = set_affinity_state(op, a, "pendingDeletion");
+	if (r == 0) {
+		r = ds_delete(op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
+			      b->o.revision);
+		r = r < 0 ? op_ds_error(op, r) : 0;
+	}
+	if (r == 0) {
+		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
+			      a->o.revision);
+		r = r < 0 ? op_ds_error(op, r) : 0;
+		if (r == 0 && released)
+			(*released)++;
+	}
+	model_free(&b->o);
+	return r;
+}
+
+int ipam_release_empty_blocks(struct ds *d, const char *node, int64_t now, int64_t grace_s,
+			      size_t *released, struct strbuf *err)
+{
+	struct op op;
+	size_t n = 0;
+	op_init(&op, d, 0, err);
+	for (;;) {
+		struct objs affs = { 0 };
+		int r = list(&op, KIND_BLOCKAFFINITY, node, &affs);
+		for (size_t i = 0; i < affs.n && r == 0; i++) {
+			r = sweep_one(&op, (struct br_blockaffinity *)affs.v[i], now, grace_s, &n);
+			if (r == -EUCLEAN)
+				r = 0; /* damaged blocks are for ipam check, not for us */
+		}
+		objs_free(&affs);
+		if (r == 0) {
+			if (released)
+				*released = n;
+			return 0;
+		}
+		if (!op_again(&op, r))
+			return op_give_up(&op, r, "releasing empty blocks");
+	}
+}
