@@ -8,6 +8,7 @@
  */
 #include "calc/calc.h"
 #include "calc/eventlog.h"
+#include "calc/notices.h"
 #include "calc/policy.h"
 #include "config.h"
 #include "dataplane/dataplane.h"
@@ -264,13 +265,24 @@ static void report_policy_errors(struct felix *f)
 			  pol_error(p, i));
 }
 
+static void log_notice(void *ctx, const struct notice *n)
+{
+	static const enum log_level levels[] = {
+		[NOTICE_INFO] = LOG_INFO, [NOTICE_WARNING] = LOG_WARNING, [NOTICE_ERROR] = LOG_ERROR
+	};
+	log_msg(levels[n->level], "%s", n->text);
+}
+
 static void apply(struct loop *l, void *ctx)
 {
 	struct felix *f = ctx;
+	/* What the calculation had to say this turn (it does not log itself). */
+	calc_drain_notices(f->calc, log_notice, NULL);
 	/* Nothing is written before the datastore is in sync. */
 	if (f->sync != DS_IN_SYNC)
 		return;
 	maybe_reconfigure(f);
+	calc_drain_notices(f->calc, log_notice, NULL);
 	uint64_t now = now_ms();
 	uint64_t deadline = dataplane_next_deadline(f->dp);
 	if (!f->dirty && !(deadline && now >= deadline)) {

@@ -1,4 +1,5 @@
 #include "calc.h"
+#include "notices.h"
 #include "policy.h"
 
 #include <brindle/core/hash.h>
@@ -44,6 +45,7 @@ struct calc {
 	struct hmap wide;
 	struct hmap refused; /* "ns/name" of endpoints felix refuses (see calc_wep_refused) */
 	bool relog_refusals; /* an update of the endpoint: say again why it is refused */
+	struct notices notices; /* for the daemon to log (calc_drain_notices) */
 	struct br_felixconfig *fc_global, *fc_node;
 	unsigned fc_generation;
 	size_t local_weps;
@@ -95,6 +97,7 @@ void calc_free(struct calc *c)
 	desired_free(&c->desired);
 	pol_free(c->pol);
 	free(c->nodename);
+	notices_free(&c->notices);
 	free(c);
 }
 
@@ -302,7 +305,7 @@ static bool wep_is_wide(const struct br_workloadendpoint *w)
 
 /*
  * Whether felix takes @w (NULL: deleted) under the current configuration;
- * a refusal is logged when it starts, naming the endpoint and the reason.
+ * a refusal is a notice when it starts, naming the endpoint and the reason.
  */
 static bool wep_admit(struct calc *c, const char *key, const struct br_workloadendpoint *w,
 		      bool local)
@@ -310,13 +313,15 @@ static bool wep_admit(struct calc *c, const char *key, const struct br_workloade
 	char why[300];
 	if (!w || !calc_wep_refused(&c->cfg, w, local, why, sizeof(why))) {
 		if (hmap_del(&c->refused, key) && w)
-			log_info("WorkloadEndpoint %s is accepted now", key);
+			notice_add(&c->notices, NOTICE_INFO, "WorkloadEndpoint %s is accepted now",
+				   key);
 		return w != NULL;
 	}
 	if (!hmap_has(&c->refused, key) || c->relog_refusals)
-		log_error("WorkloadEndpoint %s refused: %s; nothing of it is programmed (its "
-			  "traffic is dropped)",
-			  key, why);
+		notice_add(&c->notices, NOTICE_ERROR,
+			   "WorkloadEndpoint %s refused: %s; nothing of it is programmed (its "
+			   "traffic is dropped)",
+			   key, why);
 	hmap_put(&c->refused, key, (void *)1);
 	return false;
 }
@@ -663,4 +668,10 @@ void calc_set_config(struct calc *c, const struct felix_config *cfg)
 	pol_set_config(c->pol, cfg);
 	readmit_weps(c);
 	recompute_all(c);
+}
+
+void calc_drain_notices(struct calc *c, void (*fn)(void *ctx, const struct notice *n), void *ctx)
+{
+	notices_drain(&c->notices, fn, ctx);
+	notices_drain(pol_notices(c->pol), fn, ctx);
 }

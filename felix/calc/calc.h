@@ -50,6 +50,13 @@ struct pol *calc_policy(struct calc *c);
 bool calc_wep_refused(const struct felix_config *cfg, const struct br_workloadendpoint *w,
 		      bool local, char *why, size_t size);
 
+/*
+ * What the calculation (routing and policy) has to say since the last drain,
+ * in order: @fn sees each notice (logged by the daemon, checked by tests).
+ */
+struct notice;
+void calc_drain_notices(struct calc *c, void (*fn)(void *ctx, const struct notice *n), void *ctx);
+
 /* Counts, for metrics and tests. */
 size_t calc_local_endpoints(const struct calc *c);
 

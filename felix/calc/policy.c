@@ -56,8 +56,9 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 		if (e->local) {
 			struct pep *clash = hmap_get(&p->locals, e->local->iface);
 			if (clash && clash != old)
-				log_warn("interface %s claimed by %s and %s; using %s",
-					 e->local->iface, clash->key, e->key, e->key);
+				notice_add(&p->notices, NOTICE_WARNING,
+					   "interface %s claimed by %s and %s; using %s",
+					   e->local->iface, clash->key, e->key, e->key);
 			hmap_put(&p->locals, e->local->iface, e);
 			p->dirty_dispatch = true;
 			hmap_put(&p->dirty_eps, key, (void *)1);
@@ -109,9 +110,10 @@ static void hep_update(struct pol *p, const char *key, const struct br_hostendpo
 	bool local = s->node && streq(s->node, p->nodename);
 	if (local &&
 	    (!s->interface_name || !s->interface_name[0] || streq(s->interface_name, "*"))) {
-		log_warn("HostEndpoint %s: Brindle enforces host endpoint policy on a named "
-			 "interface only; this one has %s",
-			 h->o.meta.name, s->interface_name ? "\"*\"" : "none");
+		notice_add(&p->notices, NOTICE_WARNING,
+			   "HostEndpoint %s: Brindle enforces host endpoint policy on a named "
+			   "interface only; this one has %s",
+			   h->o.meta.name, s->interface_name ? "\"*\"" : "none");
 		local = false;
 	}
 	struct pep_src src = {
@@ -348,7 +350,8 @@ void pol_set_config(struct pol *p, const struct felix_config *cfg)
 	p->cfg = *cfg;
 	p->marks_ok = pmarks_from_mask(p->cfg.mark_mask, &p->marks) == 0;
 	if (!p->marks_ok)
-		log_error("FELIX_IPTABLESMARKMASK 0x%x: needs at least 4 bits", p->cfg.mark_mask);
+		notice_add(&p->notices, NOTICE_ERROR,
+			   "FELIX_IPTABLESMARKMASK 0x%x: needs at least 4 bits", p->cfg.mark_mask);
 	p->rc.marks = p->marks;
 	p->rc.event_log = cfg->event_log_enabled;
 	p->rc.event_log_allowed = cfg->event_log_allowed;
@@ -399,6 +402,7 @@ void pol_free(struct pol *p)
 	free(p->errors);
 	sb_free(&p->scratch);
 	free(p->nodename);
+	notices_free(&p->notices);
 	free(p);
 }
 
@@ -458,4 +462,9 @@ void pol_stats(const struct pol *p, struct pol_stats *out)
 		for (struct hmap_iter it = hmap_iter(&p->d.tables[t].chains); hmap_next(&it);)
 			out->rules += ((const struct pchain *)it.value)->n;
 	}
+}
+
+struct notices *pol_notices(struct pol *p)
+{
+	return &p->notices;
 }

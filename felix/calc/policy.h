@@ -97,6 +97,10 @@ void pol_set_config(struct pol *p, const struct felix_config *cfg);
  */
 bool pol_update(struct pol *p, const struct ds_update *u);
 
+/* What the policy core has to say (notices.h), for the daemon to log. */
+struct notices;
+struct notices *pol_notices(struct pol *p);
+
 /* Render what the updates since the last flush changed. */
 void pol_flush(struct pol *p);
 struct pol_desired *pol_desired(struct pol *p);

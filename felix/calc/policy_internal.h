@@ -16,6 +16,7 @@
 #ifndef FELIX_POLICY_INTERNAL_H
 #define FELIX_POLICY_INTERNAL_H
 
+#include "notices.h"
 #include "policy.h"
 
 #include <brindle/core/arena.h>
@@ -275,6 +276,7 @@ struct pol {
 	struct hmap eps;      /* key → struct pep */
 	struct hmap strings;  /* shared by endpoint records → (void *)users (endpoint.c) */
 	struct hmap locals;   /* iface → struct pep (local endpoints) */
+	struct notices notices; /* for the daemon to log */
 	struct hmap sets;     /* name → struct psetrec */
 	struct psetrec **active;
 	size_t n_active, cap_active;

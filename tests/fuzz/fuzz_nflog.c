@@ -6,8 +6,8 @@
  * message: the prefix is a terminated string, the ICMP fields are set only
  * for ICMP, and every line is one JSON object.
  */
-#include "eventlog.h"
-#include "policy_internal.h"
+#include "calc/eventlog.h"
+#include "calc/policy_internal.h"
 
 #include <brindle/core/arena.h>
 #include <brindle/core/json.h>

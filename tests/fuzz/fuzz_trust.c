@@ -11,7 +11,7 @@
  *     that is not reserved, and only host routes (default configuration)
  */
 #include "bgp_view.h"
-#include "calc.h"
+#include "calc/calc.h"
 #include "secrets.h"
 
 #include <brindle/core/arena.h>

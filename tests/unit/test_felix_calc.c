@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include "calc/calc.h"
+#include "calc/notices.h"
 #include "calc/policy.h"
 
 #include <brindle/core/json.h>
@@ -297,6 +298,22 @@ static size_t pol_endpoints(struct calc *c)
 	return st.endpoints;
 }
 
+static void collect_notice(void *ctx, const struct notice *n)
+{
+	sb_addf(ctx, "%d %s\n", (int)n->level, n->text);
+}
+
+static struct strbuf notices_text;
+
+/* The notices since the last call, one a line ("<level> <text>"). */
+static char *notices_of(struct calc *c)
+{
+	sb_free(&notices_text);
+	sb_init(&notices_text);
+	calc_drain_notices(c, collect_notice, &notices_text);
+	return notices_text.buf;
+}
+
 /*
  * The review's node takeover: a WorkloadEndpoint naming a host interface or
  * claiming more than its own addresses. Nothing of it reaches routing or
@@ -330,6 +347,9 @@ static void test_wep_trust_gate(void **state)
 	assert_null(desired_get(calc_desired(c), DESIRED_NEIGH, "eth0|192.168.1.1"));
 	assert_null(pol_endpoint_of_iface(calc_policy(c), "eth0"));
 	assert_int_equal(pol_endpoints(c), 0);
+	/* Said once, as an error naming the endpoint: the pure core queues it for the log. */
+	char *said = notices_of(c);
+	assert_non_null(strstr(said, "2 WorkloadEndpoint default/h refused: interface \"eth0\""));
 
 	/* A workload interface with a network wider than a host route: refused whole. */
 	put(c, wep("w", "node1", "caliw", "10.244.1.7/32, 10.0.0.0/8", NULL), "default", "w");
@@ -355,6 +375,7 @@ static void test_wep_trust_gate(void **state)
 	assert_int_equal(pol_endpoints(c), 3);
 	assert_null(route_str(c, "192.168.1.1/32")); /* eth0 never */
 
+	assert_non_null(strstr(notices_of(c), "WorkloadEndpoint default/w is accepted now"));
 	/* Back to host routes only: retracted again, from routing and from policy. */
 	felix_config_defaults(&cfg);
 	calc_set_config(c, &cfg);
@@ -378,6 +399,7 @@ static void test_wep_trust_gate(void **state)
 	del(c, KIND_WORKLOADENDPOINT, "default", "r");
 	assert_int_equal(calc_local_endpoints(c), 1);
 	assert_int_equal(pol_endpoints(c), 1);
+	sb_free(&notices_text);
 	calc_free(c);
 }
 
