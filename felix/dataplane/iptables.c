@@ -24,61 +24,6 @@
 
 #define OUR_CHAIN_PREFIX "cali-"
 
-/*
- * The table of the iptables backend, through typed wrappers (lib's struct ipt
- * has its functions in a table and no wrappers of its own).
- */
-static must_check int table_begin(struct ipt *t, const char *table, struct ipt_table_state *out)
-{
-	return t->ops->begin(t, table, out);
-}
-
-static must_check int table_new_chain(struct ipt *t, const char *chain)
-{
-	return t->ops->new_chain(t, chain);
-}
-
-static must_check int table_flush_chain(struct ipt *t, const char *chain)
-{
-	return t->ops->flush_chain(t, chain);
-}
-
-static must_check int table_delete_chain(struct ipt *t, const char *chain)
-{
-	return t->ops->delete_chain(t, chain);
-}
-
-static must_check int table_insert(struct ipt *t, const char *chain, size_t pos, const char *rule)
-{
-	return t->ops->insert(t, chain, pos, rule);
-}
-
-static must_check int table_append(struct ipt *t, const char *chain, const char *rule)
-{
-	return t->ops->append(t, chain, rule);
-}
-
-static must_check int table_replace(struct ipt *t, const char *chain, size_t pos, const char *rule)
-{
-	return t->ops->replace(t, chain, pos, rule);
-}
-
-static must_check int table_delete(struct ipt *t, const char *chain, size_t pos)
-{
-	int (*remove)(struct ipt *, const char *, size_t) = t->ops->delete;
-	return remove(t, chain, pos);
-}
-
-static must_check int table_commit(struct ipt *t)
-{
-	return t->ops->commit(t);
-}
-
-static void table_abort(struct ipt *t)
-{
-	t->ops->abort(t);
-}
-
 /* --- the writer --------------------------------------------------------------------------- */
 
 struct iptables {
@@ -142,15 +87,15 @@ static void sync_chain(struct session *s, const struct pchain *c, const struct i
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (i < n_old) {
 			if (!same_id(c->rules[i], k->ids[i]))
-				note(s, table_replace(s->t, c->name, i, c->rules[i]),
+				note(s, ipt_replace(s->t, c->name, i, c->rules[i]),
 				     "replacing rule %u of %s", i, c->name);
 		} else {
-			note(s, table_append(s->t, c->name, c->rules[i]), "appending to %s",
+			note(s, ipt_append(s->t, c->name, c->rules[i]), "appending to %s",
 			     c->name);
 		}
 	}
 	for (uint32_t i = n_old; i > c->n; i--)
-		note(s, table_delete(s->t, c->name, c->n), "deleting from %s", c->name);
+		note(s, ipt_delete(s->t, c->name, c->n), "deleting from %s", c->name);
 }
 
 static bool is_ours(const char *id)
@@ -174,12 +119,12 @@ static void sync_hook(struct session *s, const struct phook *h, const struct ipt
 	log_info("iptables: our rules in %s are missing or out of place; restoring them", h->chain);
 	for (size_t i = n; i-- > 0;)
 		if (is_ours(k->ids[i]))
-			note(s, table_delete(s->t, h->chain, i), "deleting from %s", h->chain);
+			note(s, ipt_delete(s->t, h->chain, i), "deleting from %s", h->chain);
 	for (uint32_t i = 0; i < h->n_insert; i++)
-		note(s, table_insert(s->t, h->chain, i, h->insert[i]), "inserting into %s",
+		note(s, ipt_insert(s->t, h->chain, i, h->insert[i]), "inserting into %s",
 		     h->chain);
 	for (uint32_t i = 0; i < h->n_append; i++)
-		note(s, table_append(s->t, h->chain, h->append[i]), "appending to %s", h->chain);
+		note(s, ipt_append(s->t, h->chain, h->append[i]), "appending to %s", h->chain);
 }
 
 /* Is @c a chain of ours that is no longer wanted? */
@@ -195,7 +140,7 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	struct ipt_table_state k = { 0 };
 	const char *name = pt_table_name(t);
 	uint64_t t0 = now_ns();
-	int r = table_begin(x->ipt, name, &k);
+	int r = ipt_begin(x->ipt, name, &k);
 	if (r < 0) {
 		failed(x, "iptables %s: reading the table: %s%s%s", name, strerror(-r),
 		       ipt_last_error(x->ipt)[0] ? ": " : "", ipt_last_error(x->ipt));
@@ -205,7 +150,7 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	/* Chains first, so every jump has its target. */
 	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
 		if (!ipt_table_state_chain(&k, it.key))
-			note(&s, table_new_chain(s.t, it.key), "creating %s", (const char *)it.key);
+			note(&s, ipt_new_chain(s.t, it.key), "creating %s", (const char *)it.key);
 	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);) {
 		const struct pchain *c = it.value;
 		sync_chain(&s, c, ipt_table_state_chain(&k, c->name));
@@ -216,25 +161,25 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	 * now). */
 	for (size_t i = 0; i < k.n; i++)
 		if (unwanted(&k.chains[i], want) && k.chains[i].n)
-			note(&s, table_flush_chain(s.t, k.chains[i].name), "flushing %s",
+			note(&s, ipt_flush_chain(s.t, k.chains[i].name), "flushing %s",
 			     k.chains[i].name);
 	for (size_t i = 0; i < k.n; i++)
 		if (unwanted(&k.chains[i], want))
-			note(&s, table_delete_chain(s.t, k.chains[i].name), "deleting %s",
+			note(&s, ipt_delete_chain(s.t, k.chains[i].name), "deleting %s",
 			     k.chains[i].name);
 	ipt_table_state_free(&k);
 	if (s.err) {
-		table_abort(x->ipt);
+		ipt_abort(x->ipt);
 		failed(x, "iptables %s: %s: %s%s%s (nothing written)", name, s.what,
 		       strerror(-s.err), ipt_last_error(x->ipt)[0] ? ": " : "",
 		       ipt_last_error(x->ipt));
 		return s.err;
 	}
 	if (!s.writes) {
-		table_abort(x->ipt); /* nothing to write: no commit */
+		ipt_abort(x->ipt); /* nothing to write: no commit */
 		return 0;
 	}
-	r = table_commit(x->ipt);
+	r = ipt_commit(x->ipt);
 	double ms = (double)(now_ns() - t0) / 1e6;
 	if (r < 0) {
 		failed(x, "iptables %s: commit: %s%s%s", name, strerror(-r),

@@ -262,13 +262,13 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 {
 	struct ipt *t = open_kernel();
 	struct ipt_table_state st;
-	OK(t, t->ops->begin(t, table, &st));
+	OK(t, ipt_begin(t, table, &st));
 	ipt_table_state_free(&st);
-	OK(t, t->ops->new_chain(t, "cali-t"));
-	OK(t, t->ops->new_chain(t, "cali-y"));
+	OK(t, ipt_new_chain(t, "cali-t"));
+	OK(t, ipt_new_chain(t, "cali-y"));
 	for (size_t i = 0; i < n; i++)
-		OK(t, t->ops->append(t, "cali-t", rules[i]));
-	OK(t, t->ops->commit(t));
+		OK(t, ipt_append(t, "cali-t", rules[i]));
+	OK(t, ipt_commit(t));
 
 	struct strbuf got = STRBUF_INIT, want = STRBUF_INIT;
 	sb_init(&got);
@@ -279,7 +279,7 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 	same_lines(sb_str(&want), sb_str(&got));
 
 	/* Ids and targets read back. */
-	OK(t, t->ops->begin(t, table, &st));
+	OK(t, ipt_begin(t, table, &st));
 	const struct ipt_chain_state *c = ipt_table_state_chain(&st, "cali-t");
 	assert_non_null(c);
 	assert_int_equal(c->n, n);
@@ -297,7 +297,7 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 			fail_msg("%s: target %s", rules[i], c->targets[i]);
 	}
 	ipt_table_state_free(&st);
-	t->ops->abort(t);
+	ipt_abort(t);
 
 	/* The same text through iptables-legacy-restore gives the same bytes. */
 	struct strbuf in = STRBUF_INIT;
@@ -371,33 +371,33 @@ static void test_positions_and_chains(void **state)
 	struct ipt_table_state st;
 	struct strbuf got = STRBUF_INIT;
 	sb_init(&got);
-	OK(t, t->ops->begin(t, "mangle", &st));
+	OK(t, ipt_begin(t, "mangle", &st));
 	assert_int_equal(st.n, 5);
 	assert_string_equal(st.chains[0].name, "PREROUTING");
 	assert_true(st.chains[0].builtin);
 	ipt_table_state_free(&st);
-	OK(t, t->ops->new_chain(t, "cali-p"));
-	OK(t, t->ops->new_chain(t, "cali-q"));
-	assert_int_equal(t->ops->new_chain(t, "cali-p"), -EEXIST);
-	assert_int_equal(t->ops->new_chain(t, "MARK"), -EINVAL);
-	assert_int_equal(t->ops->new_chain(t, "cali-0123456789012345678901234"), -EINVAL);
+	OK(t, ipt_new_chain(t, "cali-p"));
+	OK(t, ipt_new_chain(t, "cali-q"));
+	assert_int_equal(ipt_new_chain(t, "cali-p"), -EEXIST);
+	assert_int_equal(ipt_new_chain(t, "MARK"), -EINVAL);
+	assert_int_equal(ipt_new_chain(t, "cali-0123456789012345678901234"), -EINVAL);
 	OK(t,
-	   t->ops->append(t, "cali-p", "-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j ACCEPT"));
+	   ipt_append(t, "cali-p", "-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j ACCEPT"));
 	OK(t,
-	   t->ops->append(t, "cali-p", "-m comment --comment \"cali:bbbbbbbbbbbbbbbb\" -j cali-q"));
-	OK(t, t->ops->insert(t, "cali-p", 0,
+	   ipt_append(t, "cali-p", "-m comment --comment \"cali:bbbbbbbbbbbbbbbb\" -j cali-q"));
+	OK(t, ipt_insert(t, "cali-p", 0,
 			     "-m comment --comment \"cali:cccccccccccccccc\" -j DROP"));
-	OK(t, t->ops->insert(t, "PREROUTING", 0,
+	OK(t, ipt_insert(t, "PREROUTING", 0,
 			     "-m comment --comment \"cali:dddddddddddddddd\" -j cali-p"));
-	assert_int_equal(t->ops->insert(t, "cali-p", 4, "-j DROP"), -ENOENT);
-	assert_int_equal(t->ops->replace(t, "cali-p", 3, "-j DROP"), -ENOENT);
-	assert_int_equal(t->ops->delete (t, "cali-p", 3), -ENOENT);
-	assert_int_equal(t->ops->append(t, "cali-nope", "-j DROP"), -ENOENT);
-	assert_int_equal(t->ops->append(t, "cali-p", "-j cali-nope"), -ENOENT);
+	assert_int_equal(ipt_insert(t, "cali-p", 4, "-j DROP"), -ENOENT);
+	assert_int_equal(ipt_replace(t, "cali-p", 3, "-j DROP"), -ENOENT);
+	assert_int_equal(ipt_delete(t, "cali-p", 3), -ENOENT);
+	assert_int_equal(ipt_append(t, "cali-nope", "-j DROP"), -ENOENT);
+	assert_int_equal(ipt_append(t, "cali-p", "-j cali-nope"), -ENOENT);
 	assert_string_equal(ipt_last_error(t),
 			    "-j cali-nope: no chain cali-nope to jump to in table mangle");
-	assert_int_equal(t->ops->append(t, "cali-p", "-j bogus --x"), -EINVAL);
-	OK(t, t->ops->commit(t));
+	assert_int_equal(ipt_append(t, "cali-p", "-j bogus --x"), -EINVAL);
+	OK(t, ipt_commit(t));
 	save_lines("mangle", "-A ", &got);
 	assert_string_equal(
 		sb_str(&got),
@@ -406,7 +406,7 @@ static void test_positions_and_chains(void **state)
 		"-A cali-p -m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j ACCEPT\n"
 		"-A cali-p -m comment --comment \"cali:bbbbbbbbbbbbbbbb\" -j cali-q\n");
 
-	OK(t, t->ops->begin(t, "mangle", &st));
+	OK(t, ipt_begin(t, "mangle", &st));
 	const struct ipt_chain_state *c = ipt_table_state_chain(&st, "cali-p");
 	assert_int_equal(c->n, 3);
 	assert_string_equal(c->ids[0], "cali:cccccccccccccccc");
@@ -415,15 +415,15 @@ static void test_positions_and_chains(void **state)
 	assert_string_equal(c->targets[0], "DROP");
 	ipt_table_state_free(&st);
 	/* Positions count as edited so far. */
-	OK(t, t->ops->replace(t, "cali-p", 1,
+	OK(t, ipt_replace(t, "cali-p", 1,
 			      "-m comment --comment \"cali:eeeeeeeeeeeeeeee\" -j RETURN"));
-	OK(t, t->ops->delete (t, "cali-p", 0));
-	OK(t, t->ops->insert(t, "cali-p", 2,
+	OK(t, ipt_delete(t, "cali-p", 0));
+	OK(t, ipt_insert(t, "cali-p", 2,
 			     "-m comment --comment \"cali:ffffffffffffffff\" -j ACCEPT"));
-	assert_int_equal(t->ops->delete_chain(t, "cali-q"), -EMLINK);
-	assert_int_equal(t->ops->delete_chain(t, "cali-p"), -EMLINK);
-	assert_int_equal(t->ops->delete_chain(t, "PREROUTING"), -EINVAL);
-	OK(t, t->ops->commit(t));
+	assert_int_equal(ipt_delete_chain(t, "cali-q"), -EMLINK);
+	assert_int_equal(ipt_delete_chain(t, "cali-p"), -EMLINK);
+	assert_int_equal(ipt_delete_chain(t, "PREROUTING"), -EINVAL);
+	OK(t, ipt_commit(t));
 	save_lines("mangle", "-A cali-p", &got);
 	assert_string_equal(sb_str(&got),
 			    "-A cali-p -m comment --comment \"cali:eeeeeeeeeeeeeeee\" -j RETURN\n"
@@ -431,15 +431,15 @@ static void test_positions_and_chains(void **state)
 			    "-A cali-p -m comment --comment \"cali:ffffffffffffffff\" -j ACCEPT\n");
 
 	/* Flush, unhook and delete; a non-empty chain stays. */
-	OK(t, t->ops->begin(t, "mangle", &st));
+	OK(t, ipt_begin(t, "mangle", &st));
 	ipt_table_state_free(&st);
-	OK(t, t->ops->delete (t, "PREROUTING", 0));
-	assert_int_equal(t->ops->delete_chain(t, "cali-p"), -ENOTEMPTY);
-	OK(t, t->ops->flush_chain(t, "cali-p"));
-	OK(t, t->ops->delete_chain(t, "cali-p"));
-	OK(t, t->ops->delete_chain(t, "cali-q"));
-	assert_int_equal(t->ops->flush_chain(t, "cali-p"), -ENOENT);
-	OK(t, t->ops->commit(t));
+	OK(t, ipt_delete(t, "PREROUTING", 0));
+	assert_int_equal(ipt_delete_chain(t, "cali-p"), -ENOTEMPTY);
+	OK(t, ipt_flush_chain(t, "cali-p"));
+	OK(t, ipt_delete_chain(t, "cali-p"));
+	OK(t, ipt_delete_chain(t, "cali-q"));
+	assert_int_equal(ipt_flush_chain(t, "cali-p"), -ENOENT);
+	OK(t, ipt_commit(t));
 	save("mangle", &got);
 	assert_string_equal(
 		sb_str(&got),
@@ -448,15 +448,15 @@ static void test_positions_and_chains(void **state)
 		"COMMIT\n");
 
 	/* Abort writes nothing; a second begin in a session is refused. */
-	OK(t, t->ops->begin(t, "mangle", &st));
+	OK(t, ipt_begin(t, "mangle", &st));
 	ipt_table_state_free(&st);
-	assert_int_equal(t->ops->begin(t, "mangle", &st), -EINPROGRESS);
-	OK(t, t->ops->new_chain(t, "cali-r"));
-	t->ops->abort(t);
+	assert_int_equal(ipt_begin(t, "mangle", &st), -EINPROGRESS);
+	OK(t, ipt_new_chain(t, "cali-r"));
+	ipt_abort(t);
 	save_lines("mangle", ":cali-r", &got);
 	assert_string_equal(sb_str(&got), "");
-	assert_int_equal(t->ops->new_chain(t, "cali-r"), -EINVAL);
-	assert_int_equal(t->ops->begin(t, "nosuch", &st), -ENOENT);
+	assert_int_equal(ipt_new_chain(t, "cali-r"), -EINVAL);
+	assert_int_equal(ipt_begin(t, "nosuch", &st), -ENOENT);
 	sb_free(&got);
 	close_handle(NULL);
 }
@@ -506,7 +506,7 @@ static void test_foreign_rules_survive(void **state)
 	struct ipt *t = open_kernel();
 	struct ipt_table_state st;
 	for (int round = 0; round < 2; round++) {
-		OK(t, t->ops->begin(t, "filter", &st));
+		OK(t, ipt_begin(t, "filter", &st));
 		const struct ipt_chain_state *fwd = ipt_table_state_chain(&st, "FORWARD");
 		assert_int_equal(fwd->n, 2 * (size_t)round + 2);
 		assert_string_equal(fwd->targets[fwd->n - 1], "ACCEPT");
@@ -520,26 +520,26 @@ static void test_foreign_rules_survive(void **state)
 		ipt_table_state_free(&st);
 		char chain[32];
 		snprintf(chain, sizeof(chain), "cali-FORWARD-%d", round);
-		OK(t, t->ops->new_chain(t, chain));
+		OK(t, ipt_new_chain(t, chain));
 		char rule[128];
 		snprintf(rule, sizeof(rule),
 			 "-m comment --comment \"cali:forwardforward%04d\" -j %s", round, chain);
-		OK(t, t->ops->insert(t, "FORWARD", 0, rule));
-		OK(t, t->ops->append(t, "FORWARD",
+		OK(t, ipt_insert(t, "FORWARD", 0, rule));
+		OK(t, ipt_append(t, "FORWARD",
 				     "-m comment --comment \"cali:appendappendappe\" -m mark "
 				     "--mark 0x10000/0x10000 -j ACCEPT"));
-		OK(t, t->ops->commit(t));
+		OK(t, ipt_commit(t));
 
-		OK(t, t->ops->begin(t, "nat", &st));
+		OK(t, ipt_begin(t, "nat", &st));
 		ipt_table_state_free(&st);
 		snprintf(chain, sizeof(chain), "cali-POSTROUTING-%d", round);
-		OK(t, t->ops->new_chain(t, chain));
-		OK(t, t->ops->append(t, chain,
+		OK(t, ipt_new_chain(t, chain));
+		OK(t, ipt_append(t, chain,
 				     "-m set --match-set cali40masq-ipam-pools src -j MASQUERADE "
 				     "--random-fully"));
 		snprintf(rule, sizeof(rule), "-j %s", chain);
-		OK(t, t->ops->insert(t, "POSTROUTING", 0, rule));
-		OK(t, t->ops->commit(t));
+		OK(t, ipt_insert(t, "POSTROUTING", 0, rule));
+		OK(t, ipt_commit(t));
 	}
 	for (size_t i = 0; i < 2; i++) {
 		save(tables[i], &after);
@@ -606,16 +606,16 @@ static void test_lock(void **state)
 	assert_int_equal(ipt_open_kernel(lock_path, 300, &current), 0);
 	t = current;
 	uint64_t t0 = now_ms();
-	assert_int_equal(t->ops->begin(t, "filter", &st), -EBUSY);
+	assert_int_equal(ipt_begin(t, "filter", &st), -EBUSY);
 	uint64_t waited = now_ms() - t0;
 	assert_true(waited >= 300 && waited < 2000);
 	assert_non_null(strstr(ipt_last_error(t), "held by another process"));
 	close(release);
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	OK(t, t->ops->begin(t, "filter", &st));
+	OK(t, ipt_begin(t, "filter", &st));
 	ipt_table_state_free(&st);
-	t->ops->abort(t);
+	ipt_abort(t);
 	close_handle(NULL);
 
 	/* Released during the wait: begin gets it. */
@@ -630,7 +630,7 @@ static void test_lock(void **state)
 	}
 	close(release); /* the holder still sees the releaser's copy open */
 	t0 = now_ms();
-	OK(t, t->ops->begin(t, "filter", &st));
+	OK(t, ipt_begin(t, "filter", &st));
 	assert_true(now_ms() - t0 < 4000);
 	ipt_table_state_free(&st);
 	/* While we hold it, iptables itself waits for us. */
@@ -638,7 +638,7 @@ static void test_lock(void **state)
 		sh("XTABLES_LOCKFILE=%s timeout 10 iptables-legacy -w 1 -L -n >/dev/null 2>&1",
 		   lock_path),
 		4);
-	t->ops->abort(t);
+	ipt_abort(t);
 	assert_int_equal(waitpid(releaser, &status, 0), releaser);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	close_handle(NULL);
@@ -650,10 +650,10 @@ static void test_default_lock_path(void **state)
 	struct ipt_table_state st;
 	assert_int_equal(ipt_open_kernel(NULL, 10000, &current), 0);
 	t = current;
-	OK(t, t->ops->begin(t, "raw", &st));
+	OK(t, ipt_begin(t, "raw", &st));
 	assert_int_equal(st.n, 2);
 	ipt_table_state_free(&st);
-	OK(t, t->ops->commit(t));
+	OK(t, ipt_commit(t));
 	close_handle(NULL);
 }
 
@@ -692,14 +692,14 @@ static void test_packets(void **state)
 
 	struct ipt *t = open_kernel();
 	struct ipt_table_state st;
-	OK(t, t->ops->begin(t, "filter", &st));
+	OK(t, ipt_begin(t, "filter", &st));
 	ipt_table_state_free(&st);
-	OK(t, t->ops->new_chain(t, "cali-OUTPUT"));
-	OK(t, t->ops->append(t, "cali-OUTPUT",
+	OK(t, ipt_new_chain(t, "cali-OUTPUT"));
+	OK(t, ipt_append(t, "cali-OUTPUT",
 			     "-d 198.51.100.2/32 -p icmp -m comment --comment "
 			     "\"cali:dropdropdropdrop\" -m icmp --icmp-type 8 -j DROP"));
-	OK(t, t->ops->insert(t, "OUTPUT", 0, "-o brv0 -j cali-OUTPUT"));
-	OK(t, t->ops->commit(t));
+	OK(t, ipt_insert(t, "OUTPUT", 0, "-o brv0 -j cali-OUTPUT"));
+	OK(t, ipt_commit(t));
 	assert_int_not_equal(sh("ping -c 1 -W 1 198.51.100.2 >/dev/null 2>&1"), 0);
 	struct strbuf counters = STRBUF_INIT;
 	sb_init(&counters);
@@ -709,10 +709,10 @@ static void test_packets(void **state)
 	pclose(f);
 	assert_int_equal(strncmp(line, "[1:84]", 6), 0);
 
-	OK(t, t->ops->begin(t, "filter", &st));
+	OK(t, ipt_begin(t, "filter", &st));
 	ipt_table_state_free(&st);
-	OK(t, t->ops->delete (t, "cali-OUTPUT", 0));
-	OK(t, t->ops->commit(t));
+	OK(t, ipt_delete(t, "cali-OUTPUT", 0));
+	OK(t, ipt_commit(t));
 	assert_int_equal(sh("ping -c 1 -W 1 198.51.100.2 >/dev/null 2>&1"), 0);
 	sb_free(&counters);
 	close_handle(NULL);

@@ -525,28 +525,28 @@ static void test_record_session(void **state)
 		"*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n"
 		":OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n");
 
-	assert_int_equal(t->ops->begin(t, "filter", &st), 0);
+	assert_int_equal(ipt_begin(t, "filter", &st), 0);
 	assert_int_equal(st.n, 3);
 	assert_string_equal(st.chains[1].name, "FORWARD");
 	assert_true(st.chains[1].builtin);
 	ipt_table_state_free(&st);
-	assert_int_equal(t->ops->new_chain(t, "cali-b"), 0);
-	assert_int_equal(t->ops->new_chain(t, "cali-a"), 0);
-	assert_int_equal(t->ops->new_chain(t, "cali-a"), -EEXIST);
-	assert_int_equal(t->ops->append(t, "cali-a",
+	assert_int_equal(ipt_new_chain(t, "cali-b"), 0);
+	assert_int_equal(ipt_new_chain(t, "cali-a"), 0);
+	assert_int_equal(ipt_new_chain(t, "cali-a"), -EEXIST);
+	assert_int_equal(ipt_append(t, "cali-a",
 					"-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j DROP"),
 			 0);
-	assert_int_equal(t->ops->insert(t, "cali-a", 0,
+	assert_int_equal(ipt_insert(t, "cali-a", 0,
 					"-m comment --comment \"cali:bbbbbbbbbbbbbbbb\" -g cali-b"),
 			 0);
-	assert_int_equal(t->ops->insert(t, "FORWARD", 0, "-i cali+ -j cali-a"), 0);
-	assert_int_equal(t->ops->append(t, "FORWARD", "-m mark --mark 0x10000/0x10000 -j ACCEPT"),
+	assert_int_equal(ipt_insert(t, "FORWARD", 0, "-i cali+ -j cali-a"), 0);
+	assert_int_equal(ipt_append(t, "FORWARD", "-m mark --mark 0x10000/0x10000 -j ACCEPT"),
 			 0);
 	/* Nothing shows before the commit. */
 	save_is(t, "filter",
 		"*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT "
 		"[0:0]\nCOMMIT\n");
-	assert_int_equal(t->ops->commit(t), 0);
+	assert_int_equal(ipt_commit(t), 0);
 	assert_int_equal(ipt_record_commits(t, "filter"), 1);
 	assert_int_equal(ipt_record_commits(t, "nat"), 0);
 	save_is(t, "filter",
@@ -559,7 +559,7 @@ static void test_record_session(void **state)
 		"COMMIT\n");
 
 	/* The state read back: kernel order, ids, targets. */
-	assert_int_equal(t->ops->begin(t, "filter", &st), 0);
+	assert_int_equal(ipt_begin(t, "filter", &st), 0);
 	assert_int_equal(st.n, 5);
 	const struct ipt_chain_state *c = ipt_table_state_chain(&st, "cali-a");
 	assert_non_null(c);
@@ -578,15 +578,15 @@ static void test_record_session(void **state)
 	ipt_table_state_free(&st);
 
 	/* Abort discards; replace and delete by position. */
-	assert_int_equal(t->ops->replace(t, "cali-a", 1, "-j ACCEPT"), 0);
-	assert_int_equal(t->ops->delete (t, "FORWARD", 1), 0);
-	t->ops->abort(t);
+	assert_int_equal(ipt_replace(t, "cali-a", 1, "-j ACCEPT"), 0);
+	assert_int_equal(ipt_delete(t, "FORWARD", 1), 0);
+	ipt_abort(t);
 	assert_int_equal(ipt_record_commits(t, "filter"), 1);
-	assert_int_equal(t->ops->begin(t, "filter", &st), 0);
+	assert_int_equal(ipt_begin(t, "filter", &st), 0);
 	ipt_table_state_free(&st);
-	assert_int_equal(t->ops->replace(t, "cali-a", 1, "-j ACCEPT"), 0);
-	assert_int_equal(t->ops->delete (t, "FORWARD", 1), 0);
-	assert_int_equal(t->ops->commit(t), 0);
+	assert_int_equal(ipt_replace(t, "cali-a", 1, "-j ACCEPT"), 0);
+	assert_int_equal(ipt_delete(t, "FORWARD", 1), 0);
+	assert_int_equal(ipt_commit(t), 0);
 	save_is(t, "filter",
 		"*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n"
 		":cali-a - [0:0]\n:cali-b - [0:0]\n"
@@ -602,53 +602,53 @@ static void test_record_errors(void **state)
 {
 	struct ipt *t = ipt_open_recording();
 	struct ipt_table_state st;
-	assert_int_equal(t->ops->new_chain(t, "cali-a"), -EINVAL);
+	assert_int_equal(ipt_new_chain(t, "cali-a"), -EINVAL);
 	assert_string_equal(ipt_last_error(t), "no session: call begin first");
-	assert_int_equal(t->ops->begin(t, "security", &st), -ENOENT);
-	assert_int_equal(t->ops->begin(t, "nat", &st), 0);
+	assert_int_equal(ipt_begin(t, "security", &st), -ENOENT);
+	assert_int_equal(ipt_begin(t, "nat", &st), 0);
 	ipt_table_state_free(&st);
-	assert_int_equal(t->ops->begin(t, "nat", &st), -EINPROGRESS);
-	assert_int_equal(t->ops->append(t, "cali-x", "-j ACCEPT"), -ENOENT);
+	assert_int_equal(ipt_begin(t, "nat", &st), -EINPROGRESS);
+	assert_int_equal(ipt_append(t, "cali-x", "-j ACCEPT"), -ENOENT);
 	assert_string_equal(ipt_last_error(t), "no chain cali-x in table nat");
-	assert_int_equal(t->ops->append(t, "POSTROUTING", "-j cali-x"), -ENOENT);
+	assert_int_equal(ipt_append(t, "POSTROUTING", "-j cali-x"), -ENOENT);
 	assert_string_equal(ipt_last_error(t), "-j cali-x: no chain cali-x to jump to");
 	assert_int_equal(
-		t->ops->append(t, "POSTROUTING", "-j REJECT --reject-with icmp-port-unreachable"),
+		ipt_append(t, "POSTROUTING", "-j REJECT --reject-with icmp-port-unreachable"),
 		-EINVAL);
 	assert_string_equal(ipt_last_error(t), "-j REJECT --reject-with icmp-port-unreachable: "
 					       "target REJECT is not valid in table nat");
-	assert_int_equal(t->ops->append(t, "POSTROUTING", "-s 10.0.0.1/24 -j MASQUERADE"), -EINVAL);
+	assert_int_equal(ipt_append(t, "POSTROUTING", "-s 10.0.0.1/24 -j MASQUERADE"), -EINVAL);
 	assert_string_equal(ipt_last_error(t), "rule text is not as iptables-save prints it:\n"
 					       "  given:   -s 10.0.0.1/24 -j MASQUERADE\n"
 					       "  printed: -s 10.0.0.0/24 -j MASQUERADE");
-	assert_int_equal(t->ops->append(t, "POSTROUTING", "-j MASQUERADE --to-ports 1"), -EINVAL);
+	assert_int_equal(ipt_append(t, "POSTROUTING", "-j MASQUERADE --to-ports 1"), -EINVAL);
 	assert_string_equal(ipt_last_error(t), "-j MASQUERADE --to-ports 1: token 3 "
 					       "(\"--to-ports\"): unknown option of MASQUERADE");
-	assert_int_equal(t->ops->new_chain(t, "MARK"), -EINVAL);
-	assert_int_equal(t->ops->new_chain(t, "cali-0123456789012345678901234"), -EINVAL);
-	assert_int_equal(t->ops->new_chain(t, "cali-a"), 0);
-	assert_int_equal(t->ops->new_chain(t, "cali-b"), 0);
-	assert_int_equal(t->ops->append(t, "cali-a", "-j cali-b"), 0);
-	assert_int_equal(t->ops->insert(t, "cali-a", 2, "-j ACCEPT"), -ENOENT);
+	assert_int_equal(ipt_new_chain(t, "MARK"), -EINVAL);
+	assert_int_equal(ipt_new_chain(t, "cali-0123456789012345678901234"), -EINVAL);
+	assert_int_equal(ipt_new_chain(t, "cali-a"), 0);
+	assert_int_equal(ipt_new_chain(t, "cali-b"), 0);
+	assert_int_equal(ipt_append(t, "cali-a", "-j cali-b"), 0);
+	assert_int_equal(ipt_insert(t, "cali-a", 2, "-j ACCEPT"), -ENOENT);
 	assert_string_equal(ipt_last_error(t), "no position 2 in chain cali-a (1 rules)");
-	assert_int_equal(t->ops->replace(t, "cali-a", 1, "-j ACCEPT"), -ENOENT);
-	assert_int_equal(t->ops->delete (t, "cali-a", 1), -ENOENT);
-	assert_int_equal(t->ops->delete_chain(t, "cali-b"), -EMLINK);
-	assert_int_equal(t->ops->delete_chain(t, "cali-a"), -ENOTEMPTY);
-	assert_int_equal(t->ops->delete_chain(t, "OUTPUT"), -EINVAL);
-	assert_int_equal(t->ops->delete_chain(t, "cali-c"), -ENOENT);
-	assert_int_equal(t->ops->flush_chain(t, "cali-c"), -ENOENT);
-	assert_int_equal(t->ops->flush_chain(t, "cali-a"), 0);
-	assert_int_equal(t->ops->delete_chain(t, "cali-b"), 0);
-	assert_int_equal(t->ops->delete_chain(t, "cali-a"), 0);
+	assert_int_equal(ipt_replace(t, "cali-a", 1, "-j ACCEPT"), -ENOENT);
+	assert_int_equal(ipt_delete(t, "cali-a", 1), -ENOENT);
+	assert_int_equal(ipt_delete_chain(t, "cali-b"), -EMLINK);
+	assert_int_equal(ipt_delete_chain(t, "cali-a"), -ENOTEMPTY);
+	assert_int_equal(ipt_delete_chain(t, "OUTPUT"), -EINVAL);
+	assert_int_equal(ipt_delete_chain(t, "cali-c"), -ENOENT);
+	assert_int_equal(ipt_flush_chain(t, "cali-c"), -ENOENT);
+	assert_int_equal(ipt_flush_chain(t, "cali-a"), 0);
+	assert_int_equal(ipt_delete_chain(t, "cali-b"), 0);
+	assert_int_equal(ipt_delete_chain(t, "cali-a"), 0);
 	/* A loop fails the commit and ends the session. */
-	assert_int_equal(t->ops->new_chain(t, "cali-a"), 0);
-	assert_int_equal(t->ops->new_chain(t, "cali-b"), 0);
-	assert_int_equal(t->ops->append(t, "cali-a", "-j cali-b"), 0);
-	assert_int_equal(t->ops->append(t, "cali-b", "-g cali-a"), 0);
-	assert_int_equal(t->ops->commit(t), -ELOOP);
+	assert_int_equal(ipt_new_chain(t, "cali-a"), 0);
+	assert_int_equal(ipt_new_chain(t, "cali-b"), 0);
+	assert_int_equal(ipt_append(t, "cali-a", "-j cali-b"), 0);
+	assert_int_equal(ipt_append(t, "cali-b", "-g cali-a"), 0);
+	assert_int_equal(ipt_commit(t), -ELOOP);
 	assert_int_equal(ipt_record_commits(t, "nat"), 0);
-	assert_int_equal(t->ops->commit(t), -EINVAL);
+	assert_int_equal(ipt_commit(t), -EINVAL);
 	ipt_close(t);
 }
 

@@ -71,6 +71,56 @@ struct ipt {
 };
 
 /*
+ * Typed calls on a handle (what callers use; the table is the backends'). One
+ * session per table: begin reads the table's state, the edits are staged,
+ * commit writes them at once (abort drops them).
+ */
+static inline must_check int ipt_begin(struct ipt *t, const char *table,
+				       struct ipt_table_state *out)
+{
+	return t->ops->begin(t, table, out);
+}
+static inline must_check int ipt_new_chain(struct ipt *t, const char *chain)
+{
+	return t->ops->new_chain(t, chain);
+}
+static inline must_check int ipt_flush_chain(struct ipt *t, const char *chain)
+{
+	return t->ops->flush_chain(t, chain);
+}
+static inline must_check int ipt_delete_chain(struct ipt *t, const char *chain)
+{
+	return t->ops->delete_chain(t, chain);
+}
+static inline must_check int ipt_insert(struct ipt *t, const char *chain, size_t pos,
+					const char *rule)
+{
+	return t->ops->insert(t, chain, pos, rule);
+}
+static inline must_check int ipt_append(struct ipt *t, const char *chain, const char *rule)
+{
+	return t->ops->append(t, chain, rule);
+}
+static inline must_check int ipt_replace(struct ipt *t, const char *chain, size_t pos,
+					 const char *rule)
+{
+	return t->ops->replace(t, chain, pos, rule);
+}
+static inline must_check int ipt_delete(struct ipt *t, const char *chain, size_t pos)
+{
+	int (*remove)(struct ipt *, const char *, size_t) = t->ops->delete;
+	return remove(t, chain, pos);
+}
+static inline must_check int ipt_commit(struct ipt *t)
+{
+	return t->ops->commit(t);
+}
+static inline void ipt_abort(struct ipt *t)
+{
+	t->ops->abort(t);
+}
+
+/*
  * The kernel backend, in the caller's network namespace. @lock_path is the
  * xtables lock file (NULL: /run/xtables.lock, which iptables itself uses: it
  * is per filesystem, so felix, kube-proxy and the iptables commands of every
