@@ -4,6 +4,7 @@
 #include <time.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -43,7 +44,7 @@ struct loop {
 	bool stopped;
 	int code;
 	/* How long handlers ran: the longest ever, and per second for the recent window. */
-	uint64_t handlers, longest_ns;
+	uint64_t handlers, longest_ns, preempted;
 	uint64_t window_max[LOOP_STATS_WINDOW_S], window_sec[LOOP_STATS_WINDOW_S];
 };
 
@@ -73,6 +74,7 @@ void loop_get_stats(const struct loop *l, struct loop_stats *out)
 {
 	uint64_t now = mono_ns() / 1000000000ull;
 	out->handlers = l->handlers;
+	out->preempted = l->preempted;
 	out->longest_ns = l->longest_ns;
 	out->longest_recent_ns = 0;
 	for (size_t i = 0; i < LOOP_STATS_WINDOW_S; i++)
@@ -284,9 +286,17 @@ int loop_run_once(struct loop *l, int timeout_ms)
 		struct watch *w = evs[i].data.ptr;
 		if (w->dead)
 			continue;
+		struct rusage r0, r1;
+		getrusage(RUSAGE_THREAD, &r0);
 		uint64_t t0 = mono_ns();
 		w->fn(l, w->fd, evs[i].events, w->ctx);
-		note_handler(l, t0, mono_ns());
+		uint64_t t1 = mono_ns();
+		getrusage(RUSAGE_THREAD, &r1);
+		/* A run the kernel preempted measures the machine's load, not the handler. */
+		if (r1.ru_nivcsw == r0.ru_nivcsw)
+			note_handler(l, t0, t1);
+		else
+			l->preempted++;
 	}
 	reap(l);
 	if (l->before_sleep)

@@ -44,12 +44,16 @@ void loop_set_before_sleep(struct loop *l, loop_hook_fn fn, void *ctx);
 /*
  * How long the loop's handlers (descriptors, timers, signals; not the
  * before-sleep hook) ran at a time: a handler that blocks stalls everything
- * else, so the longest one is what health and tests watch. The recent figure
- * covers the last LOOP_STATS_WINDOW_S seconds.
+ * else, so the longest one is what health and tests watch. A run during
+ * which the kernel preempted the loop for another process is left out (that
+ * is the machine's load, not the handler); a handler that blocks in a system
+ * call gives the CPU up itself and counts. The recent figure covers the last
+ * LOOP_STATS_WINDOW_S seconds.
  */
 #define LOOP_STATS_WINDOW_S 10
 struct loop_stats {
-	uint64_t handlers;	    /* handler runs */
+	uint64_t handlers;	    /* handler runs measured */
+	uint64_t preempted;	    /* runs left out: the kernel preempted them */
 	uint64_t longest_ns;	    /* the longest ever */
 	uint64_t longest_recent_ns; /* the longest in the window */
 };
