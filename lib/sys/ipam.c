@@ -30,6 +30,14 @@
 #define DEFAULT_TIMEOUT_MS 30000
 #define MAX_ATTEMPTS	   200
 
+void (*ipam_test_hook)(const char *step);
+
+static void step_done(const char *step)
+{
+	if (ipam_test_hook)
+		ipam_test_hook(step);
+}
+
 struct op {
 	struct ds *d;
 	struct strbuf *err;
@@ -415,6 +423,8 @@ static int finish_claim(struct op *op, struct br_blockaffinity *a, bool strict,
 		if (ipam_block_name_parse(a->o.meta.name, &c) < 0)
 			return -EINVAL;
 		r = create_block(op, &c, a->spec.node, strict, &b);
+		if (r == 0)
+			step_done("claim-block-created");
 	}
 	if (r < 0)
 		return r;
@@ -457,6 +467,7 @@ static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, 
 			model_free(&a->o);
 		return op_ds_error(op, r);
 	}
+	step_done("claim-pending");
 	r = finish_claim(op, a, strict, out);
 	model_free(&a->o);
 	return r;
@@ -481,6 +492,7 @@ static int claim_block(struct op *op, const struct br_ippool *pool, const char *
 	free(taken);
 	if (r < 0)
 		return r;
+	step_done("claim-listed");
 	return claim_cidr(op, &c, node, strict, out);
 }
 
@@ -1045,11 +1057,13 @@ static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int
 	if (!streq(a->spec.state, "pendingDeletion"))
 		r = set_affinity_state(op, a, "pendingDeletion");
 	if (r == 0) {
+		step_done("sweep-withdrawn");
 		r = ds_delete(op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
 			      b->o.revision);
 		r = r < 0 ? op_ds_error(op, r) : 0;
 	}
 	if (r == 0) {
+		step_done("sweep-block-deleted");
 		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
 			      a->o.revision);
 		r = r < 0 ? op_ds_error(op, r) : 0;

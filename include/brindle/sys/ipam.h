@@ -191,4 +191,13 @@ int ipam_release_ip(struct ds *d, const struct br_ip *ip, int64_t now, char **ha
 int ipam_release_empty_blocks(struct ds *d, const char *node, int64_t now, int64_t grace_s,
 			      size_t *released, struct strbuf *err) must_check;
 
+/*
+ * Test hook: when set, called between the steps of the operations that take
+ * more than one write (claiming a block, releasing an empty block), with the
+ * name of the step just done ("claim-pending", ...), so that a test can stop
+ * an operation there and run a competing one (tests/integration/
+ * test_ipam_ds.c runs every such interleaving). NULL outside tests.
+ */
+extern void (*ipam_test_hook)(const char *step);
+
 #endif
