@@ -176,6 +176,37 @@ int etcd_decode_header_revision(const struct jv *resp, int64_t *rev)
 	return get_int(h, "revision", rev);
 }
 
+/* A uint64 field (a cluster ID is above int64's range); absent reads as 0. */
+static int get_uint64(const struct jv *obj, const char *key, uint64_t *out)
+{
+	const struct jv *v = jv_get(obj, key);
+	if (!v || v->type == JV_NULL) {
+		*out = 0;
+		return 0;
+	}
+	if ((v->type != JV_STRING && v->type != JV_NUMBER) || v->s.text[0] < '0' ||
+	    v->s.text[0] > '9')
+		return -EPROTO;
+	char *end;
+	errno = 0;
+	unsigned long long u = strtoull(v->s.text, &end, 10);
+	if (errno || *end)
+		return -EPROTO;
+	*out = u;
+	return 0;
+}
+
+int etcd_decode_header(const struct jv *resp, struct etcd_header *out)
+{
+	const struct jv *h = jv_get(resp, "header");
+	struct etcd_header hd = { 0 };
+	if (!object_or_absent(h) || get_int(h, "revision", &hd.revision) < 0 ||
+	    get_uint64(h, "cluster_id", &hd.cluster_id) < 0)
+		return -EPROTO;
+	*out = hd;
+	return 0;
+}
+
 /* A mvccpb.KeyValue object; strings come from @a. */
 must_check static int etcd_decode_kv(struct arena *a, const struct jv *v, struct etcd_kv *out,
 				     struct strbuf *err)
@@ -224,6 +255,8 @@ int etcd_decode_error(const struct jv *v, struct strbuf *msg)
 	}
 	if (code == GRPC_OUT_OF_RANGE && strstr(m->s.text, "compacted"))
 		return -ESTALE;
+	if (code == GRPC_OUT_OF_RANGE && strstr(m->s.text, "future revision"))
+		return -ERANGE;
 	if (code == GRPC_NOT_FOUND)
 		return -ENOENT;
 	return -EIO;
@@ -255,9 +288,12 @@ int etcd_decode_range(struct arena *a, const struct jv *v, struct etcd_range_pag
 	if (!v || v->type != JV_OBJECT)
 		return fail(err, "range response is not an object");
 	struct etcd_range_page p = { 0 };
-	if (etcd_decode_header_revision(v, &p.revision) < 0 || get_bool(v, "more", &p.more) < 0 ||
+	struct etcd_header hd;
+	if (etcd_decode_header(v, &hd) < 0 || get_bool(v, "more", &p.more) < 0 ||
 	    get_int(v, "count", &p.count) < 0)
 		return fail(err, "range response has a malformed field");
+	p.revision = hd.revision;
+	p.cluster_id = hd.cluster_id;
 	int r = decode_kvs(a, jv_get(v, "kvs"), &p.kvs, &p.n, err);
 	if (r < 0)
 		return r;
@@ -412,10 +448,14 @@ int etcd_decode_watch_msg(struct arena *a, const struct jv *v, struct etcd_watch
 	if (res->type != JV_OBJECT)
 		return fail(err, "watch result is not an object");
 	bool created, canceled;
-	if (etcd_decode_header_revision(res, &m.header_revision) < 0 ||
-	    get_bool(res, "created", &created) < 0 || get_bool(res, "canceled", &canceled) < 0 ||
+	struct etcd_header hd;
+	if (etcd_decode_header(res, &hd) < 0 || get_bool(res, "created", &created) < 0 ||
+	    get_bool(res, "canceled", &canceled) < 0 ||
+	    get_bool(res, "fragment", &m.fragment) < 0 ||
 	    get_int(res, "compact_revision", &m.compact_revision) < 0)
 		return fail(err, "watch result has a malformed field");
+	m.header_revision = hd.revision;
+	m.cluster_id = hd.cluster_id;
 	const struct jv *evs = jv_get(res, "events");
 	if (evs && evs->type != JV_NULL) {
 		if (evs->type != JV_ARRAY)
@@ -454,4 +494,19 @@ size_t etcd_events_first_new(const struct etcd_event *evs, size_t n, int64_t nex
 	while (i < n && evs[i].kv.mod_revision < next_revision)
 		i++;
 	return i;
+}
+
+size_t etcd_page_size_next(size_t max, size_t keys, size_t bytes)
+{
+	if (keys == 0 || bytes == 0)
+		return max;
+	/* keys * target / bytes, without overflow: bytes per key first. */
+	size_t per_key = bytes / keys ? bytes / keys : 1;
+	size_t n = ETCD_PAGE_TARGET_BYTES / per_key;
+	return n < 1 ? 1 : n > max ? max : n;
+}
+
+size_t etcd_page_size_shrink(size_t cur)
+{
+	return cur <= 1 ? 0 : cur / 16 ? cur / 16 : 1;
 }

@@ -228,7 +228,7 @@ static void test_decode_error(void **state)
 		etcd_decode_error(parse(a, "{\"error\":\"etcdserver: mvcc: required revision is a "
 					   "future revision\",\"code\":11}"),
 				  &msg),
-		-EIO);
+		-ERANGE);
 	assert_int_equal(etcd_decode_error(parse(a, "{\"error\":\"etcdserver: requested lease not "
 						    "found\",\"code\":5}"),
 					   &msg),
@@ -393,6 +393,55 @@ static void test_decode_watch(void **state)
 	arena_free(a);
 }
 
+/* A cluster ID is a uint64 (often above INT64_MAX); the fragment flag of a watch message. */
+static void test_header_and_fragment(void **state)
+{
+	struct arena *a = arena_new();
+	struct etcd_header hd;
+	assert_int_equal(
+		etcd_decode_header(parse(a, "{\"header\":{\"cluster_id\":"
+					    "\"14841639068965178418\",\"revision\":\"9\"}}"),
+				   &hd),
+		0);
+	assert_true(hd.cluster_id == 14841639068965178418ull);
+	assert_int_equal(hd.revision, 9);
+	assert_int_equal(etcd_decode_header(parse(a, "{}"), &hd), 0);
+	assert_true(hd.cluster_id == 0 && hd.revision == 0);
+	assert_int_equal(etcd_decode_header(parse(a, "{\"header\":{\"cluster_id\":\"-1\"}}"), &hd),
+			 -EPROTO);
+	assert_int_equal(etcd_decode_header(parse(a, "{\"header\":{\"cluster_id\":\"1x\"}}"), &hd),
+			 -EPROTO);
+	assert_int_equal(
+		etcd_decode_header(
+			parse(a, "{\"header\":{\"cluster_id\":\"99999999999999999999\"}}"), &hd),
+		-EPROTO);
+
+	struct etcd_watch_msg m =
+		watch_msg(a, "{\"result\":{" HEADER
+			     ",\"fragment\":true,\"events\":[{\"kv\":{\"key\":\"Zm9v\","
+			     "\"mod_revision\":\"5\"}}]}}");
+	assert_true(m.fragment);
+	assert_int_equal(m.n_events, 1);
+	m = watch_msg(a, "{\"result\":{" HEADER "}}");
+	assert_false(m.fragment);
+	arena_free(a);
+	(void)state;
+}
+
+/* Pages learn their size from the bytes per key of the last one. */
+static void test_page_size(void **state)
+{
+	assert_int_equal(etcd_page_size_next(500, 0, 0), 500);
+	assert_int_equal(etcd_page_size_next(500, 500, 500 * 100),
+			 500); /* small keys: the key cap */
+	assert_int_equal(etcd_page_size_next(500, 10, 10 * 1024 * 1024), 8); /* 1 MiB each: 8 fit */
+	assert_int_equal(etcd_page_size_next(500, 1, 100u * 1024 * 1024), 1); /* never below 1 */
+	assert_int_equal(etcd_page_size_shrink(500), 31);
+	assert_int_equal(etcd_page_size_shrink(8), 1);
+	assert_int_equal(etcd_page_size_shrink(1), 0); /* a single key too large: give up */
+	(void)state;
+}
+
 static void test_events_first_new(void **state)
 {
 	struct etcd_event evs[4] = { 0 };
@@ -457,6 +506,8 @@ int main(void)
 		cmocka_unit_test(test_decode_error),
 		cmocka_unit_test(test_decode_txn_delete_lease),
 		cmocka_unit_test(test_decode_watch),
+		cmocka_unit_test(test_header_and_fragment),
+		cmocka_unit_test(test_page_size),
 		cmocka_unit_test(test_events_first_new),
 		cmocka_unit_test(test_watch_stream_chunks),
 	};

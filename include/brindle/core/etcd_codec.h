@@ -70,11 +70,18 @@ int etcd_decode_int64(const struct jv *v, int64_t *out) must_check;
 /* header.revision of a response object (0 when absent). */
 int etcd_decode_header_revision(const struct jv *resp, int64_t *rev) must_check;
 
+/* What every response's header says of the store: its revision and which cluster answered. */
+struct etcd_header {
+	int64_t revision;
+	uint64_t cluster_id; /* 0 when absent */
+};
+int etcd_decode_header(const struct jv *resp, struct etcd_header *out) must_check;
+
 /*
  * A gateway error body {"error":..,"message":..,"code":N}. Returns the errno
  * the client reports for it (always negative): -ESTALE for a compacted
- * revision, -ENOENT for gRPC NotFound (an unknown lease), -EIO otherwise; the
- * message goes to @msg. @v that is not an error object gives -EPROTO.
+ * revision, -ERANGE for a future one, -ENOENT for gRPC NotFound (an unknown lease), -EIO otherwise;
+ * the message goes to @msg. @v that is not an error object gives -EPROTO.
  */
 int etcd_decode_error(const struct jv *v, struct strbuf *msg) must_check;
 
@@ -85,6 +92,7 @@ struct etcd_range_page {
 	bool more;
 	int64_t count;
 	int64_t revision;
+	uint64_t cluster_id;
 };
 
 int etcd_decode_range(struct arena *a, const struct jv *v, struct etcd_range_page *out,
@@ -116,6 +124,17 @@ int etcd_decode_lease_grant(const struct jv *v, int64_t *id, int64_t *ttl,
 int etcd_decode_lease_keepalive(const struct jv *v, int64_t *id, int64_t *ttl,
 				struct strbuf *err) must_check;
 
+/*
+ * List pages are bounded by keys (etcd's limit) and, since etcd cannot bound
+ * them by bytes, by learning: after a page of @keys keys and @bytes bytes
+ * the next asks for as many keys as fit ETCD_PAGE_TARGET_BYTES (at least 1,
+ * at most @max). A page refused as too large is asked again with a sixteenth
+ * of the keys (etcd_page_size_shrink; 0 once a single key was too large).
+ */
+#define ETCD_PAGE_TARGET_BYTES (8u * 1024 * 1024)
+size_t etcd_page_size_next(size_t max, size_t keys, size_t bytes);
+size_t etcd_page_size_shrink(size_t cur);
+
 /* What one message of a /v3/watch stream says. */
 enum etcd_watch_msg_kind {
 	ETCD_WATCH_MSG_CREATED,	 /* the watch exists; header.revision is the store's */
@@ -128,6 +147,8 @@ enum etcd_watch_msg_kind {
 struct etcd_watch_msg {
 	enum etcd_watch_msg_kind kind;
 	int64_t header_revision;
+	uint64_t cluster_id;
+	bool fragment; /* more of this response follows (fragmented watch responses) */
 	int64_t compact_revision;
 	struct etcd_event *events; /* from the arena */
 	size_t n_events;

@@ -17,6 +17,8 @@ size_t hash_digest(enum hash_alg alg, const void *data, size_t len, uint8_t *out
 void hash_hex(enum hash_alg alg, const char *s, char *out, size_t n);
 /* base64url (no padding) of the digest of @s, truncated to @n chars. */
 void hash_b64url(enum hash_alg alg, const char *s, char *out, size_t n);
+/* 64-bit FNV-1a: a fast fingerprint to notice changed content (not for security). */
+uint64_t hash_fnv1a64(const void *data, size_t len);
 /* Standard base64 with padding, for etcd's JSON gateway. Caller frees. */
 char *base64_encode(const void *data, size_t len);
 /* Returns decoded length or -1; @out must hold len*3/4+3 bytes. */
