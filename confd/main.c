@@ -87,6 +87,7 @@ struct confd {
 	int exit_code;
 	struct httpd *httpd;
 	struct metrics *m;
+	struct metric *m_ds_resyncs;
 	struct metric *m_renders, *m_writes, *m_reloads, *m_rejected, *m_valid, *m_in_sync,
 		*m_sessions, *m_problems, *m_render_seconds, *m_updates;
 };
@@ -353,7 +354,7 @@ static void on_update(void *ctx, const struct ds_update *u)
 		mark_dirty(c);
 }
 
-static void on_status(void *ctx, enum ds_sync_status st)
+static void on_status(void *ctx, enum ds_sync_status st, const char *why)
 {
 	struct confd *c = ctx;
 	bool was = c->in_sync;
@@ -372,12 +373,19 @@ static void on_status(void *ctx, enum ds_sync_status st)
 			mark_dirty(c);
 		}
 	} else if (!c->in_sync && was) {
-		log_warn("lost sync with the datastore (%s); keeping the current configuration",
-			 st == DS_RESYNC ? "re-listing" : "unreachable");
+		log_warn("lost sync with the datastore (%s: %s); keeping the current configuration",
+			 st == DS_RESYNC ? "re-listing" : "unreachable", why ? why : "");
 	}
 }
 
-static const struct ds_syncer_ops syncer_ops = { on_update, on_status };
+static void on_ds_resync(void *ctx, const char *reason, const char *detail)
+{
+	struct confd *c = ctx;
+	log_warn("datastore: resync (%s): %s", reason, detail);
+	metric_add(c->m_ds_resyncs, reason, 1);
+}
+
+static const struct ds_syncer_ops syncer_ops = { on_update, on_status, on_ds_resync };
 
 /* --- HTTP ------------------------------------------------------------------------------------ */
 
@@ -394,6 +402,9 @@ static void on_http(void *ctx, const char *path, struct httpd_response *resp)
 		} else {
 			resp->status = 503;
 			sb_addf(&resp->body, "%s\n", why);
+			const char *ds_why = c->syncer ? ds_syncer_why(c->syncer) : NULL;
+			if (!c->in_sync && ds_why)
+				sb_addf(&resp->body, "datastore: %s\n", ds_why);
 		}
 	} else if (streq(path, "/metrics")) {
 		resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -413,6 +424,8 @@ static void setup_metrics(struct confd *c)
 	c->m_in_sync =
 		metrics_gauge(c->m, "brindle_confd_datastore_in_sync",
 			      "1 when the datastore has been listed and is being watched.", NULL);
+	c->m_ds_resyncs = metrics_counter(c->m, "brindle_confd_datastore_resyncs_total",
+					  "Re-lists of the datastore, by reason.", "reason");
 	c->m_renders = metrics_counter(c->m, "brindle_confd_renders_total",
 				       "BGP views computed and rendered.", NULL);
 	c->m_render_seconds =

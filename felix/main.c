@@ -63,7 +63,7 @@ struct felix {
 	uint64_t invalid_values;
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
-		*m_errors, *m_in_sync, *m_writes, *m_stall;
+		*m_errors, *m_in_sync, *m_writes, *m_stall, *m_ds_resyncs;
 	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
 		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
 	size_t reported_errors;
@@ -91,11 +91,14 @@ static void on_update(void *ctx, const struct ds_update *u)
 	f->dirty = true;
 }
 
-static void on_status(void *ctx, enum ds_sync_status st)
+static void on_status(void *ctx, enum ds_sync_status st, const char *why)
 {
 	struct felix *f = ctx;
 	static const char *const names[] = { "waiting for the datastore", "resyncing", "in sync" };
-	log_info("datastore: %s", names[st]);
+	if (st == DS_WAIT_FOR_DATASTORE)
+		log_warn("datastore: %s: %s", names[st], why ? why : "");
+	else
+		log_info("datastore: %s%s%s", names[st], why ? ": " : "", why ? why : "");
 	f->sync = st;
 	metric_set(f->m_in_sync, NULL, st == DS_IN_SYNC);
 	if (st == DS_IN_SYNC)
@@ -103,7 +106,15 @@ static void on_status(void *ctx, enum ds_sync_status st)
 	f->dirty = true;
 }
 
-static const struct ds_syncer_ops syncer_ops = { on_update, on_status };
+/* Once per cause: the syncer re-lists because the store is not the view it had. */
+static void on_resync(void *ctx, const char *reason, const char *detail)
+{
+	struct felix *f = ctx;
+	log_warn("datastore: resync (%s): %s", reason, detail);
+	metric_add(f->m_ds_resyncs, reason, 1);
+}
+
+static const struct ds_syncer_ops syncer_ops = { on_update, on_status, on_resync };
 
 /* --- the connection event log -------------------------------------------------------------- */
 
@@ -369,9 +380,11 @@ static void on_health(void *ctx, const char *path, struct httpd_response *resp)
 	bool ready = true;
 	if (f->sync != DS_IN_SYNC) {
 		ready = false;
-		sb_addf(&resp->body, "datastore: %s\n",
+		const char *why = f->syncer ? ds_syncer_why(f->syncer) : NULL;
+		sb_addf(&resp->body, "datastore: %s%s%s\n",
 			f->sync == DS_WAIT_FOR_DATASTORE ? "waiting for the datastore"
-							 : "not in sync yet");
+							 : "not in sync yet",
+			why ? ": " : "", why ? why : "");
 	} else if (!f->applies) {
 		ready = false;
 		sb_adds(&resp->body, "dataplane: not programmed yet\n");
@@ -433,7 +446,13 @@ static void make_metrics(struct felix *f)
 				      "Datastore updates received.", NULL);
 	f->m_errors = metrics_counter(f->m, "felix_errors_total", "Errors, by kind.", "kind");
 	f->m_in_sync =
-		metrics_gauge(f->m, "felix_in_sync", "1 when the datastore is in sync.", NULL);
+		metrics_gauge(f->m, "felix_in_sync",
+			      "1 when the datastore is listed and every watch is connected.", NULL);
+	f->m_ds_resyncs = metrics_counter(
+		f->m, "felix_datastore_resyncs_total",
+		"Re-lists of the datastore, by reason (compacted, revision_backwards, "
+		"cluster_changed, store_changed, message_too_large).",
+		"reason");
 	f->m_stall = metrics_gauge(f->m, "felix_loop_longest_handler_seconds",
 				   "The longest run of one event-loop handler (the datastore, "
 				   "timers, netlink): in the last 10 s, and ever.",

@@ -201,3 +201,8 @@ enum ds_sync_status ds_syncer_status(const struct ds_syncer *s)
 {
 	return s->ops->syncer_status(s);
 }
+
+const char *ds_syncer_why(const struct ds_syncer *s)
+{
+	return s->ops->syncer_why(s);
+}

@@ -13,7 +13,9 @@
 #include "ds_internal.h"
 
 #include <brindle/sys/etcd.h>
+#include <brindle/core/hash.h>
 #include <brindle/core/hmap.h>
+#include <brindle/sys/clock.h>
 #include <brindle/core/json.h>
 #include <brindle/sys/loop.h>
 
@@ -27,6 +29,7 @@ struct etcd_ds {
 };
 
 static const struct ds_backend_ops ds_etcd_ops;
+static void e_syncer_stop(struct ds_syncer *base);
 
 static struct etcd *etcd_of(struct ds *d)
 {
@@ -445,7 +448,48 @@ static int e_write_all(struct ds *d, struct ds_write *w, size_t n)
 
 /* --- the syncer -------------------------------------------------------------------------- */
 
+/*
+ * One list+watch per kind. The syncer keeps, per key, what it delivered: the
+ * key's create and mod revisions and a fingerprint of its value. That cache
+ * makes a re-list deliver only differences (content compared, not only the
+ * revision), and lets the syncer check that the store it watches is the one
+ * it listed:
+ *  - every list: the same cluster ID, a revision no lower than any seen (a
+ *    linearizable read never goes back in one store);
+ *  - every watch: etcd_watch ends it when the store goes below a delivered
+ *    revision or another cluster answers;
+ *  - every event: a create of a key it holds, an update or delete of a key
+ *    it does not hold, or an update whose create revision differs, cannot
+ *    happen in the history it follows;
+ *  - every reconnect of a watch: the key count and first key at the
+ *    revision the watch resumed from must be what the cache held then (a
+ *    store rebuilt and re-populated past that revision fails this).
+ * A failed check re-lists every kind; a compacted or oversized watch re-lists
+ * its kind. A watch down for longer than WATCH_GRACE_MS, or a list that
+ * fails, makes the syncer not in sync, with the reason.
+ */
+
+#define WATCH_GRACE_MS	   5000
+#define RESYNC_BACKOFF_MAX 5000
+#define RESYNC_QUIET_MS	   10000 /* resyncs closer together than this back off */
+
+struct cached {
+	int64_t create_rev, mod_rev;
+	uint64_t digest; /* of the stored value */
+	bool ours;	 /* the key names an object of the kind (else skipped, but counted) */
+};
+
 struct esync;
+
+/* What the cache held when a watch reconnected, checked against the store. */
+struct probe {
+	struct etcd_list_op *op;
+	int64_t revision; /* the last revision delivered before the reconnect */
+	size_t count;
+	char *first; /* the smallest cache key, NULL when empty */
+	int64_t first_create, first_mod;
+	bool first_ok; /* the store's first key matched */
+};
 
 struct esync_kind {
 	struct esync *s;
@@ -456,7 +500,12 @@ struct esync_kind {
 	struct etcd_list_op *listing; /* the list in flight */
 	struct hmap seen;	      /* cache keys the list in flight has shown */
 	struct etcd_watch *watch;
-	struct hmap cache; /* key without the prefix → mod revision (pointer-sized) */
+	bool watch_down;     /* its watch lost its connection */
+	bool watch_was_up;   /* and had been up, so the next "up" is a reconnect */
+	uint64_t down_since; /* when it went down (ms) */
+	struct strbuf down_why;
+	struct probe probe;
+	struct hmap cache; /* key without the prefix → struct cached */
 };
 
 struct esync {
@@ -468,16 +517,124 @@ struct esync {
 	const struct ds_syncer_ops *ops;
 	void *ctx;
 	enum ds_sync_status status;
-	struct loop_timer *timer;
+	struct strbuf why;	  /* why not in sync */
+	struct strbuf list_error; /* while lists fail */
+	struct loop_timer *timer; /* the next list */
+	struct loop_timer *grace; /* a watch's grace period ends */
 	uint64_t backoff_ms;
+	uint64_t last_resync_ms;
+	const char *pending; /* the reason of the resync under way (logged once) */
+	/* The store the cache came from (forgotten when it changed). */
+	uint64_t cluster_id;
+	int64_t revision; /* the highest revision a list has seen */
 };
 
-static void set_status(struct esync *s, enum ds_sync_status st)
+static struct etcd *etcd_of_sync(struct esync *s)
 {
-	if (s->status == st)
-		return;
+	return etcd_of(s->d);
+}
+
+static void cache_clear(struct hmap *cache)
+{
+	for (struct hmap_iter it = hmap_iter(cache); hmap_next(&it);)
+		free(it.value);
+	hmap_clear(cache);
+}
+
+static void probe_clear(struct probe *p)
+{
+	etcd_list_cancel(p->op);
+	free(p->first);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The status follows the kinds: every kind listed and watching, or why not. */
+static void update_status(struct esync *s)
+{
+	enum ds_sync_status st = DS_IN_SYNC;
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	uint64_t now = now_ms(), next_grace = 0;
+	if (s->list_error.len) {
+		st = DS_WAIT_FOR_DATASTORE;
+		sb_adds(&why, sb_str(&s->list_error));
+	}
+	for (size_t i = 0; i < s->n && st == DS_IN_SYNC; i++) {
+		const struct esync_kind *sk = &s->kinds[i];
+		if (!sk->listed) {
+			st = DS_RESYNC;
+			sb_addf(&why, "listing %s", sk->k->plural);
+		}
+	}
+	for (size_t i = 0; i < s->n && st == DS_IN_SYNC; i++) {
+		const struct esync_kind *sk = &s->kinds[i];
+		if (!sk->watch_down)
+			continue;
+		if (now - sk->down_since >= WATCH_GRACE_MS) {
+			st = DS_WAIT_FOR_DATASTORE;
+			sb_addf(&why, "the watch of %s is down: %s", sk->k->plural,
+				sb_str(&sk->down_why));
+		} else if (!next_grace || sk->down_since + WATCH_GRACE_MS < next_grace) {
+			next_grace = sk->down_since + WATCH_GRACE_MS;
+		}
+	}
+	if (st == DS_IN_SYNC && next_grace)
+		loop_timer_arm(s->grace, next_grace - now + 1, 0);
+	bool changed = st != s->status;
 	s->status = st;
-	s->ops->status(s->ctx, st);
+	sb_reset(&s->why);
+	sb_adds(&s->why, sb_str(&why));
+	sb_free(&why);
+	if (changed)
+		s->ops->status(s->ctx, st, st == DS_IN_SYNC ? NULL : sb_str(&s->why));
+}
+
+static void grace_ended(struct loop *l, struct loop_timer *t, void *ctx)
+{
+	update_status(ctx);
+}
+
+/* Stop what a kind has in flight; its cache stays, for the differences. */
+static void kind_unlist(struct esync_kind *sk)
+{
+	etcd_list_cancel(sk->listing);
+	sk->listing = NULL;
+	hmap_clear(&sk->seen);
+	etcd_watch_stop(sk->watch);
+	sk->watch = NULL;
+	probe_clear(&sk->probe);
+	sk->listed = false;
+	sk->watch_down = false;
+	sk->watch_was_up = false;
+}
+
+/*
+ * Re-list @only, or every kind (@only NULL: the store is not the one the
+ * cache came from, so its identity is forgotten too). Logged once per cause.
+ */
+static void begin_resync(struct esync *s, struct esync_kind *only, const char *reason,
+			 const char *detail)
+{
+	if (!s->pending || strcmp(s->pending, reason) != 0) {
+		s->pending = reason;
+		if (s->ops->resync)
+			s->ops->resync(s->ctx, reason, detail);
+	}
+	if (only) {
+		kind_unlist(only);
+	} else {
+		for (size_t i = 0; i < s->n; i++)
+			kind_unlist(&s->kinds[i]);
+		s->cluster_id = 0;
+		s->revision = 0;
+	}
+	/* Resyncs in quick succession (a store that keeps failing a check) back off. */
+	uint64_t now = now_ms();
+	if (s->last_resync_ms && now - s->last_resync_ms < RESYNC_QUIET_MS)
+		s->backoff_ms = s->backoff_ms ? MIN(s->backoff_ms * 2, RESYNC_BACKOFF_MAX) : 250;
+	s->last_resync_ms = now;
+	update_status(s);
+	loop_timer_arm(s->timer, s->backoff_ms ? s->backoff_ms : 1, 0);
 }
 
 /* The cache keys by what follows the prefix: thousands of copies of it add up. */
@@ -492,17 +649,28 @@ static void deliver_kv(struct esync_kind *sk, const struct etcd_kv *kv)
 	struct ds_update u = { .kind = sk->k };
 	char buf[512];
 	const char *rel = rel_key(sk, kv->key);
-	if (!rel || parse_key(sk->k, kv->key, buf, sizeof(buf), &u.scope, &u.name) < 0)
-		return; /* not one of ours */
-	intptr_t rev = (intptr_t)hmap_get(&sk->cache, rel);
-	if (rev == (intptr_t)kv->mod_revision)
-		return; /* already delivered */
+	if (!rel)
+		return;
+	uint64_t digest = hash_fnv1a64(kv->value, kv->value_len);
+	struct cached *c = hmap_get(&sk->cache, rel);
+	if (c && c->mod_rev == kv->mod_revision && c->create_rev == kv->create_revision &&
+	    c->digest == digest)
+		return; /* delivered already */
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		hmap_put(&sk->cache, rel, c);
+	}
+	c->create_rev = kv->create_revision;
+	c->mod_rev = kv->mod_revision;
+	c->digest = digest;
+	c->ours = parse_key(sk->k, kv->key, buf, sizeof(buf), &u.scope, &u.name) == 0;
+	if (!c->ours)
+		return; /* not a key of the kind: counted, never delivered */
 	struct strbuf why = STRBUF_INIT;
 	sb_init(&why);
 	u.obj = decode_value(sk->s->d, sk->k, kv, &why);
 	if (!u.obj)
 		u.error = sb_str(&why);
-	hmap_put(&sk->cache, rel, (void *)(intptr_t)kv->mod_revision);
 	sk->s->ops->update(sk->s->ctx, &u);
 	sb_free(&why);
 }
@@ -512,49 +680,185 @@ static void deliver_delete(struct esync_kind *sk, const char *rel)
 {
 	struct ds_update u = { .kind = sk->k };
 	char buf[512], full[512];
-	if (!hmap_has(&sk->cache, rel))
+	struct cached *c = hmap_get(&sk->cache, rel);
+	if (!c)
 		return;
+	bool ours = c->ours;
 	/* Parse first: @rel may be the cache's own copy, freed by hmap_del. */
 	snprintf(full, sizeof(full), "%s%s", sk->prefix, rel);
 	int r = parse_key(sk->k, full, buf, sizeof(buf), &u.scope, &u.name);
-	hmap_del(&sk->cache, rel);
-	if (r < 0)
+	free(hmap_del(&sk->cache, rel));
+	if (r < 0 || !ours)
 		return;
 	sk->s->ops->update(sk->s->ctx, &u);
+}
+
+/* Whether @ev can follow the cache in one store's history (see above). */
+static bool event_fits(const struct esync_kind *sk, const struct etcd_event *ev)
+{
+	const char *rel = rel_key(sk, ev->kv.key);
+	if (!rel)
+		return true;
+	const struct cached *c = hmap_get(&sk->cache, rel);
+	if (ev->type == ETCD_EVENT_DELETE)
+		return c != NULL;
+	if (ev->kv.version == 1)
+		return c == NULL;
+	return c && c->create_rev == ev->kv.create_revision;
 }
 
 static void on_watch_events(void *ctx, const struct etcd_event *evs, size_t n, int64_t revision)
 {
 	struct esync_kind *sk = ctx;
 	for (size_t i = 0; i < n; i++) {
+		if (!event_fits(sk, &evs[i])) {
+			char detail[768];
+			snprintf(detail, sizeof(detail),
+				 "%s of %s at revision %" PRId64
+				 " does not follow from what was listed and watched; the store was "
+				 "rebuilt or restored",
+				 evs[i].type == ETCD_EVENT_DELETE ? "a delete"
+				 : evs[i].kv.version == 1	  ? "a create"
+								  : "an update",
+				 evs[i].kv.key, evs[i].kv.mod_revision);
+			begin_resync(sk->s, NULL, DS_RESYNC_STORE_CHANGED, detail);
+			return;
+		}
 		if (evs[i].type == ETCD_EVENT_PUT)
 			deliver_kv(sk, &evs[i].kv);
-		else if (rel_key(sk, evs[i].kv.key))
+		else
 			deliver_delete(sk, rel_key(sk, evs[i].kv.key));
 	}
 }
 
-static void on_watch_compacted(void *ctx, int64_t compact_revision)
+static void on_watch_reset(void *ctx, const struct etcd_watch_reset *r)
 {
 	struct esync_kind *sk = ctx;
-	/* Re-list from the loop, not from inside the watch's callback. */
-	sk->listed = false;
-	set_status(sk->s, DS_RESYNC);
-	loop_timer_arm(sk->s->timer, 1, 0);
+	/* A compacted or oversized catch-up: this kind re-lists. A different store: all do. */
+	switch (r->reason) {
+	case ETCD_WATCH_COMPACTED:
+		begin_resync(sk->s, sk, DS_RESYNC_COMPACTED, r->why);
+		break;
+	case ETCD_WATCH_TOO_LARGE:
+		begin_resync(sk->s, sk, DS_RESYNC_MESSAGE_TOO_LARGE, r->why);
+		break;
+	case ETCD_WATCH_BEHIND:
+		begin_resync(sk->s, NULL, DS_RESYNC_BEHIND, r->why);
+		break;
+	case ETCD_WATCH_CLUSTER_CHANGED:
+		begin_resync(sk->s, NULL, DS_RESYNC_CLUSTER_CHANGED, r->why);
+		break;
+	}
+}
+
+/* --- the check after a reconnect --- */
+
+static int probe_page(void *ctx, const struct etcd_kv *kvs, size_t n)
+{
+	struct esync_kind *sk = ctx;
+	struct probe *p = &sk->probe;
+	const char *rel = rel_key(sk, kvs[0].key);
+	p->first_ok = p->first && rel && streq(rel, p->first) &&
+		      kvs[0].create_revision == p->first_create &&
+		      kvs[0].mod_revision == p->first_mod;
+	return ETCD_LIST_STOP;
+}
+
+static void probe_done(void *ctx, int err, const struct etcd_list_end *end)
+{
+	struct esync_kind *sk = ctx;
+	struct esync *s = sk->s;
+	struct probe *p = &sk->probe;
+	p->op = NULL;
+	char detail[768];
+	if (err == -ESTALE) {
+		/* Compacted meanwhile: the resumed watch meets the same and re-lists. */
+	} else if (err == -ERANGE) {
+		snprintf(detail, sizeof(detail),
+			 "%s: the store has no revision %" PRId64 " any more (rebuilt or restored)",
+			 sk->k->plural, p->revision);
+		begin_resync(s, NULL, DS_RESYNC_BEHIND, detail);
+		return;
+	} else if (err < 0) {
+		snprintf(detail, sizeof(detail),
+			 "%s: cannot check the store after the watch reconnected: %s",
+			 sk->k->plural, etcd_last_error(etcd_of_sync(s)));
+		begin_resync(s, sk, DS_RESYNC_STORE_CHANGED, detail);
+		return;
+	} else if (s->cluster_id && end->hdr.cluster_id && end->hdr.cluster_id != s->cluster_id) {
+		snprintf(detail, sizeof(detail), "cluster ID changed from %" PRIx64 " to %" PRIx64,
+			 s->cluster_id, end->hdr.cluster_id);
+		begin_resync(s, NULL, DS_RESYNC_CLUSTER_CHANGED, detail);
+		return;
+	} else if ((size_t)end->count != p->count || (p->count && !p->first_ok)) {
+		snprintf(detail, sizeof(detail),
+			 "at revision %" PRId64 " the store holds %" PRId64
+			 " keys of %s, the watched view held %zu%s; the store was rebuilt or "
+			 "restored",
+			 p->revision, end->count, sk->k->plural, p->count,
+			 (size_t)end->count == p->count ? " with another first key" : "");
+		begin_resync(s, NULL, DS_RESYNC_STORE_CHANGED, detail);
+		return;
+	}
+	probe_clear(p);
+}
+
+/*
+ * The watch of @sk reconnected, resuming after @revision: snapshot what the
+ * cache held at that revision (events after it are not applied yet) and ask
+ * the store for the same.
+ */
+static void probe_start(struct esync_kind *sk, int64_t revision)
+{
+	struct probe *p = &sk->probe;
+	probe_clear(p);
+	if (revision <= 0)
+		return;
+	p->revision = revision;
+	p->count = sk->cache.n;
+	for (struct hmap_iter it = hmap_iter(&sk->cache); hmap_next(&it);) {
+		if (p->first && strcmp(it.key, p->first) >= 0)
+			continue;
+		free(p->first);
+		p->first = xstrdup(it.key);
+		const struct cached *c = it.value;
+		p->first_create = c->create_rev;
+		p->first_mod = c->mod_rev;
+	}
+	int r = etcd_list_start(etcd_of_sync(sk->s), sk->s->l, sk->prefix, revision, 1, probe_page,
+				probe_done, sk, &p->op);
+	if (r < 0) {
+		p->op = NULL;
+		probe_done(sk, r, NULL);
+	}
 }
 
 static void on_watch_state(void *ctx, bool connected, const char *why)
 {
-	(void)ctx;
-	(void)connected;
-	(void)why;
+	struct esync_kind *sk = ctx;
+	if (!connected) {
+		sk->watch_down = true;
+		sk->down_since = now_ms();
+		sb_reset(&sk->down_why);
+		sb_adds(&sk->down_why, why ? why : "connection lost");
+		update_status(sk->s);
+		return;
+	}
+	bool reconnect = sk->watch_was_up;
+	sk->watch_was_up = true;
+	sk->watch_down = false;
+	if (reconnect)
+		probe_start(sk, etcd_watch_next_revision(sk->watch) - 1);
+	update_status(sk->s);
 }
 
 static const struct etcd_watch_ops watch_ops = {
 	.events = on_watch_events,
-	.compacted = on_watch_compacted,
+	.reset = on_watch_reset,
 	.state = on_watch_state,
 };
+
+/* --- listing --- */
 
 static void sync_next(struct esync *s);
 
@@ -572,41 +876,68 @@ static int deliver_page(void *ctx, const struct etcd_kv *kvs, size_t n)
 
 static void sync_failed(struct esync *s)
 {
-	set_status(s, DS_WAIT_FOR_DATASTORE);
-	s->backoff_ms = s->backoff_ms ? MIN(s->backoff_ms * 2, 5000) : 250;
+	s->backoff_ms = s->backoff_ms ? MIN(s->backoff_ms * 2, RESYNC_BACKOFF_MAX) : 250;
+	update_status(s);
 	loop_timer_arm(s->timer, s->backoff_ms, 0);
 }
 
 /*
- * A kind's list ended: deliver the deletes of whatever it no longer has,
- * watch from its revision, and go on with the next kind.
+ * A kind's list ended: check it comes from the store the cache came from,
+ * deliver the deletes of whatever it no longer has, watch from its revision,
+ * and go on with the next kind.
  */
-static void list_done(void *ctx, int err, int64_t revision)
+static void list_done(void *ctx, int err, const struct etcd_list_end *end)
 {
 	struct esync_kind *sk = ctx;
 	struct esync *s = sk->s;
-	struct ds *d = s->d;
+	char detail[768];
 	sk->listing = NULL;
 	if (err < 0) {
 		hmap_clear(&sk->seen);
-		(void)ds_etcd_fail(d, err, "list");
+		sb_reset(&s->list_error);
+		sb_addf(&s->list_error, "listing %s: %s", sk->k->plural,
+			etcd_last_error(etcd_of_sync(s)));
+		(void)ds_etcd_fail(s->d, err, "list");
 		sync_failed(s);
 		return;
 	}
+	sb_reset(&s->list_error);
+	if (s->cluster_id && end->hdr.cluster_id && end->hdr.cluster_id != s->cluster_id) {
+		hmap_clear(&sk->seen);
+		snprintf(detail, sizeof(detail), "cluster ID changed from %" PRIx64 " to %" PRIx64,
+			 s->cluster_id, end->hdr.cluster_id);
+		begin_resync(s, NULL, DS_RESYNC_CLUSTER_CHANGED, detail);
+		return;
+	}
+	if (end->hdr.revision < s->revision) {
+		hmap_clear(&sk->seen);
+		snprintf(detail, sizeof(detail),
+			 "%s listed at revision %" PRId64 ", below revision %" PRId64
+			 " seen before; the store was rebuilt or restored",
+			 sk->k->plural, end->hdr.revision, s->revision);
+		begin_resync(s, NULL, DS_RESYNC_BEHIND, detail);
+		return;
+	}
+	if (end->hdr.cluster_id)
+		s->cluster_id = end->hdr.cluster_id;
+	s->revision = end->hdr.revision;
 	for (struct hmap_iter it = hmap_iter(&sk->cache); hmap_next(&it);)
 		if (!hmap_has(&sk->seen, it.key))
 			deliver_delete(sk, it.key);
 	hmap_clear(&sk->seen);
 	etcd_watch_stop(sk->watch);
 	sk->watch = NULL;
-	int r = etcd_watch_start(etcd_of(d), s->l, sk->prefix, revision + 1, &watch_ops, sk,
-				 &sk->watch);
+	int r = etcd_watch_start(etcd_of_sync(s), s->l, sk->prefix, end->hdr.revision + 1,
+				 s->cluster_id, &watch_ops, sk, &sk->watch);
 	if (r < 0) {
-		(void)ds_etcd_fail(d, r, "watch");
+		sb_addf(&s->list_error, "watching %s: %s", sk->k->plural, strerror(-r));
+		(void)ds_etcd_fail(s->d, r, "watch");
 		sync_failed(s);
 		return;
 	}
 	sk->listed = true;
+	sk->watch_down = false;
+	sk->watch_was_up = false;
 	sync_next(s);
 }
 
@@ -619,19 +950,21 @@ static void sync_next(struct esync *s)
 			continue;
 		if (sk->listing)
 			return;
-		if (s->status == DS_WAIT_FOR_DATASTORE)
-			set_status(s, DS_RESYNC);
-		int r = etcd_list_start(etcd_of(s->d), s->l, sk->prefix, 0, 0, deliver_page,
+		int r = etcd_list_start(etcd_of_sync(s), s->l, sk->prefix, 0, 0, deliver_page,
 					list_done, sk, &sk->listing);
 		if (r < 0) {
 			sk->listing = NULL;
+			sb_reset(&s->list_error);
+			sb_addf(&s->list_error, "listing %s: %s", sk->k->plural,
+				etcd_last_error(etcd_of_sync(s)));
 			(void)ds_etcd_fail(s->d, r, "list");
 			sync_failed(s);
 		}
 		return;
 	}
 	s->backoff_ms = 0;
-	set_status(s, DS_IN_SYNC);
+	s->pending = NULL;
+	update_status(s);
 }
 
 static void sync_pending(struct loop *l, struct loop_timer *t, void *ctx)
@@ -649,6 +982,9 @@ static int e_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_sp
 	s->ops = ops;
 	s->ctx = ctx;
 	s->status = DS_RESYNC;
+	sb_init(&s->why);
+	sb_init(&s->list_error);
+	sb_adds(&s->why, "listing");
 	s->kinds = xcalloc(n ? n : 1, sizeof(*s->kinds));
 	s->n = n;
 	for (size_t i = 0; i < n; i++) {
@@ -660,12 +996,13 @@ static int e_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_sp
 		sk->scope = specs[i].scope ? xstrdup(specs[i].scope) : NULL;
 		list_prefix(sk->k, sk->scope, &p);
 		sk->prefix = sb_detach(&p);
+		sb_init(&sk->down_why);
 	}
 	s->timer = loop_timer_new(l, sync_pending, s);
-	if (!s->timer) {
-		ops->status(ctx, DS_WAIT_FOR_DATASTORE);
-		free(s->kinds);
-		free(s);
+	s->grace = loop_timer_new(l, grace_ended, s);
+	if (!s->timer || !s->grace) {
+		ops->status(ctx, DS_WAIT_FOR_DATASTORE, "cannot create a timer");
+		e_syncer_stop(&s->base);
 		return ds_fail(d, -ENOMEM, "cannot create a timer");
 	}
 	loop_timer_arm(s->timer, 1, 0);
@@ -677,22 +1014,31 @@ static void e_syncer_stop(struct ds_syncer *base)
 {
 	struct esync *s = container_of(base, struct esync, base);
 	for (size_t i = 0; i < s->n; i++) {
-		etcd_list_cancel(s->kinds[i].listing);
-		hmap_clear(&s->kinds[i].seen);
-		etcd_watch_stop(s->kinds[i].watch);
-		hmap_clear(&s->kinds[i].cache);
-		free(s->kinds[i].scope);
-		free(s->kinds[i].prefix);
+		struct esync_kind *sk = &s->kinds[i];
+		kind_unlist(sk);
+		cache_clear(&sk->cache);
+		sb_free(&sk->down_why);
+		free(sk->scope);
+		free(sk->prefix);
 	}
 	loop_timer_free(s->timer);
+	loop_timer_free(s->grace);
 	free(s->kinds);
-	etcd_loop_release(etcd_of(s->d));
+	sb_free(&s->why);
+	sb_free(&s->list_error);
+	etcd_loop_release(etcd_of_sync(s));
 	free(s);
 }
 
 static enum ds_sync_status e_syncer_status(const struct ds_syncer *base)
 {
 	return container_of(base, const struct esync, base)->status;
+}
+
+static const char *e_syncer_why(const struct ds_syncer *base)
+{
+	const struct esync *s = container_of(base, const struct esync, base);
+	return s->status == DS_IN_SYNC ? NULL : sb_str(&s->why);
 }
 
 static void e_close(struct ds *d)
@@ -713,6 +1059,7 @@ static const struct ds_backend_ops ds_etcd_ops = {
 	.syncer_start = e_syncer_start,
 	.syncer_stop = e_syncer_stop,
 	.syncer_status = e_syncer_status,
+	.syncer_why = e_syncer_why,
 };
 
 int ds_etcd_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err)

@@ -20,6 +20,7 @@ struct ds_backend_ops {
 			    struct ds_syncer **out);
 	void (*syncer_stop)(struct ds_syncer *s);
 	enum ds_sync_status (*syncer_status)(const struct ds_syncer *s);
+	const char *(*syncer_why)(const struct ds_syncer *s);
 };
 
 /* Every backend's syncer starts with this. */

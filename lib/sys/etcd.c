@@ -38,6 +38,8 @@ struct etcd {
 	struct loop *loop;
 	struct strbuf error; /* etcd_last_error */
 	struct arena *arena; /* decoded response of the current call */
+	size_t body_len;     /* bytes of the last answer */
+	bool too_large;	     /* the last call failed on an answer over the body limit */
 };
 
 static char *strdup_or_null(const char *s)
@@ -282,6 +284,8 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 {
 	char name[256];
 	arena_reset(e->arena);
+	e->too_large = false;
+	e->body_len = 0;
 	if (!e->agent) {
 		struct strbuf why = STRBUF_INIT;
 		sb_init(&why);
@@ -315,6 +319,7 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 		int r = http_agent_perform(e->agent, &hr, &res);
 		if (r == 0) {
 			e->good = i;
+			e->body_len = res.body.len;
 			result = read_answer(e, i, res.status, &res.body, resp);
 			http_result_clear(&res);
 			decided = true;
@@ -324,6 +329,7 @@ static int call(struct etcd *e, const char *path, const struct strbuf *req, bool
 		bool sent = res.sent;
 		http_result_clear(&res);
 		if (r == -EMSGSIZE || r == -EPROTO) {
+			e->too_large = r == -EMSGSIZE;
 			result = -EPROTO; /* an answer, but not one we can read */
 			decided = true;
 		} else if (sent && !idempotent && r != -ETIMEDOUT) {
@@ -418,7 +424,23 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *out)
 	return 0;
 }
 
-/* Every key under @prefix page by page: @cb sees each page (valid during the call). */
+/*
+ * A page whose answer was over the body limit: ask again for fewer keys, or
+ * give up once a single key was too large. Returns the new size, or 0.
+ */
+static size_t shrink_page(struct etcd *e, const char *prefix, size_t page_size)
+{
+	size_t n = etcd_page_size_shrink(page_size);
+	if (n == 0)
+		set_error(e, "%s: a single key's answer is larger than %u bytes", prefix,
+			  ETCD_MAX_BODY_BYTES);
+	return n;
+}
+
+/*
+ * Every key under @prefix page by page: @cb sees each page (valid during the
+ * call). Pages are sized by bytes as well as keys (etcd_page_size_next).
+ */
 static int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, size_t page_size,
 			  int (*cb)(void *ctx, const struct etcd_kv *kvs, size_t n), void *ctx,
 			  int64_t *revision_out)
@@ -427,8 +449,8 @@ static int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, 
 	char *key, *end;
 	size_t key_len, end_len;
 	etcd_prefix_range(a, prefix, &key, &key_len, &end, &end_len);
-	if (!page_size)
-		page_size = DEFAULT_PAGE_SIZE;
+	size_t max_page = page_size ? page_size : DEFAULT_PAGE_SIZE;
+	page_size = max_page;
 	struct strbuf req = STRBUF_INIT;
 	sb_init(&req);
 	int r;
@@ -445,6 +467,8 @@ static int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, 
 		sb_adds(&req, "}");
 		struct jv *resp;
 		r = call(e, "/v3/kv/range", &req, true, &resp);
+		if (r == -EPROTO && e->too_large && (page_size = shrink_page(e, prefix, page_size)))
+			continue;
 		if (r < 0)
 			break;
 		struct etcd_range_page p;
@@ -455,6 +479,7 @@ static int etcd_list_each(struct etcd *e, const char *prefix, int64_t revision, 
 		}
 		if (revision <= 0)
 			revision = p.revision;
+		page_size = etcd_page_size_next(max_page, p.n, e->body_len);
 		if (p.n && (r = cb(ctx, p.kvs, p.n)) < 0)
 			break;
 		if (!p.more || p.n == 0)
@@ -481,12 +506,14 @@ struct etcd_list_op {
 	struct http_call *call;
 	char *key, *end; /* the next page starts at key */
 	size_t key_len, end_len;
-	int64_t revision;
-	size_t page_size;
+	struct etcd_list_end
+		result; /* its header is the first page's: every page is read at its revision */
+	char *prefix;	/* for messages */
+	size_t page_size, max_page, pages;
 	size_t ep, tried; /* endpoint of this page's attempt, attempts so far */
 	uint64_t deadline;
 	int (*page)(void *ctx, const struct etcd_kv *kvs, size_t n);
-	void (*done)(void *ctx, int err, int64_t revision);
+	void (*done)(void *ctx, int err, const struct etcd_list_end *end);
 	void *ctx;
 	struct strbuf url, body;
 	bool cancelled, in_page;
@@ -496,6 +523,7 @@ static void list_op_free(struct etcd_list_op *op)
 {
 	free(op->key);
 	free(op->end);
+	free(op->prefix);
 	sb_free(&op->url);
 	sb_free(&op->body);
 	free(op);
@@ -504,7 +532,7 @@ static void list_op_free(struct etcd_list_op *op)
 static void list_op_finish(struct etcd_list_op *op, int err)
 {
 	op->call = NULL;
-	op->done(op->ctx, err, op->revision);
+	op->done(op->ctx, err, &op->result);
 	list_op_free(op);
 }
 
@@ -523,8 +551,8 @@ static int list_page_start(struct etcd_list_op *op)
 	sb_adds(&op->body, ",\"range_end\":");
 	etcd_json_b64(&op->body, op->end, op->end_len);
 	sb_addf(&op->body, ",\"limit\":\"%zu\"", op->page_size);
-	if (op->revision > 0)
-		sb_addf(&op->body, ",\"revision\":\"%" PRId64 "\"", op->revision);
+	if (op->result.hdr.revision > 0)
+		sb_addf(&op->body, ",\"revision\":\"%" PRId64 "\"", op->result.hdr.revision);
 	sb_adds(&op->body, "}");
 	struct http_request hr;
 	etcd_request(&e->conn, op->ep, "/v3/kv/range", &op->body,
@@ -553,6 +581,16 @@ static void list_page_done(void *ctx, const struct http_result *res)
 	op->call = NULL;
 	if (res->err) {
 		set_error(e, "%s: %s", ep_name(e, op->ep, name, sizeof(name)), res->why);
+		if (res->err == -EMSGSIZE &&
+		    (op->page_size = shrink_page(e, op->prefix, op->page_size))) {
+			/* The same page again, smaller, from a fresh deadline. */
+			op->tried = 0;
+			op->deadline = now_ms() + (uint64_t)e->conn.timeout_ms;
+			if (list_page_start(op) == 0 || list_fail_over(op))
+				return;
+			list_op_finish(op, -ECONNREFUSED);
+			return;
+		}
 		if (res->err == -EMSGSIZE || res->err == -EPROTO) {
 			list_op_finish(op, -EPROTO);
 			return;
@@ -576,8 +614,22 @@ static void list_page_done(void *ctx, const struct http_result *res)
 		return;
 	}
 	e->good = op->ep;
-	if (op->revision <= 0)
-		op->revision = p.revision;
+	if (!op->pages++) {
+		if (op->result.hdr.revision <= 0)
+			op->result.hdr.revision = p.revision;
+		op->result.hdr.cluster_id = p.cluster_id;
+		op->result.count = p.count;
+	} else if (p.cluster_id && op->result.hdr.cluster_id &&
+		   p.cluster_id != op->result.hdr.cluster_id) {
+		/* Failed over mid-list to an endpoint of another cluster: not one snapshot. */
+		set_error(e,
+			  "%s answers for cluster %" PRIx64 ", the list began on cluster %" PRIx64,
+			  ep_name(e, op->ep, name, sizeof(name)), p.cluster_id,
+			  op->result.hdr.cluster_id);
+		list_op_finish(op, -EIO);
+		return;
+	}
+	op->page_size = etcd_page_size_next(op->max_page, p.n, res->body.len);
 	if (p.n) {
 		op->in_page = true;
 		r = op->page(op->ctx, p.kvs, p.n);
@@ -591,7 +643,7 @@ static void list_page_done(void *ctx, const struct http_result *res)
 			return;
 		}
 	}
-	if (!p.more || p.n == 0) {
+	if (!p.more || p.n == 0 || r == ETCD_LIST_STOP) {
 		list_op_finish(op, 0);
 		return;
 	}
@@ -613,7 +665,7 @@ static void list_page_done(void *ctx, const struct http_result *res)
 
 int etcd_list_start(struct etcd *e, struct loop *l, const char *prefix, int64_t revision,
 		    size_t page_size, int (*page)(void *ctx, const struct etcd_kv *kvs, size_t n),
-		    void (*done)(void *ctx, int err, int64_t revision), void *ctx,
+		    void (*done)(void *ctx, int err, const struct etcd_list_end *end), void *ctx,
 		    struct etcd_list_op **out)
 {
 	if (!l || !page || !done || (e->loop && e->loop != l))
@@ -640,8 +692,10 @@ int etcd_list_start(struct etcd *e, struct loop *l, const char *prefix, int64_t 
 	op->end = xmalloc(op->end_len + 1);
 	memcpy(op->end, end, op->end_len + 1);
 	arena_free(a);
-	op->revision = revision;
-	op->page_size = page_size ? page_size : DEFAULT_PAGE_SIZE;
+	op->result.hdr.revision = revision;
+	op->prefix = xstrdup(prefix);
+	op->max_page = page_size ? page_size : DEFAULT_PAGE_SIZE;
+	op->page_size = op->max_page;
 	op->page = page;
 	op->done = done;
 	op->ctx = ctx;

@@ -8,9 +8,18 @@
  * Invariants:
  *  - next_rev is one past the last revision delivered (or confirmed by a
  *    progress notification); events below it are never delivered again, so a
- *    reconnect that resumes at next_rev loses and repeats nothing. etcd never
- *    splits one revision's events across messages, so whole revisions are
- *    delivered or dropped.
+ *    reconnect that resumes at next_rev loses and repeats nothing.
+ *  - Whole revisions only: the watch asks for fragmented responses (so a
+ *    catch-up of any size arrives in messages of about etcd's request limit),
+ *    and a fragment's last revision, which the next fragment may continue, is
+ *    held back (copied) until the response's last fragment or a later
+ *    revision arrives. A broken stream drops what was held; the resume
+ *    starts at next_rev, before it.
+ *  - The store must not go back: a stream whose header revision is below
+ *    next_rev - 1 (a store rebuilt or restored), or whose cluster ID is not
+ *    the one the watch began with, or a message over the limit (a server that
+ *    does not fragment), ends the watch with reset(): its owner re-lists.
+ *    Retrying could only repeat the failure or hide the loss.
  *  - The watch itself is only freed when no handler of ours is on the stack
  *    (depth == 0), so etcd_watch_stop is safe from any callback.
  *  - Every attempt ends the same way: attempt_end, then either nothing more
@@ -30,7 +39,11 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
-/* One message of the stream (a batch of events), roughly: bytes since the last one. */
+/*
+ * One message of the stream, roughly: bytes since the last one. With
+ * fragments a message is about etcd's request limit (1.5 MiB by default,
+ * base64 and JSON add a third); this bounds a server that ignores fragment.
+ */
 #define MAX_MESSAGE_BYTES (64u * 1024 * 1024)
 
 enum reported {
@@ -47,7 +60,13 @@ struct etcd_watch {
 	size_t key_len, end_len;
 	struct etcd_watch_ops ops;
 	void *ctx;
-	int64_t next_rev; /* 0: "from now", until the first watch is created */
+	int64_t next_rev;    /* 0: "from now", until the first watch is created */
+	uint64_t cluster_id; /* the cluster the watch belongs to; 0 until known */
+
+	/* Events of a revision a fragment may not have finished (see above). */
+	struct arena *held_arena;
+	struct etcd_event *held;
+	size_t n_held;
 
 	/* The current attempt; attempting is false between attempts. */
 	bool attempting;
@@ -65,7 +84,7 @@ struct etcd_watch {
 	uint64_t backoff_ms;
 	enum reported reported;
 
-	bool finished; /* compacted: no more attempts */
+	bool finished; /* reset: no more attempts */
 	bool stopping; /* etcd_watch_stop called while a handler was running */
 	unsigned depth;
 };
@@ -124,6 +143,106 @@ static const char *ep_name(const struct etcd_watch *w)
 	return ep->unix_path ? ep->unix_path : ep->url;
 }
 
+/* Ends the watch for good: the owner must re-list (see the invariants). */
+static void reset(struct etcd_watch *w, enum etcd_watch_reset_reason reason, int64_t revision,
+		  uint64_t cluster_id)
+{
+	w->finished = true;
+	struct etcd_watch_reset r = { .reason = reason,
+				      .revision = revision,
+				      .cluster_id = cluster_id,
+				      .why = sb_str(&w->why) };
+	if (w->ops.reset)
+		w->ops.reset(w->ctx, &r);
+}
+
+static void drop_held(struct etcd_watch *w)
+{
+	arena_free(w->held_arena);
+	w->held_arena = NULL;
+	w->held = NULL;
+	w->n_held = 0;
+}
+
+/*
+ * Whether the stream still speaks for the store the watch has followed: the
+ * same cluster, a revision no lower than what was delivered. Ends the watch
+ * with reset() when not.
+ */
+static bool same_store(struct etcd_watch *w, const struct etcd_watch_msg *m)
+{
+	if (m->cluster_id && w->cluster_id && m->cluster_id != w->cluster_id) {
+		set_why(w, "%s: cluster ID changed from %" PRIx64 " to %" PRIx64, ep_name(w),
+			w->cluster_id, m->cluster_id);
+		reset(w, ETCD_WATCH_CLUSTER_CHANGED, m->header_revision, m->cluster_id);
+		return false;
+	}
+	if (m->cluster_id)
+		w->cluster_id = m->cluster_id;
+	if (w->next_rev > 0 && m->header_revision > 0 && m->header_revision < w->next_rev - 1) {
+		set_why(w,
+			"%s: the store is at revision %" PRId64 ", below revision %" PRId64
+			" already seen (rebuilt or restored?)",
+			ep_name(w), m->header_revision, w->next_rev - 1);
+		reset(w, ETCD_WATCH_BEHIND, m->header_revision, m->cluster_id);
+		return false;
+	}
+	return true;
+}
+
+static struct etcd_event *copy_events(struct arena *a, const struct etcd_event *evs, size_t n)
+{
+	struct etcd_event *out = arena_new_array(a, struct etcd_event, n ? n : 1);
+	for (size_t i = 0; i < n; i++) {
+		out[i] = evs[i];
+		out[i].kv.key = arena_memdup(a, evs[i].kv.key, evs[i].kv.key_len + 1);
+		out[i].kv.value = arena_memdup(a, evs[i].kv.value, evs[i].kv.value_len + 1);
+	}
+	return out;
+}
+
+/*
+ * The events of one message (after the held ones): deliver the whole
+ * revisions, hold the last one back while the response has more fragments.
+ */
+static void take_events(struct etcd_watch *w, struct arena *a, const struct etcd_watch_msg *m)
+{
+	size_t first = etcd_events_first_new(m->events, m->n_events, w->next_rev);
+	const struct etcd_event *fresh = m->events + first;
+	size_t n_fresh = m->n_events - first;
+	if (n_fresh == 0 && !(w->n_held && !m->fragment))
+		return;
+	/* Held events first, then the new ones, in one array. */
+	size_t n = w->n_held + n_fresh;
+	struct etcd_event *evs = arena_new_array(a, struct etcd_event, n);
+	if (w->n_held)
+		memcpy(evs, w->held, w->n_held * sizeof(*evs));
+	memcpy(evs + w->n_held, fresh, n_fresh * sizeof(*evs));
+	size_t ready = n;
+	if (m->fragment) {
+		int64_t last = evs[n - 1].kv.mod_revision;
+		while (ready > 0 && evs[ready - 1].kv.mod_revision == last)
+			ready--;
+	}
+	/* Copy what stays held before the old held arena (which @evs may point into) goes. */
+	struct arena *keep = NULL;
+	struct etcd_event *held = NULL;
+	if (ready < n) {
+		keep = arena_new();
+		held = copy_events(keep, evs + ready, n - ready);
+	}
+	struct arena *old = w->held_arena;
+	w->held_arena = keep;
+	w->held = held;
+	w->n_held = n - ready;
+	if (ready > 0) {
+		int64_t last = evs[ready - 1].kv.mod_revision;
+		w->next_rev = last + 1;
+		w->ops.events(w->ctx, evs, ready, last);
+	}
+	arena_free(old);
+}
+
 /* --- one message of the stream --- */
 
 static int on_message(void *ctx, struct jv *v, struct arena *a)
@@ -146,16 +265,17 @@ static int on_message(void *ctx, struct jv *v, struct arena *a)
 		return -EIO;
 	case ETCD_WATCH_MSG_CANCELED:
 		if (m.compact_revision > 0) {
-			w->finished = true;
-			set_why(w, "start revision compacted at %" PRId64, m.compact_revision);
-			if (w->ops.compacted)
-				w->ops.compacted(w->ctx, m.compact_revision);
+			set_why(w, "%s: start revision %" PRId64 " compacted (at %" PRId64 ")",
+				ep_name(w), w->next_rev, m.compact_revision);
+			reset(w, ETCD_WATCH_COMPACTED, m.compact_revision, m.cluster_id);
 			return -ECANCELED;
 		}
 		set_why(w, "%s: watch canceled by etcd: %s", ep_name(w),
 			*m.message ? m.message : "no reason given");
 		return -EIO;
 	case ETCD_WATCH_MSG_CREATED:
+		if (!same_store(w, &m))
+			return -ECANCELED;
 		w->created = true;
 		loop_timer_disarm(w->guard_timer);
 		w->backoff_ms = BACKOFF_MIN_MS;
@@ -165,19 +285,19 @@ static int on_message(void *ctx, struct jv *v, struct arena *a)
 		report_up(w);
 		break;
 	case ETCD_WATCH_MSG_PROGRESS:
+		if (!same_store(w, &m))
+			return -ECANCELED;
 		/* Sent only to caught-up watchers: nothing up to it is missing. */
-		if (w->created && m.header_revision >= w->next_rev)
+		if (w->created && !w->n_held && m.header_revision >= w->next_rev)
 			w->next_rev = m.header_revision + 1;
 		break;
-	case ETCD_WATCH_MSG_EVENTS: {
-		size_t first = etcd_events_first_new(m.events, m.n_events, w->next_rev);
-		if (first == m.n_events)
-			break;
-		int64_t last = m.events[m.n_events - 1].kv.mod_revision;
-		w->next_rev = last + 1;
-		w->ops.events(w->ctx, m.events + first, m.n_events - first, last);
+	case ETCD_WATCH_MSG_EVENTS:
+		if (m.cluster_id && w->cluster_id && m.cluster_id != w->cluster_id) {
+			(void)same_store(w, &m);
+			return -ECANCELED;
+		}
+		take_events(w, a, &m);
 		break;
-	}
 	}
 	return live(w) ? 0 : -ECANCELED;
 }
@@ -193,8 +313,11 @@ static int feed(struct etcd_watch *w, const char *p, size_t n)
 	}
 	w->msg_bytes += n;
 	if (w->msg_bytes > MAX_MESSAGE_BYTES) {
-		set_why(w, "%s: watch message larger than %u bytes", ep_name(w), MAX_MESSAGE_BYTES);
-		return -EMSGSIZE;
+		/* Only a server that ignores "fragment" sends this: re-listing gets past it. */
+		set_why(w, "%s: a watch message larger than %u bytes (etcd without fragments?)",
+			ep_name(w), MAX_MESSAGE_BYTES);
+		reset(w, ETCD_WATCH_TOO_LARGE, w->next_rev, w->cluster_id);
+		return -ECANCELED;
 	}
 	struct strbuf err = STRBUF_INIT;
 	int r = json_stream_feed(w->js, p, n, &err);
@@ -263,6 +386,7 @@ static void attempt_end(struct etcd_watch *w)
 		loop_timer_disarm(w->guard_timer);
 	json_stream_free(w->js);
 	w->js = NULL;
+	drop_held(w);
 	w->created = false;
 	w->attempting = false;
 }
@@ -313,7 +437,7 @@ static void attempt_start(struct etcd_watch *w)
 	etcd_json_b64(&w->body, w->end, w->end_len);
 	if (w->next_rev > 0)
 		sb_addf(&w->body, ",\"start_revision\":\"%" PRId64 "\"", w->next_rev);
-	sb_adds(&w->body, ",\"progress_notify\":true}}");
+	sb_adds(&w->body, ",\"progress_notify\":true,\"fragment\":true}}");
 
 	struct http_request hr;
 	/* No overall timeout: a stream. The guard timer bounds the wait for "created". */
@@ -321,9 +445,15 @@ static void attempt_start(struct etcd_watch *w)
 		     &hr);
 	hr.on_data = on_body; /* no body limit: bounded per message in on_body */
 	hr.ctx = w;
-	/* A watch is idle for long stretches; notice a vanished peer anyway. */
-	hr.keepalive_idle_s = 10;
-	hr.keepalive_interval_s = 5;
+	/*
+	 * A watch is idle for long stretches; notice a vanished peer within
+	 * seconds anyway: probes after 4 s idle, every 2 s, 3 unanswered (or
+	 * 10 s of unacknowledged data) end the connection.
+	 */
+	hr.keepalive_idle_s = 4;
+	hr.keepalive_interval_s = 2;
+	hr.keepalive_count = 3;
+	hr.user_timeout_ms = 10000;
 	int r = http_call_start(w->agent, &hr, call_done, w, &w->call);
 	if (r < 0) {
 		w->call = NULL;
@@ -362,7 +492,8 @@ static void watch_free(struct etcd_watch *w)
 }
 
 int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
-		     const struct etcd_watch_ops *ops, void *ctx, struct etcd_watch **out)
+		     uint64_t cluster_id, const struct etcd_watch_ops *ops, void *ctx,
+		     struct etcd_watch **out)
 {
 	if (!e || !l || !prefix || !ops || !ops->events)
 		return -EINVAL;
@@ -381,6 +512,7 @@ int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t
 	w->ops = *ops;
 	w->ctx = ctx;
 	w->next_rev = start_revision > 0 ? start_revision : 0;
+	w->cluster_id = cluster_id;
 	w->backoff_ms = BACKOFF_MIN_MS;
 	sb_init(&w->errbody);
 	sb_init(&w->why);

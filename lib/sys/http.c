@@ -16,8 +16,11 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -39,6 +42,8 @@ struct http_call {
 	char own_why[128]; /* and what it said (curl's error buffer says "Failed writing") */
 	bool cancelled, finished;
 	bool in_done; /* its done callback runs: collect frees it afterwards */
+	int keepalive_count;	  /* set on its sockets (on_sockopt) */
+	unsigned user_timeout_ms; /* likewise */
 	struct http_result res;
 	struct http_call *prev, *next;
 };
@@ -163,6 +168,22 @@ static const char *current_token(struct http_agent *a)
 	return a->file_token;
 }
 
+/* A new connection's socket: the keep-alive count and user timeout of its call. */
+static int on_sockopt(void *ctx, curl_socket_t fd, curlsocktype purpose)
+{
+	const struct http_call *c = ctx;
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKOPT_OK;
+	/* Fails harmlessly on a unix socket, which has no TCP options. */
+	if (c->keepalive_count > 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &c->keepalive_count,
+				 sizeof(c->keepalive_count));
+	if (c->user_timeout_ms > 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &c->user_timeout_ms,
+				 sizeof(c->user_timeout_ms));
+	return CURL_SOCKOPT_OK;
+}
+
 static struct http_call *call_new(struct http_agent *a, const struct http_request *req)
 {
 	struct http_call *c = xcalloc(1, sizeof(*c));
@@ -201,6 +222,13 @@ static struct http_call *call_new(struct http_agent *a, const struct http_reques
 			 req->keepalive_idle_s ? req->keepalive_idle_s : 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL,
 			 req->keepalive_interval_s ? req->keepalive_interval_s : 10L);
+	if (req->keepalive_count || req->user_timeout_ms) {
+		/* curl before 8.9 has no option for the probe count; set both on the socket. */
+		c->keepalive_count = (int)req->keepalive_count;
+		c->user_timeout_ms = (unsigned)req->user_timeout_ms;
+		curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+		curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, c);
+	}
 	/* HTTP/2 over TLS when offered (many watches, one connection); 1.1 in the clear. */
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);

@@ -38,6 +38,7 @@ struct etcd_proc {
 	char ca[128], cert[128], key[128];
 	int port;
 	pid_t pid;
+	char token[64]; /* --initial-cluster-token; empty: etcd's default */
 	struct etcd_proc *next;
 };
 
@@ -213,6 +214,10 @@ static int spawn(struct etcd_proc *p)
 	size_t n = 0;
 	while (argv[n])
 		n++;
+	if (p->token[0]) {
+		argv[n++] = "--initial-cluster-token";
+		argv[n++] = p->token;
+	}
 	if (p->opts.tls) {
 		char *tls[] = { "--cert-file",	     srv_crt, "--key-file",	   srv_key,
 				"--trusted-ca-file", p->ca,   "--client-cert-auth" };
@@ -404,6 +409,16 @@ int etcd_proc_stop(struct etcd_proc *p)
 int etcd_proc_restart(struct etcd_proc *p)
 {
 	etcd_proc_stop(p);
+	return launch(p);
+}
+
+int etcd_proc_rebuild(struct etcd_proc *p, const char *cluster_token)
+{
+	etcd_proc_stop(p);
+	char data[96];
+	snprintf(data, sizeof(data), "%s/data", p->dir);
+	rm_rf(data);
+	snprintf(p->token, sizeof(p->token), "%s", cluster_token ? cluster_token : "");
 	return launch(p);
 }
 

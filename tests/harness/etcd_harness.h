@@ -36,6 +36,12 @@ const char *etcd_proc_dir(const struct etcd_proc *p);
 int etcd_proc_stop(struct etcd_proc *p);
 /* Starts it again (stopping it first if needed): same data dir and endpoint. */
 int etcd_proc_restart(struct etcd_proc *p);
+/*
+ * An etcd rebuilt from scratch: stopped, its data removed, started again on
+ * the same endpoint, empty (revision 1). With @cluster_token (NULL: the
+ * default) the new cluster gets another cluster ID.
+ */
+int etcd_proc_rebuild(struct etcd_proc *p, const char *cluster_token);
 /* Stop and remove the temporary directory. Accepts NULL. */
 void etcd_proc_destroy(struct etcd_proc *p);
 

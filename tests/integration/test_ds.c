@@ -205,7 +205,10 @@ struct rec {
 	size_t n_deletes;
 	size_t n_in_sync;
 	enum ds_sync_status status;
+	char why[512]; /* of the last status */
 	char last[256];
+	size_t n_resyncs;
+	char resync_reason[64], resync_detail[768];
 };
 
 static void rec_update(void *ctx, const struct ds_update *u)
@@ -225,15 +228,24 @@ static void rec_update(void *ctx, const struct ds_update *u)
 	snprintf(r->last, sizeof(r->last), "%s %s", u->obj ? "put" : "del", key);
 }
 
-static void rec_status(void *ctx, enum ds_sync_status st)
+static void rec_status(void *ctx, enum ds_sync_status st, const char *why)
 {
 	struct rec *r = ctx;
 	r->status = st;
+	snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
 	if (st == DS_IN_SYNC)
 		r->n_in_sync++;
 }
 
-static const struct ds_syncer_ops rec_ops = { rec_update, rec_status };
+static void rec_resync(void *ctx, const char *reason, const char *detail)
+{
+	struct rec *r = ctx;
+	r->n_resyncs++;
+	snprintf(r->resync_reason, sizeof(r->resync_reason), "%s", reason);
+	snprintf(r->resync_detail, sizeof(r->resync_detail), "%s", detail);
+}
+
+static const struct ds_syncer_ops rec_ops = { rec_update, rec_status, rec_resync };
 
 static void rec_clear(struct rec *r)
 {

@@ -399,9 +399,9 @@ static void test_compaction(void **state)
 	assert_string_equal(res.kvs[0].value, "v2");
 	etcd_range_clear(&res);
 	assert_int_equal(etcd_compact(e, r1), -ESTALE);
-	/* A future revision is an error, but not a stale one. */
+	/* A future revision is an error of its own: the store is behind what was asked. */
 	int r = etcd_list(e, "/compact/", r2 + 1000000, 0, &res);
-	assert_int_equal(r, -EIO);
+	assert_int_equal(r, -ERANGE);
 	etcd_free(e);
 }
 
@@ -422,6 +422,8 @@ struct rec {
 	int ups, downs;
 	char why[512];
 	int64_t compacted;
+	int resets;
+	enum etcd_watch_reset_reason reset_reason;
 	struct etcd_watch *w;
 	size_t stop_after; /* etcd_watch_stop from inside the callback at this count */
 	bool stop_on_compacted;
@@ -451,10 +453,13 @@ static void rec_events(void *ctx, const struct etcd_event *evs, size_t n, int64_
 	}
 }
 
-static void rec_compacted(void *ctx, int64_t rev)
+static void rec_reset(void *ctx, const struct etcd_watch_reset *rs)
 {
 	struct rec *r = ctx;
-	r->compacted = rev;
+	r->resets++;
+	r->reset_reason = rs->reason;
+	if (rs->reason == ETCD_WATCH_COMPACTED)
+		r->compacted = rs->revision;
 	if (r->stop_on_compacted) {
 		etcd_watch_stop(r->w);
 		r->w = NULL;
@@ -478,7 +483,7 @@ static void rec_state(void *ctx, bool up, const char *why)
 
 static const struct etcd_watch_ops rec_ops = {
 	.events = rec_events,
-	.compacted = rec_compacted,
+	.reset = rec_reset,
 	.state = rec_state,
 };
 
@@ -534,7 +539,8 @@ static void test_watch_puts_and_deletes(void **state)
 	int64_t start;
 	put_str(e, "/watch/seed", "s", &start);
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/watch/", start + 1, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/watch/", start + 1, 0, &rec_ops, &rec, &rec.w),
+			 0);
 	assert_int_equal(etcd_watch_next_revision(rec.w), start + 1);
 
 	int64_t r[6];
@@ -580,7 +586,7 @@ static void test_watch_puts_and_deletes(void **state)
 
 	/* "From now": only what happens after the watch exists. */
 	struct rec now = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/watch/", 0, &rec_ops, &now, &now.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/watch/", 0, 0, &rec_ops, &now, &now.w), 0);
 	assert_int_equal(etcd_watch_next_revision(now.w), 0);
 	struct until up = { .r = &now, .ups = 1 };
 	assert_true(run_until(l, &up, 10000));
@@ -599,7 +605,7 @@ static void test_watch_progress(void **state)
 	struct etcd *e = shared_client();
 	struct loop *l = loop_new();
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/progress/", 0, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/progress/", 0, 0, &rec_ops, &rec, &rec.w), 0);
 	struct until u = { .r = &rec, .ups = 1 };
 	assert_true(run_until(l, &u, 10000));
 	int64_t rev;
@@ -627,7 +633,7 @@ static void test_watch_compacted(void **state)
 	int r = etcd_compact(e, r2);
 	assert_true(r == 0 || r == -ESTALE); /* another test may have compacted further */
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/wcompact/", r1, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/wcompact/", r1, 0, &rec_ops, &rec, &rec.w), 0);
 	struct until u = { .r = &rec, .compacted = true };
 	assert_true(run_until(l, &u, 10000));
 	assert_true(rec.compacted >= r2);
@@ -641,7 +647,8 @@ static void test_watch_compacted(void **state)
 
 	/* Stopping from inside compacted(). */
 	struct rec inside = { .stop_on_compacted = true };
-	assert_int_equal(etcd_watch_start(e, l, "/wcompact/", r1, &rec_ops, &inside, &inside.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/wcompact/", r1, 0, &rec_ops, &inside, &inside.w),
+			 0);
 	struct until ui = { .r = &inside, .compacted = true };
 	assert_true(run_until(l, &ui, 10000));
 	assert_null(inside.w);
@@ -660,7 +667,7 @@ static void test_watch_survives_restart(void **state)
 	int64_t start;
 	put_str(e, "/r/seed", "s", &start);
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/r/", start + 1, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/r/", start + 1, 0, &rec_ops, &rec, &rec.w), 0);
 
 	int64_t rev[6];
 	put_str(e, "/r/1", "before", &rev[0]);
@@ -751,7 +758,7 @@ static void test_failover(void **state)
 	struct etcd *we = client_for(weps, 2, 5000, NULL, NULL, NULL);
 	struct loop *l = loop_new();
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(we, l, "/failover/", rev, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(we, l, "/failover/", rev, 0, &rec_ops, &rec, &rec.w), 0);
 	struct until u = { .r = &rec, .n_events = 1, .ups = 1 };
 	assert_true(run_until(l, &u, 10000));
 	assert_event(&rec, 0, ETCD_EVENT_PUT, "/failover/a", "x", rev);
@@ -761,7 +768,8 @@ static void test_failover(void **state)
 	/* Stopping from inside state(false): no retry happens afterwards. */
 	struct etcd *de = client_for(weps, 1, 5000, NULL, NULL, NULL);
 	struct rec down = { .stop_on_down = true };
-	assert_int_equal(etcd_watch_start(de, l, "/failover/", rev, &rec_ops, &down, &down.w), 0);
+	assert_int_equal(etcd_watch_start(de, l, "/failover/", rev, 0, &rec_ops, &down, &down.w),
+			 0);
 	struct until ud = { .r = &down, .downs = 1 };
 	assert_true(run_until(l, &ud, 5000));
 	assert_null(down.w);
@@ -818,7 +826,7 @@ static void test_tls(void **state)
 	/* A watch over TLS. */
 	struct loop *l = loop_new();
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/tls/", rev, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/tls/", rev, 0, &rec_ops, &rec, &rec.w), 0);
 	struct until u = { .r = &rec, .n_events = 1, .ups = 1 };
 	assert_true(run_until(l, &u, 10000));
 	assert_event(&rec, 0, ETCD_EVENT_PUT, "/tls/a", "secret", rev);
@@ -868,7 +876,7 @@ static void test_unresponsive_endpoint(void **state)
 	/* A watch gives up on it after the same timeout and says so. */
 	struct loop *l = loop_new();
 	struct rec rec = { 0 };
-	assert_int_equal(etcd_watch_start(e, l, "/x", 1, &rec_ops, &rec, &rec.w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "/x", 1, 0, &rec_ops, &rec, &rec.w), 0);
 	struct until u = { .r = &rec, .downs = 1 };
 	t0 = now_ms();
 	assert_true(run_until(l, &u, 5000));

@@ -420,6 +420,8 @@ struct rec {
 	size_t n;
 	int ups, downs;
 	char why[512];
+	int resets;
+	struct etcd_watch_reset reset;
 };
 
 static void rec_events(void *ctx, const struct etcd_event *evs, size_t n, int64_t revision)
@@ -444,7 +446,18 @@ static void rec_state(void *ctx, bool up, const char *why)
 	}
 }
 
-static const struct etcd_watch_ops rec_ops = { .events = rec_events, .state = rec_state };
+static void rec_reset(void *ctx, const struct etcd_watch_reset *rs)
+{
+	struct rec *r = ctx;
+	r->resets++;
+	r->reset = *rs;
+	r->reset.why = NULL;
+	snprintf(r->why, sizeof(r->why), "%s", rs->why);
+}
+
+static const struct etcd_watch_ops rec_ops = { .events = rec_events,
+					       .state = rec_state,
+					       .reset = rec_reset };
 
 static bool run_until(struct loop *l, const struct rec *r, size_t n, int ups, int downs,
 		      int timeout_ms)
@@ -467,7 +480,7 @@ static void test_watch_byte_by_byte(void **state)
 	struct loop *l = loop_new();
 	struct rec rec = { 0 };
 	struct etcd_watch *w;
-	assert_int_equal(etcd_watch_start(e, l, "foo", 1, &rec_ops, &rec, &w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "foo", 1, 0, &rec_ops, &rec, &w), 0);
 	assert_true(run_until(l, &rec, 2, 1, 0, 10000));
 	assert_int_equal(rec.n, 2);
 	assert_int_equal(rec.types[0], ETCD_EVENT_PUT);
@@ -475,14 +488,24 @@ static void test_watch_byte_by_byte(void **state)
 	assert_int_equal(rec.types[1], ETCD_EVENT_DELETE);
 	assert_int_equal(rec.mods[1], 4);
 	assert_int_equal(etcd_watch_next_revision(w), 5);
-	/* The stream ends; the watch resumes after what it delivered, and the
-	 * same events sent again are not delivered twice. */
-	assert_true(run_until(l, &rec, 2, 2, 1, 10000));
+	/* The stream ends; the watch resumes after what it delivered. The peer
+	 * answers as a store at revision 2 again, below the 4 delivered: a store
+	 * that went back. The watch ends with a reset and delivers nothing twice. */
+	assert_true(run_until(l, &rec, 2, 1, 1, 10000));
 	assert_non_null(strstr(rec.why, "watch stream ended"));
+	uint64_t deadline = now_ms() + 10000;
+	while (!rec.resets && now_ms() < deadline)
+		assert_true(loop_run_once(l, 50) >= 0);
+	assert_int_equal(rec.resets, 1);
+	assert_int_equal(rec.reset.reason, ETCD_WATCH_BEHIND);
+	assert_int_equal(rec.reset.revision, 2);
+	assert_non_null(strstr(rec.why, "below revision 4"));
 	pthread_mutex_lock(&p->lock);
 	assert_non_null(strstr(p->last_request, "\"start_revision\":\"5\""));
+	assert_non_null(strstr(p->last_request, "\"fragment\":true"));
 	pthread_mutex_unlock(&p->lock);
 	assert_int_equal(rec.n, 2);
+	assert_int_equal(rec.ups, 1); /* the store that went back is not "up" */
 	etcd_watch_stop(w);
 	loop_free(l);
 	etcd_free(e);
@@ -497,7 +520,7 @@ static void test_watch_refused(void **state)
 	struct loop *l = loop_new();
 	struct rec rec = { 0 };
 	struct etcd_watch *w;
-	assert_int_equal(etcd_watch_start(e, l, "foo", 1, &rec_ops, &rec, &w), 0);
+	assert_int_equal(etcd_watch_start(e, l, "foo", 1, 0, &rec_ops, &rec, &w), 0);
 	assert_true(run_until(l, &rec, 0, 0, 1, 5000));
 	assert_non_null(strstr(rec.why, "HTTP 404"));
 	assert_non_null(strstr(rec.why, "no such path"));

@@ -114,9 +114,23 @@ struct ds_update {
 	const char *error;
 };
 
+/*
+ * Why the syncer re-lists (the label of a resync metric), with a sentence for
+ * the log. A resync delivers only differences: content is compared, not
+ * only revisions, and keys gone from the store are delivered as deletes.
+ */
+#define DS_RESYNC_COMPACTED	    "compacted"		 /* the watch's revision was compacted */
+#define DS_RESYNC_BEHIND	    "revision_backwards" /* the store is below what was seen */
+#define DS_RESYNC_CLUSTER_CHANGED   "cluster_changed"	 /* another cluster ID answered */
+#define DS_RESYNC_STORE_CHANGED	    "store_changed" /* the store's history is not the one watched */
+#define DS_RESYNC_MESSAGE_TOO_LARGE "message_too_large" /* a watch message over the limit */
+
 struct ds_syncer_ops {
 	void (*update)(void *ctx, const struct ds_update *u);
-	void (*status)(void *ctx, enum ds_sync_status status);
+	/* @why says what is missing (NULL when in sync); valid during the call. */
+	void (*status)(void *ctx, enum ds_sync_status status, const char *why);
+	/* A resync begins (once per cause, not per kind). May be NULL. */
+	void (*resync)(void *ctx, const char *reason, const char *detail);
 };
 
 struct ds_watch_spec {
@@ -128,13 +142,20 @@ struct ds_syncer;
 
 /*
  * List every kind in @specs, deliver each object as an update, report
- * DS_IN_SYNC, then deliver changes as they happen. After a lost watch it
- * resumes where it was; after compaction it re-lists and delivers only the
- * differences (deletes included). Everything runs in @l.
+ * DS_IN_SYNC, then deliver changes as they happen. Everything runs in @l.
+ *
+ * After a lost watch it resumes where it was, and checks on reconnecting
+ * that the store is the one it watched (same cluster, not below a revision
+ * seen, the same keys at the revision it resumes from). When it is not, or
+ * after compaction, it re-lists and delivers only the differences. A watch
+ * down for longer than a grace period (5 s) reports DS_WAIT_FOR_DATASTORE
+ * with the reason; so does a list that fails.
  */
 int ds_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
 		    const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out) must_check;
 void ds_syncer_stop(struct ds_syncer *s);
 enum ds_sync_status ds_syncer_status(const struct ds_syncer *s);
+/* Why the syncer is not in sync (NULL when it is): for readiness. */
+const char *ds_syncer_why(const struct ds_syncer *s);
 
 #endif

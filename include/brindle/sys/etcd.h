@@ -21,6 +21,7 @@
  *   -ECONNRESET  a write's connection broke after the request was sent: it
  *                may or may not have been applied (not retried elsewhere)
  *   -ESTALE      the requested revision was compacted
+ *   -ERANGE      the requested revision is above the store's (a store that went back)
  *   -EPROTO      etcd answered with something we could not read (also an
  *                answer over the size limits: 32 KiB of headers, 64 MiB of body)
  *   -EIO         etcd answered with an error (text in etcd_last_error)
@@ -81,16 +82,29 @@ int etcd_list(struct etcd *e, const char *prefix, int64_t revision, size_t page_
 /*
  * The list of etcd_list, from a loop, never blocking it: @page sees each page's keys
  * as it arrives (valid during the call; a negative return stops the list
- * with that error), then @done runs once with 0 and the revision the pages
- * were read at, or a negative errno (etcd_last_error has the reason). Each
- * page has the client's timeout and fails over to the next endpoint like a
- * blocking read. etcd_list_cancel stops it without further callbacks (also
- * from inside @page). A client serves one loop; it must outlive its lists.
+ * with that error, ETCD_LIST_STOP ends it there), then @done runs once with
+ * 0 and the header of the snapshot (the revision the pages were read at, the
+ * cluster that answered) and its key count,
+ * or a negative errno (etcd_last_error has the reason). Each page has the
+ * client's timeout and fails over to the next endpoint like a blocking read;
+ * a page from another cluster than the first fails the list (-EIO).
+ * etcd_list_cancel stops it without further callbacks (also from inside
+ * @page). A client serves one loop; it must outlive its lists.
+ *
+ * Lists of either kind are paged by bytes as well as keys: a page over the
+ * body limit is asked again with fewer keys, and page sizes follow the
+ * sizes seen (etcd_page_size_next), so a kind of any total size completes.
  */
+struct etcd_list_end {
+	struct etcd_header hdr; /* of the first page */
+	int64_t count;		/* keys in the range at that revision (the first page's count) */
+};
+/* A @page return that ends the list early, successfully. */
+#define ETCD_LIST_STOP 1
 struct etcd_list_op;
 int etcd_list_start(struct etcd *e, struct loop *l, const char *prefix, int64_t revision,
 		    size_t page_size, int (*page)(void *ctx, const struct etcd_kv *kvs, size_t n),
-		    void (*done)(void *ctx, int err, int64_t revision), void *ctx,
+		    void (*done)(void *ctx, int err, const struct etcd_list_end *end), void *ctx,
 		    struct etcd_list_op **out) must_check;
 void etcd_list_cancel(struct etcd_list_op *op);
 /*
@@ -173,6 +187,20 @@ int etcd_compact(struct etcd *e, int64_t revision) must_check;
  * socket in the loop's epoll, so a daemon stays single-threaded.
  */
 
+enum etcd_watch_reset_reason {
+	ETCD_WATCH_COMPACTED,	    /* the revision to resume from was compacted away */
+	ETCD_WATCH_BEHIND,	    /* the store is below a revision already delivered */
+	ETCD_WATCH_CLUSTER_CHANGED, /* another cluster answered (an ID other than the first) */
+	ETCD_WATCH_TOO_LARGE,	    /* a message over the limit (etcd ignored "fragment") */
+};
+
+struct etcd_watch_reset {
+	enum etcd_watch_reset_reason reason;
+	int64_t revision;    /* COMPACTED: the compact revision; else the store's */
+	uint64_t cluster_id; /* the cluster that answered (0: not said) */
+	const char *why;     /* one line, for logs; valid during the call */
+};
+
 struct etcd_watch_ops {
 	/*
 	 * A batch of events, in order; @revision is the mod_revision of the
@@ -182,11 +210,11 @@ struct etcd_watch_ops {
 	 */
 	void (*events)(void *ctx, const struct etcd_event *evs, size_t n, int64_t revision);
 	/*
-	 * The watch's start revision has been compacted away. The watch has
+	 * The watch cannot go on from where it is (see etcd_watch_reset). It has
 	 * stopped (it still needs etcd_watch_stop); the owner re-lists and
 	 * starts a new watch. May be NULL.
 	 */
-	void (*compacted)(void *ctx, int64_t compact_revision);
+	void (*reset)(void *ctx, const struct etcd_watch_reset *r);
 	/*
 	 * Connection state changes (for health reporting): true once etcd
 	 * confirms the watch, false (with @why) once when an attempt fails or
@@ -209,9 +237,16 @@ struct etcd_watch;
  * that gets no answer within the client's timeout is abandoned. An endpoint
  * given by host name (not address) is resolved while the loop waits, for at
  * most the connect timeout. The loop must outlive the watch.
+ *
+ * @cluster_id is the cluster @start_revision belongs to (from the list's
+ * header), or 0 to take the first that answers. A store that answers with
+ * another cluster ID, or below a revision already delivered, ends the watch
+ * with reset(); so does a message over the limit. Responses are asked for in
+ * fragments, so a catch-up of any size gets through; whole revisions are
+ * delivered. A dead connection is noticed by TCP keep-alive within ~10 s.
  */
 int etcd_watch_start(struct etcd *e, struct loop *l, const char *prefix, int64_t start_revision,
-		     const struct etcd_watch_ops *ops, void *ctx,
+		     uint64_t cluster_id, const struct etcd_watch_ops *ops, void *ctx,
 		     struct etcd_watch **out) must_check;
 /* Stops and frees. Accepts NULL. Safe inside the watch's own callbacks. */
 void etcd_watch_stop(struct etcd_watch *w);

@@ -63,6 +63,8 @@ struct http_request {
 	long timeout_ms;	   /* whole request; 0: none (watches) */
 	long keepalive_idle_s;	   /* TCP keep-alive probes after this much idle time; 0: 30 */
 	long keepalive_interval_s; /* and then every this often; 0: 10 */
+	long keepalive_count;	   /* unanswered probes that end the connection; 0: the kernel's */
+	long user_timeout_ms;	   /* TCP_USER_TIMEOUT: unacknowledged data ends it; 0: none */
 	size_t max_body;	   /* kept body limit (when not streaming); 0: 64 MiB */
 	http_data_fn on_data;	   /* stream the body here instead of keeping it */
 	void *ctx;
