@@ -1,0 +1,387 @@
+/* A client of the Kubernetes API server (see kube_client.h). */
+#include <brindle/sys/kube_client.h>
+#include <brindle/core/arena.h>
+#include <brindle/core/json.h>
+#include <brindle/core/util.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TIMEOUT_MS 10000
+#define CONNECT_TIMEOUT_MS 3000
+#define DEFAULT_PAGE	   500
+/* Restarts of a list whose continue token expired before giving up. */
+#define LIST_RESTARTS 5
+
+struct kube_client {
+	struct http_agent *agent;
+	struct loop *loop;
+	char *server;
+	long timeout_ms;
+	struct arena *arena;
+	struct strbuf error;
+	struct strbuf url;
+};
+
+static void set_error(struct kube_client *c, const char *fmt, ...) printf_like(2, 3);
+static void set_error(struct kube_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sb_reset(&c->error);
+	sb_vaddf(&c->error, fmt, ap);
+	va_end(ap);
+}
+
+int kube_client_new(struct loop *l, const char *server, const struct http_auth *auth,
+		    long timeout_ms, struct kube_client **out, struct strbuf *err)
+{
+	if (!server || strncmp(server, "http", 4) != 0) {
+		sb_addf(err,
+			"the API server's URL must start with https:// or http:// (got \"%s\")",
+			server ? server : "");
+		return -EINVAL;
+	}
+	struct kube_client *c = xcalloc(1, sizeof(*c));
+	int r = http_agent_new(l, auth, &c->agent, err);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	c->loop = l;
+	c->server = xstrdup(server);
+	size_t n = strlen(c->server);
+	while (n && c->server[n - 1] == '/')
+		c->server[--n] = '\0';
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
+	c->arena = arena_new();
+	sb_init(&c->error);
+	sb_init(&c->url);
+	*out = c;
+	return 0;
+}
+
+void kube_client_free(struct kube_client *c)
+{
+	if (!c)
+		return;
+	http_agent_free(c->agent);
+	arena_free(c->arena);
+	sb_free(&c->error);
+	sb_free(&c->url);
+	free(c->server);
+	free(c);
+}
+
+const char *kube_last_error(const struct kube_client *c)
+{
+	return sb_str(&c->error);
+}
+
+const char *kube_server(const struct kube_client *c)
+{
+	return c->server;
+}
+
+/* The errno and message of a non-2xx answer whose body is @body. */
+static int answer_error(struct kube_client *c, const char *method, const char *path, long status,
+			const struct strbuf *body)
+{
+	struct jv *v = NULL;
+	if (body->len && json_parse(c->arena, body->buf, body->len, &v, NULL) < 0)
+		v = NULL;
+	struct strbuf msg = STRBUF_INIT;
+	sb_init(&msg);
+	int r = kube_status_errno(status, v, &msg);
+	set_error(c, "%s %s: %s", method, path, sb_str(&msg));
+	sb_free(&msg);
+	return r;
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path,
+		 const char *content_type, const struct strbuf *body, struct jv **out)
+{
+	arena_reset(c->arena);
+	if (out)
+		*out = NULL;
+	sb_reset(&c->url);
+	sb_addf(&c->url, "%s%s", c->server, path);
+	struct http_request hr = {
+		.method = method,
+		.url = sb_str(&c->url),
+		.content_type = body ? (content_type ? content_type : "application/json") : NULL,
+		.accept = "application/json",
+		.body = body ? body->buf : NULL,
+		.body_len = body ? body->len : 0,
+		.connect_timeout_ms = MIN(c->timeout_ms, CONNECT_TIMEOUT_MS),
+		.timeout_ms = c->timeout_ms,
+	};
+	struct http_result res;
+	int r = http_agent_perform(c->agent, &hr, &res);
+	if (r < 0) {
+		set_error(c, "%s %s%s: %s", method, c->server, path, res.why);
+		http_result_clear(&res);
+		return r;
+	}
+	if (res.status < 200 || res.status > 299) {
+		r = answer_error(c, method, path, res.status, &res.body);
+		http_result_clear(&res);
+		return r;
+	}
+	struct jv *v = NULL;
+	struct strbuf perr = STRBUF_INIT;
+	sb_init(&perr);
+	if (res.body.len && json_parse(c->arena, res.body.buf, res.body.len, &v, &perr) < 0) {
+		set_error(c, "%s %s: the answer is not JSON: %s", method, path, sb_str(&perr));
+		r = -EPROTO;
+	}
+	sb_free(&perr);
+	http_result_clear(&res);
+	if (r == 0 && out)
+		*out = v;
+	return r;
+}
+
+int kube_list(struct kube_client *c, const char *path, size_t limit,
+	      int (*item)(void *ctx, const struct jv *obj), void (*restart)(void *ctx), void *ctx,
+	      struct strbuf *rv)
+{
+	struct strbuf page = STRBUF_INIT, cont = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&page);
+	sb_init(&cont);
+	sb_init(&err);
+	const char *sep = strchr(path, '?') ? "&" : "?";
+	size_t restarts = 0;
+	int r = 0;
+	bool first = true;
+	for (;;) {
+		sb_reset(&page);
+		sb_addf(&page, "%s%slimit=%zu", path, sep, limit ? limit : DEFAULT_PAGE);
+		if (cont.len) {
+			sb_adds(&page, "&continue=");
+			kube_query_escape(&page, sb_str(&cont));
+		}
+		struct jv *v;
+		r = kube_request(c, "GET", sb_str(&page), NULL, NULL, &v);
+		if (r == -ESTALE && cont.len && restarts++ < LIST_RESTARTS) {
+			/* The snapshot behind the continue token was compacted: from the top. */
+			sb_reset(&cont);
+			first = true;
+			if (restart)
+				restart(ctx);
+			continue;
+		}
+		if (r < 0)
+			break;
+		struct kube_list_page p;
+		r = kube_decode_list(v, &p, &err);
+		if (r < 0) {
+			set_error(c, "GET %s: %s", sb_str(&page), sb_str(&err));
+			break;
+		}
+		if (first && rv) {
+			sb_reset(rv);
+			sb_adds(rv, p.resource_version);
+		}
+		first = false;
+		for (size_t i = 0; i < p.n && r == 0; i++)
+			r = item(ctx, p.items[i]);
+		if (r < 0)
+			break;
+		if (!*p.cont)
+			break;
+		sb_reset(&cont);
+		sb_adds(&cont, p.cont);
+	}
+	sb_free(&page);
+	sb_free(&cont);
+	sb_free(&err);
+	return r;
+}
+
+/* --- watches --- */
+
+struct kube_watch {
+	struct kube_client *c;
+	struct http_call *call;
+	struct json_stream *js;
+	struct kube_watch_ops ops;
+	void *ctx;
+	struct strbuf url, errbody, why;
+	unsigned depth; /* callbacks running: stop then frees on the way out */
+	bool stopped, ended;
+};
+
+static void watch_free(struct kube_watch *w)
+{
+	http_call_cancel(w->call);
+	json_stream_free(w->js);
+	sb_free(&w->url);
+	sb_free(&w->errbody);
+	sb_free(&w->why);
+	free(w);
+}
+
+static void enter(struct kube_watch *w)
+{
+	w->depth++;
+}
+
+static void leave(struct kube_watch *w)
+{
+	if (--w->depth == 0 && w->stopped)
+		watch_free(w);
+}
+
+static void end(struct kube_watch *w, int err, const char *why)
+{
+	if (w->ended || w->stopped)
+		return;
+	w->ended = true;
+	if (w->ops.ended)
+		w->ops.ended(w->ctx, err, why);
+}
+
+static int on_value(void *ctx, struct jv *v, struct arena *a)
+{
+	(void)a;
+	struct kube_watch *w = ctx;
+	struct kube_event e;
+	struct strbuf msg = STRBUF_INIT;
+	sb_init(&msg);
+	int r = kube_decode_event(v, &e, &msg);
+	if (r < 0) {
+		sb_reset(&w->why);
+		sb_addf(&w->why, "%s: malformed watch event: %s", sb_str(&w->url), sb_str(&msg));
+		sb_free(&msg);
+		return r;
+	}
+	if (e.type == KUBE_EVENT_ERROR) {
+		/* The server ends the stream after an ERROR event. */
+		sb_reset(&w->why);
+		sb_addf(&w->why, "%s: %s", sb_str(&w->url), sb_str(&msg));
+		sb_free(&msg);
+		end(w, e.error, sb_str(&w->why));
+		return -ECANCELED;
+	}
+	sb_free(&msg);
+	if (w->ops.event)
+		w->ops.event(w->ctx, &e);
+	return w->stopped || w->ended ? -ECANCELED : 0;
+}
+
+static int on_body(void *ctx, const char *p, size_t n)
+{
+	struct kube_watch *w = ctx;
+	if (w->stopped || w->ended)
+		return -ECANCELED;
+	if (http_call_status(w->call) != 200) {
+		if (w->errbody.len < 4096)
+			sb_add(&w->errbody, p, MIN(n, 4096 - w->errbody.len));
+		return 0;
+	}
+	enter(w);
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = json_stream_feed(w->js, p, n, &err);
+	if (r < 0 && r != -ECANCELED && !w->ended) {
+		if (!w->why.len)
+			sb_addf(&w->why, "%s: malformed watch stream: %s", sb_str(&w->url),
+				sb_str(&err));
+		end(w, -EPROTO, sb_str(&w->why));
+	}
+	sb_free(&err);
+	leave(w);
+	return r < 0 ? -ECANCELED : 0;
+}
+
+static void on_done(void *ctx, const struct http_result *res)
+{
+	struct kube_watch *w = ctx;
+	w->call = NULL;
+	enter(w);
+	if (!w->ended && !w->stopped) {
+		if (res->status && res->status != 200) {
+			struct arena *a = arena_new();
+			struct jv *v = NULL;
+			if (json_parse(a, w->errbody.buf ? w->errbody.buf : "", w->errbody.len, &v,
+				       NULL) < 0)
+				v = NULL;
+			struct strbuf msg = STRBUF_INIT;
+			sb_init(&msg);
+			int err = kube_status_errno(res->status, v, &msg);
+			sb_reset(&w->why);
+			sb_addf(&w->why, "%s: %s", sb_str(&w->url), sb_str(&msg));
+			sb_free(&msg);
+			arena_free(a);
+			end(w, err, sb_str(&w->why));
+		} else if (res->err && res->err != -ECANCELED) {
+			sb_reset(&w->why);
+			sb_addf(&w->why, "%s: %s", sb_str(&w->url), res->why);
+			end(w, res->err, sb_str(&w->why));
+		} else {
+			end(w, 0, "the server closed the watch");
+		}
+	}
+	leave(w);
+}
+
+int kube_watch_start(struct kube_client *c, const char *path, const char *rv, long timeout_s,
+		     const struct kube_watch_ops *ops, void *ctx, struct kube_watch **out)
+{
+	if (!c->loop) {
+		set_error(c, "watch %s: the client has no loop", path);
+		return -EINVAL;
+	}
+	struct kube_watch *w = xcalloc(1, sizeof(*w));
+	w->c = c;
+	w->ops = *ops;
+	w->ctx = ctx;
+	sb_init(&w->url);
+	sb_init(&w->errbody);
+	sb_init(&w->why);
+	sb_addf(&w->url, "%s%s%swatch=1&allowWatchBookmarks=true", c->server, path,
+		strchr(path, '?') ? "&" : "?");
+	if (rv && *rv) {
+		sb_adds(&w->url, "&resourceVersion=");
+		kube_query_escape(&w->url, rv);
+	}
+	if (timeout_s > 0)
+		sb_addf(&w->url, "&timeoutSeconds=%ld", timeout_s);
+	w->js = json_stream_new(on_value, w);
+	struct http_request hr = {
+		.method = "GET",
+		.url = sb_str(&w->url),
+		.accept = "application/json",
+		.connect_timeout_ms = MIN(c->timeout_ms, CONNECT_TIMEOUT_MS),
+		/* A stream: no overall timeout; a dead peer is found by keep-alive. */
+		.keepalive_idle_s = 4,
+		.keepalive_interval_s = 2,
+		.keepalive_count = 3,
+		.user_timeout_ms = 10000,
+		.on_data = on_body,
+		.ctx = w,
+	};
+	int r = http_call_start(c->agent, &hr, on_done, w, &w->call);
+	if (r < 0) {
+		set_error(c, "watch %s: cannot start: %s", path, strerror(-r));
+		watch_free(w);
+		return r;
+	}
+	*out = w;
+	return 0;
+}
+
+void kube_watch_stop(struct kube_watch *w)
+{
+	if (!w || w->stopped)
+		return;
+	w->stopped = true;
+	http_call_cancel(w->call);
+	w->call = NULL;
+	if (w->depth == 0)
+		watch_free(w);
+}
