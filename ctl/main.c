@@ -1,10 +1,10 @@
 /*
  * brindlectl: resources in and out of the datastore (apply, create, replace,
  * get, delete), node status, ipam and the lab. Global flags select the
- * datastore like calicoctl's: --datastore-type, --etcd-endpoints,
- * --etcd-ca-cert-file, --etcd-cert-file, --etcd-key-file, each also read from
- * BRINDLE_DATASTORE_TYPE, BRINDLE_ETCD_ENDPOINTS, BRINDLE_ETCD_CA_CERT_FILE,
- * BRINDLE_ETCD_CERT_FILE and BRINDLE_ETCD_KEY_FILE.
+ * datastore like calicoctl's: --datastore (or --datastore-type), --kubeconfig,
+ * --etcd-endpoints, --etcd-ca-cert-file, --etcd-cert-file, --etcd-key-file,
+ * each also read from the environment (ds_config_from_env: BRINDLE_DATASTORE_TYPE,
+ * BRINDLE_KUBECONFIG or KUBECONFIG, BRINDLE_ETCD_ENDPOINTS, ...).
  */
 #include "ctl.h"
 
@@ -41,7 +41,10 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nGlobal flags (or the environment variable in brackets):\n"
-		   "  --datastore-type TYPE       etcdv3 [BRINDLE_DATASTORE_TYPE]\n"
+		   "  --datastore TYPE            etcdv3 or kubernetes (also --datastore-type)\n"
+		   "                              [BRINDLE_DATASTORE_TYPE, DATASTORE_TYPE]\n"
+		   "  --kubeconfig FILE           kubernetes: the kubeconfig; none: in-cluster\n"
+		   "                              [BRINDLE_KUBECONFIG, KUBECONFIG]\n"
 		   "  --etcd-endpoints URLS       comma-separated, http(s)://host:port or "
 		   "unix:PATH [BRINDLE_ETCD_ENDPOINTS]\n"
 		   "  --etcd-ca-cert-file FILE    [BRINDLE_ETCD_CA_CERT_FILE]\n"
@@ -63,8 +66,11 @@ int main(int argc, char **argv)
 	for (; a.i < argc; a.i++) {
 		const char *v;
 		bool bad = false;
-		if (ctl_flag_value(&a, "--datastore-type", NULL, &v, &bad)) {
+		if (ctl_flag_value(&a, "--datastore-type", NULL, &v, &bad) ||
+		    ctl_flag_value(&a, "--datastore", NULL, &v, &bad)) {
 			c.cfg.type = v;
+		} else if (ctl_flag_value(&a, "--kubeconfig", NULL, &v, &bad)) {
+			c.cfg.kubeconfig = v;
 		} else if (ctl_flag_value(&a, "--etcd-endpoints", NULL, &v, &bad)) {
 			endpoints = v;
 		} else if (ctl_flag_value(&a, "--etcd-ca-cert-file", NULL, &v, &bad)) {

@@ -10,10 +10,20 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 const char *ds_last_error(const struct ds *d)
 {
 	return sb_str(&d->err);
+}
+
+static void free_endpoints(struct ds_config_storage *storage)
+{
+	for (size_t i = 0; i < storage->n; i++)
+		free(storage->endpoints[i]);
+	free(storage->endpoints);
+	storage->endpoints = NULL;
+	storage->n = 0;
 }
 
 int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *storage,
@@ -26,7 +36,7 @@ int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *sto
 			sb_addf(err, "invalid etcd endpoints \"%s\"", list);
 		return -EINVAL;
 	}
-	ds_config_free_storage(storage);
+	free_endpoints(storage);
 	storage->endpoints = eps;
 	storage->n = n;
 	cfg->etcd_endpoints = (const char *const *)eps;
@@ -36,11 +46,9 @@ int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *sto
 
 void ds_config_free_storage(struct ds_config_storage *storage)
 {
-	for (size_t i = 0; i < storage->n; i++)
-		free(storage->endpoints[i]);
-	free(storage->endpoints);
-	storage->endpoints = NULL;
-	storage->n = 0;
+	free_endpoints(storage);
+	free(storage->kubeconfig);
+	storage->kubeconfig = NULL;
 }
 
 static const char *env(const char *name)
@@ -49,17 +57,44 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
+/* The first file of a colon-separated list (KUBECONFIG) that exists, as kubectl reads it. */
+static char *first_existing(const char *list)
+{
+	char *copy = xstrdup(list), *save = NULL, *found = NULL;
+	for (char *f = strtok_r(copy, ":", &save); f && !found; f = strtok_r(NULL, ":", &save))
+		if (access(f, F_OK) == 0)
+			found = xstrdup(f);
+	free(copy);
+	return found;
+}
+
 int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage, struct strbuf *err)
 {
+	static const char *const type_vars[] = { "BRINDLE_DATASTORE_TYPE", "DATASTORE_TYPE",
+						 "CALICO_DATASTORE_TYPE" };
+	const char *from = "the datastore type given";
+	for (size_t i = 0; !cfg->type && i < ARRAY_SIZE(type_vars); i++) {
+		cfg->type = env(type_vars[i]);
+		from = type_vars[i];
+	}
 	if (!cfg->type)
-		cfg->type =
-			env("BRINDLE_DATASTORE_TYPE") ? env("BRINDLE_DATASTORE_TYPE") : "etcdv3";
+		cfg->type = "etcdv3";
+	if (streq(cfg->type, "kubernetes")) {
+		if (!cfg->kubeconfig)
+			cfg->kubeconfig = env("BRINDLE_KUBECONFIG");
+		if (!cfg->kubeconfig && env("KUBECONFIG")) {
+			free(storage->kubeconfig);
+			storage->kubeconfig = first_existing(env("KUBECONFIG"));
+			cfg->kubeconfig = storage->kubeconfig;
+		}
+		return 0;
+	}
 	if (!streq(cfg->type, "etcdv3")) {
 		if (err)
 			sb_addf(err,
-				"datastore type \"%s\" is not supported (BRINDLE_DATASTORE_TYPE: "
-				"etcdv3)",
-				cfg->type);
+				"datastore type \"%s\" (from %s) is not supported: etcdv3 or "
+				"kubernetes",
+				cfg->type, from);
 		return -EINVAL;
 	}
 	if (!cfg->n_etcd_endpoints) {

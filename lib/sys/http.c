@@ -32,6 +32,7 @@ struct http_call {
 	struct http_agent *a;
 	CURL *easy;
 	struct curl_slist *headers;
+	struct curl_slist *connect_to; /* tls_server_name: where the URL's name really is */
 	http_data_fn on_data;
 	void *ctx;
 	http_done_fn done;
@@ -53,6 +54,10 @@ struct http_agent {
 	struct loop *l;
 	struct loop_timer *timer;
 	char *ca_file, *cert_file, *key_file, *token, *token_file;
+	char *ca_pem, *cert_pem, *key_pem; /* in-memory PEM, NUL-terminated */
+	size_t ca_pem_len, cert_pem_len, key_pem_len;
+	bool insecure;
+	char *tls_server_name;
 	char *file_token; /* the token file's content, and what it was read from */
 	struct timespec token_mtime;
 	ino_t token_ino;
@@ -67,6 +72,18 @@ struct http_agent {
 static char *dup_or_null(const char *s)
 {
 	return s && *s ? xstrdup(s) : NULL;
+}
+
+static char *pem_dup(const char *p, size_t len, size_t *out_len)
+{
+	*out_len = 0;
+	if (!p || !len)
+		return NULL;
+	char *copy = xmalloc(len + 1);
+	memcpy(copy, p, len);
+	copy[len] = '\0';
+	*out_len = len;
+	return copy;
 }
 
 /* --- calls ------------------------------------------------------------------------------ */
@@ -93,6 +110,7 @@ static void call_free(struct http_call *c)
 		curl_easy_cleanup(c->easy);
 	}
 	curl_slist_free_all(c->headers);
+	curl_slist_free_all(c->connect_to);
 	sb_free(&c->res.body);
 	free(c);
 }
@@ -184,6 +202,64 @@ static int on_sockopt(void *ctx, curl_socket_t fd, curlsocktype purpose)
 	return CURL_SOCKOPT_OK;
 }
 
+static void set_blob(CURL *e, CURLoption opt, char *pem, size_t len)
+{
+	struct curl_blob b = { .data = pem, .len = len, .flags = CURL_BLOB_NOCOPY };
+	curl_easy_setopt(e, opt, &b); /* curl copies the struct; the agent outlives its calls */
+}
+
+/*
+ * Verify the server as tls_server_name: the URL names it (SNI, certificate
+ * check, Host) and CONNECT_TO sends the connection to the URL's real host.
+ */
+static void set_server_name(struct http_agent *a, struct http_call *c, const char *url)
+{
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL, *renamed = NULL;
+	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+	    curl_url_set(u, CURLUPART_HOST, a->tls_server_name, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_URL, &renamed, 0) == CURLUE_OK) {
+		struct strbuf line = STRBUF_INIT;
+		sb_init(&line);
+		sb_addf(&line, "%s:%s:%s:%s", a->tls_server_name, port, host, port);
+		c->connect_to = curl_slist_append(NULL, line.buf);
+		sb_free(&line);
+		curl_easy_setopt(c->easy, CURLOPT_URL, renamed);
+		curl_easy_setopt(c->easy, CURLOPT_CONNECT_TO, c->connect_to);
+	}
+	curl_free(host);
+	curl_free(port);
+	curl_free(renamed);
+	curl_url_cleanup(u);
+}
+
+static void set_tls(struct http_agent *a, struct http_call *c, const struct http_request *req)
+{
+	CURL *e = c->easy;
+	if (a->ca_file || a->ca_pem) {
+		/* The CA given is the only one trusted, not the system's as well. */
+		curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+		curl_easy_setopt(e, CURLOPT_CAINFO, a->ca_pem ? NULL : a->ca_file);
+		if (a->ca_pem)
+			set_blob(e, CURLOPT_CAINFO_BLOB, a->ca_pem, a->ca_pem_len);
+	}
+	if (a->cert_pem) {
+		set_blob(e, CURLOPT_SSLCERT_BLOB, a->cert_pem, a->cert_pem_len);
+		set_blob(e, CURLOPT_SSLKEY_BLOB, a->key_pem, a->key_pem_len);
+	} else if (a->cert_file) {
+		curl_easy_setopt(e, CURLOPT_SSLCERT, a->cert_file);
+		curl_easy_setopt(e, CURLOPT_SSLKEY, a->key_file ? a->key_file : a->cert_file);
+	}
+	if (a->insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (a->tls_server_name && !req->unix_socket)
+		set_server_name(a, c, req->url);
+}
+
 static struct http_call *call_new(struct http_agent *a, const struct http_request *req)
 {
 	struct http_call *c = xcalloc(1, sizeof(*c));
@@ -232,12 +308,7 @@ static struct http_call *call_new(struct http_agent *a, const struct http_reques
 	/* HTTP/2 over TLS when offered (many watches, one connection); 1.1 in the clear. */
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
-	if (a->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, a->ca_file);
-	if (a->cert_file) {
-		curl_easy_setopt(e, CURLOPT_SSLCERT, a->cert_file);
-		curl_easy_setopt(e, CURLOPT_SSLKEY, a->key_file ? a->key_file : a->cert_file);
-	}
+	set_tls(a, c, req);
 	const char *method = req->method ? req->method : "GET";
 	if (req->body) {
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
@@ -461,6 +532,12 @@ int http_agent_new(struct loop *l, const struct http_auth *auth, struct http_age
 		if (f)
 			fclose(f);
 	}
+	if (auth && !auth->cert_pem != !auth->key_pem) {
+		if (err)
+			sb_adds(err, auth->cert_pem ? "a client certificate (PEM) without its key"
+						    : "a client key (PEM) without its certificate");
+		return -EINVAL;
+	}
 	struct http_agent *a = xcalloc(1, sizeof(*a));
 	a->multi = curl_multi_init();
 	if (!a->multi) {
@@ -473,6 +550,11 @@ int http_agent_new(struct loop *l, const struct http_auth *auth, struct http_age
 		a->key_file = dup_or_null(auth->key_file);
 		a->token = dup_or_null(auth->token);
 		a->token_file = dup_or_null(auth->token_file);
+		a->ca_pem = pem_dup(auth->ca_pem, auth->ca_pem_len, &a->ca_pem_len);
+		a->cert_pem = pem_dup(auth->cert_pem, auth->cert_pem_len, &a->cert_pem_len);
+		a->key_pem = pem_dup(auth->key_pem, auth->key_pem_len, &a->key_pem_len);
+		a->insecure = auth->insecure;
+		a->tls_server_name = dup_or_null(auth->tls_server_name);
 	}
 	a->l = l;
 	if (l) {
@@ -518,6 +600,12 @@ static void agent_destroy(struct http_agent *a)
 	free(a->token);
 	free(a->token_file);
 	free(a->file_token);
+	free(a->ca_pem);
+	free(a->cert_pem);
+	if (a->key_pem) /* a private key: not left behind in freed memory */
+		explicit_bzero(a->key_pem, a->key_pem_len);
+	free(a->key_pem);
+	free(a->tls_server_name);
 	free(a);
 }
 

@@ -30,24 +30,33 @@ struct loop;
 struct ds;
 
 struct ds_config {
-	const char *type; /* "etcdv3" */
+	const char *type; /* "etcdv3" or "kubernetes" */
 	const char *const *etcd_endpoints;
 	size_t n_etcd_endpoints;
 	const char *etcd_ca_file;
 	const char *etcd_cert_file;
 	const char *etcd_key_file;
+	/* kubernetes: a kubeconfig file; NULL: in-cluster (see kube_conn_load) */
+	const char *kubeconfig;
 	long timeout_ms;
 };
 
 /*
- * Fill @cfg from BRINDLE_DATASTORE_TYPE (default etcdv3), BRINDLE_ETCD_ENDPOINTS
- * (default http://127.0.0.1:2379), BRINDLE_ETCD_CA_CERT_FILE,
- * BRINDLE_ETCD_CERT_FILE and BRINDLE_ETCD_KEY_FILE. Fields already set are kept.
+ * Fill @cfg from the environment; fields already set are kept. The type
+ * comes from BRINDLE_DATASTORE_TYPE, else Calico's DATASTORE_TYPE, else
+ * CALICO_DATASTORE_TYPE (default etcdv3); any type but "etcdv3" and
+ * "kubernetes" is an error naming where it came from.
+ *   etcdv3:     BRINDLE_ETCD_ENDPOINTS (default http://127.0.0.1:2379),
+ *               BRINDLE_ETCD_CA_CERT_FILE, BRINDLE_ETCD_CERT_FILE, BRINDLE_ETCD_KEY_FILE.
+ *   kubernetes: the kubeconfig from BRINDLE_KUBECONFIG (one path), else the first
+ *               file of KUBECONFIG's colon-separated list that exists; none: NULL,
+ *               which kube_conn_load takes as in-cluster.
  * Strings point into the environment or @storage (freed by ds_config_free_storage).
  */
 struct ds_config_storage {
 	char **endpoints;
 	size_t n;
+	char *kubeconfig;
 };
 int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 		       struct strbuf *err) must_check;

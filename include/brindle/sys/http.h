@@ -39,13 +39,29 @@ struct loop;
 struct http_agent;
 struct http_call;
 
-/* TLS and authentication, shared by the requests of a client. Copied by the agent. */
+/*
+ * TLS and authentication, shared by the requests of a client. Copied by the
+ * agent (files by name, PEM blobs by content). A CA given as a file or a blob
+ * is the only one trusted: the system's store is not consulted then. Each
+ * blob replaces its file when both are set; the PEM stays in memory (inline
+ * kubeconfig data need not touch the disk).
+ */
 struct http_auth {
 	const char *ca_file;	/* NULL: the system's store */
 	const char *cert_file;	/* client certificate, or NULL */
 	const char *key_file;	/* its key (default: cert_file) */
-	const char *token;	/* bearer token, or NULL */
+	const char *token;	/* bearer token, or NULL (wins over token_file) */
 	const char *token_file; /* bearer token read from a file, re-read when it changes */
+	const char *ca_pem;	/* CA certificates as PEM text, ca_pem_len bytes, or NULL */
+	size_t ca_pem_len;
+	const char *cert_pem; /* client certificate as PEM, or NULL */
+	size_t cert_pem_len;
+	const char *key_pem; /* its key as PEM (required with cert_pem), or NULL */
+	size_t key_pem_len;
+	bool insecure; /* verify neither the server's certificate nor its name */
+	/* Verify the server's certificate for this name (and send it as SNI and Host)
+	   while connecting to the URL's host; NULL: the URL's host. */
+	const char *tls_server_name;
 };
 
 /* Streamed body bytes; a negative return stops the transfer with that error. */
