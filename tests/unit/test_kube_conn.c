@@ -281,7 +281,8 @@ static void test_ds_config(void **state)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.type = "k8s";
 	assert_int_equal(ds_config_from_env(&cfg, &st, &err), -EINVAL);
-	assert_non_null(strstr(sb_str(&err), "\"k8s\" (from the datastore type given)"));
+	assert_non_null(strstr(sb_str(&err),
+			       "datastore type \"k8s\" is not supported: etcdv3 or kubernetes"));
 	clear_env();
 	ds_config_free_storage(&st);
 	sb_free(&err);
