@@ -72,7 +72,7 @@ int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 {
 	static const char *const type_vars[] = { "BRINDLE_DATASTORE_TYPE", "DATASTORE_TYPE",
 						 "CALICO_DATASTORE_TYPE" };
-	const char *from = "the datastore type given";
+	const char *from = NULL; /* NULL: the caller's (a flag) */
 	for (size_t i = 0; !cfg->type && i < ARRAY_SIZE(type_vars); i++) {
 		cfg->type = env(type_vars[i]);
 		from = type_vars[i];
@@ -92,9 +92,10 @@ int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 	if (!streq(cfg->type, "etcdv3")) {
 		if (err)
 			sb_addf(err,
-				"datastore type \"%s\" (from %s) is not supported: etcdv3 or "
+				"datastore type \"%s\"%s%s%s is not supported: etcdv3 or "
 				"kubernetes",
-				cfg->type, from);
+				cfg->type, from ? " (from " : "", from ? from : "",
+				from ? ")" : "");
 		return -EINVAL;
 	}
 	if (!cfg->n_etcd_endpoints) {
