@@ -32,6 +32,7 @@ static const struct {
 	{ "node", cmd_node, "node status [--ready]: this node's BGP sessions from BIRD" },
 	{ "ipam", cmd_ipam, "IP addresses: ipam show [--show-blocks], ipam check, ipam release" },
 	{ "lab", cmd_lab, "a multi-node cluster in namespaces on this machine (lab --help)" },
+	{ "manifests", cmd_manifests, "print shipped manifests: manifests crds (the CRDs)" },
 	{ "version", cmd_version, "print the version" },
 };
 

@@ -35,6 +35,8 @@ struct model_codec {
 	bool (*decode)(struct model_ctx *c, const struct jv *v, void *field);
 	/* Encode; NULL means "omit". */
 	struct jv *(*encode)(struct arena *a, const void *field);
+	/* The OpenAPI v3 schema of what encode writes (structural: typed, or int-or-string). */
+	struct jv *(*schema)(struct arena *a);
 };
 
 struct model_field {

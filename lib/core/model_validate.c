@@ -406,6 +406,66 @@ void model_check_selector(struct model_ctx *c, const void *field)
 
 /* --- codecs ---------------------------------------------------------------------- */
 
+/* {type: T} */
+static struct jv *schema_typed(struct arena *a, const char *type)
+{
+	struct jv *s = jv_object(a);
+	jv_add(a, s, "type", jv_string(a, type));
+	return s;
+}
+
+/* An integer or a string, the way Kubernetes' own IntOrString fields are declared. */
+static struct jv *schema_int_or_string(struct arena *a)
+{
+	struct jv *s = jv_object(a), *any = jv_array(a);
+	jv_push(a, any, schema_typed(a, "integer"));
+	jv_push(a, any, schema_typed(a, "string"));
+	jv_add(a, s, "anyOf", any);
+	jv_add(a, s, "x-kubernetes-int-or-string", jv_bool(a, true));
+	return s;
+}
+
+static struct jv *schema_array_of(struct arena *a, struct jv *items)
+{
+	struct jv *s = schema_typed(a, "array");
+	jv_add(a, s, "items", items);
+	return s;
+}
+
+static struct jv *port_list_schema(struct arena *a)
+{
+	return schema_array_of(a, schema_int_or_string(a));
+}
+
+/* An AS number is stored as a number (dotted 1.10 is read, 65546 written); 0 is reserved. */
+static struct jv *asn_schema(struct arena *a)
+{
+	struct jv *s = schema_typed(a, "integer");
+	jv_add(a, s, "minimum", jv_int(a, 1));
+	jv_add(a, s, "maximum", jv_int(a, UINT32_MAX));
+	return s;
+}
+
+static struct jv *duration_schema(struct arena *a)
+{
+	return schema_typed(a, "string");
+}
+
+/* IPAMBlock allocations: an attribute index per ordinal, null when free. */
+static struct jv *int_list_schema(struct arena *a)
+{
+	struct jv *item = schema_typed(a, "integer");
+	jv_add(a, item, "nullable", jv_bool(a, true));
+	return schema_array_of(a, item);
+}
+
+static struct jv *str_int_map_schema(struct arena *a)
+{
+	struct jv *s = schema_typed(a, "object");
+	jv_add(a, s, "additionalProperties", schema_typed(a, "integer"));
+	return s;
+}
+
 static bool ios_decode(struct model_ctx *c, const struct jv *v, void *field)
 {
 	struct br_int_or_string *ios = field;
@@ -433,7 +493,8 @@ static struct jv *ios_encode(struct arena *a, const void *field)
 	return NULL;
 }
 
-const struct model_codec model_codec_int_or_string = { ios_decode, ios_encode };
+const struct model_codec model_codec_int_or_string = { ios_decode, ios_encode,
+						       schema_int_or_string };
 
 static const struct {
 	const char *name;
@@ -480,7 +541,8 @@ static struct jv *protocol_encode(struct arena *a, const void *field)
 	return p->name ? jv_string(a, p->name) : jv_int(a, p->number);
 }
 
-const struct model_codec model_codec_protocol = { protocol_decode, protocol_encode };
+const struct model_codec model_codec_protocol = { protocol_decode, protocol_encode,
+						  schema_int_or_string };
 
 static bool parse_port_number(const char *s, unsigned long *out)
 {
@@ -588,7 +650,8 @@ static struct jv *port_list_encode(struct arena *a, const void *field)
 	return arr;
 }
 
-const struct model_codec model_codec_port_list = { port_list_decode, port_list_encode };
+const struct model_codec model_codec_port_list = { port_list_decode, port_list_encode,
+						   port_list_schema };
 
 int asn_parse(const char *s, uint32_t *out)
 {
@@ -638,7 +701,7 @@ static struct jv *asn_encode(struct arena *a, const void *field)
 	return asn->set ? jv_uint(a, asn->v) : NULL;
 }
 
-const struct model_codec model_codec_asn = { asn_decode, asn_encode };
+const struct model_codec model_codec_asn = { asn_decode, asn_encode, asn_schema };
 
 int duration_parse(const char *s, int64_t *ms)
 {
@@ -702,7 +765,8 @@ static struct jv *duration_encode(struct arena *a, const void *field)
 	return d->text ? jv_string(a, d->text) : NULL;
 }
 
-const struct model_codec model_codec_duration = { duration_decode, duration_encode };
+const struct model_codec model_codec_duration = { duration_decode, duration_encode,
+						  duration_schema };
 
 static bool int_list_decode(struct model_ctx *c, const struct jv *v, void *field)
 {
@@ -738,7 +802,8 @@ static struct jv *int_list_encode(struct arena *a, const void *field)
 	return arr;
 }
 
-const struct model_codec model_codec_int_list = { int_list_decode, int_list_encode };
+const struct model_codec model_codec_int_list = { int_list_decode, int_list_encode,
+						  int_list_schema };
 
 static bool str_int_map_decode(struct model_ctx *c, const struct jv *v, void *field)
 {
@@ -770,7 +835,8 @@ static struct jv *str_int_map_encode(struct arena *a, const void *field)
 	return o;
 }
 
-const struct model_codec model_codec_str_int_map = { str_int_map_decode, str_int_map_encode };
+const struct model_codec model_codec_str_int_map = { str_int_map_decode, str_int_map_encode,
+						     str_int_map_schema };
 
 /* --- lists and kinds ------------------------------------------------------------ */
 

@@ -766,6 +766,14 @@ struct br_kind {
 	const char *api_version;    /* "projectcalico.org/v3" */
 	const char *group;	    /* "projectcalico.org", "networking.k8s.io", "" (core) */
 	const char *plural;	    /* "ippools" */
+	/*
+	 * Calico's CustomResourceDefinition for this kind in crd.projectcalico.org/v1
+	 * (the Kubernetes datastore): its kind and plural ("IPAMConfig", "ipamconfigs").
+	 * NULL for kinds that are not CRDs there (Node, Profile, WorkloadEndpoint are
+	 * derived from Kubernetes objects; the Kubernetes kinds are built in).
+	 */
+	const char *crd_kind;
+	const char *crd_plural;
 	const char *const *aliases; /* more CLI names (short names), NULL-terminated */
 	bool namespaced;
 	bool internal; /* IPAM bookkeeping: never read from users' files */
