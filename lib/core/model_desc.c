@@ -655,6 +655,62 @@ struct br_object *model_decode_kind(const struct br_kind *k, const struct jv *do
 	return o;
 }
 
+/* --- pruning ------------------------------------------------------------------ */
+
+static struct jv *prune_struct(struct arena *a, const struct model_struct *d, const struct jv *v);
+
+static struct jv *prune_value(struct arena *a, const struct model_field *f, struct jv *v)
+{
+	if ((f->type == MF_STRUCT || f->type == MF_PTR) && v->type == JV_OBJECT)
+		return prune_struct(a, f->sub, v);
+	if (f->type == MF_LIST && v->type == JV_ARRAY) {
+		struct jv *arr = jv_array(a);
+		for (size_t i = 0; i < v->arr.n; i++) {
+			struct jv *item = v->arr.items[i];
+			jv_push(a, arr,
+				item->type == JV_OBJECT ? prune_struct(a, f->sub, item) : item);
+		}
+		return arr;
+	}
+	return v; /* scalars, maps, codecs, and values of the wrong type (the decoder says so) */
+}
+
+static struct jv *prune_struct(struct arena *a, const struct model_struct *d, const struct jv *v)
+{
+	struct jv *out = jv_object(a);
+	for (size_t i = 0; i < v->obj.n; i++) {
+		const struct model_field *f = find_field(d, v->obj.members[i].key);
+		if (f)
+			jv_add(a, out, f->name, prune_value(a, f, v->obj.members[i].value));
+	}
+	return out;
+}
+
+struct jv *model_prune(struct arena *a, const struct br_kind *k, const struct jv *doc)
+{
+	if (doc->type != JV_OBJECT)
+		return (struct jv *)doc;
+	struct jv *out = jv_object(a);
+	for (size_t i = 0; i < doc->obj.n; i++) {
+		const char *key = doc->obj.members[i].key;
+		struct jv *v = doc->obj.members[i].value;
+		const struct model_field *f;
+		if (streq(key, "apiVersion") || streq(key, "kind"))
+			jv_add(a, out, key, v);
+		else if (streq(key, "metadata"))
+			jv_add(a, out, key,
+			       v->type == JV_OBJECT ? prune_struct(a, &meta_desc, v) : v);
+		else if (streq(key, "spec") && k->spec && !k->spec_inline)
+			jv_add(a, out, key, v->type == JV_OBJECT ? prune_struct(a, k->spec, v) : v);
+		else if (streq(key, "status") && k->status)
+			jv_add(a, out, key,
+			       v->type == JV_OBJECT ? prune_struct(a, k->status, v) : v);
+		else if (k->spec && k->spec_inline && (f = find_field(k->spec, key)))
+			jv_add(a, out, key, prune_value(a, f, v));
+	}
+	return out;
+}
+
 struct br_object *model_new(const struct br_kind *k, const char *ns, const char *name)
 {
 	struct arena *a = arena_new();

@@ -281,6 +281,26 @@ static const struct model_field endpoint_port_fields[] = {
 static MODEL_STRUCT(endpoint_port_desc, struct br_endpoint_port, endpoint_port_fields,
 		    .defaults = default_endpoint_port);
 
+/* A workload's port may be a mapped host port without a name (a Pod's hostPort), as in Calico. */
+static const struct model_field wep_port_fields[] = {
+	MF("name", MF_STRING, struct br_endpoint_port, name, .check = model_check_port_name),
+	MF("protocol", MF_STRING, struct br_endpoint_port, protocol, .flags = MF_NOCASE,
+	   .enum_values = E("TCP", "UDP", "SCTP")),
+	MF("port", MF_INT, struct br_endpoint_port, port, .flags = MF_REQUIRED, .min = 1,
+	   .max = 65535),
+	MF("hostPort", MF_INT, struct br_endpoint_port, host_port, .min = 0, .max = 65535),
+	MF("hostIP", MF_STRING, struct br_endpoint_port, host_ip, .check = model_check_ip),
+};
+
+static void check_wep_port(struct model_ctx *c, const void *obj)
+{
+	const struct br_endpoint_port *p = obj;
+	if ((!p->name || !*p->name) && !p->host_port)
+		model_err_at(c, "name", "required (unless hostPort is set)");
+}
+static MODEL_STRUCT(wep_port_desc, struct br_endpoint_port, wep_port_fields,
+		    .defaults = default_endpoint_port, .check = check_wep_port);
+
 static const struct model_field ip_nat_fields[] = {
 	MF("internalIP", MF_STRING, struct br_ip_nat, internal_ip, .flags = MF_REQUIRED,
 	   .check = model_check_ip),
@@ -306,7 +326,7 @@ static const struct model_field wep_fields[] = {
 	MF("interfaceName", MF_STRING, struct br_wep_spec, interface_name, .flags = MF_REQUIRED,
 	   .check = model_check_wep_iface),
 	MF("mac", MF_STRING, struct br_wep_spec, mac, .check = model_check_mac),
-	MF_L("ports", MF_LIST, struct br_wep_spec, ports, n_ports, .sub = &endpoint_port_desc),
+	MF_L("ports", MF_LIST, struct br_wep_spec, ports, n_ports, .sub = &wep_port_desc),
 	MF_L("allowSpoofedSourcePrefixes", MF_STRLIST, struct br_wep_spec,
 	     allow_spoofed_source_prefixes, n_allow_spoofed_source_prefixes,
 	     .check_item = model_check_cidr_item),

@@ -76,7 +76,7 @@ static bool valid_label_token(const char *s, size_t n)
 	return true;
 }
 
-static bool valid_label_key(const char *s, const char **why)
+bool valid_label_key(const char *s, const char **why)
 {
 	const char *slash = strchr(s, '/');
 	const char *name = slash ? slash + 1 : s;
@@ -110,7 +110,7 @@ static bool valid_label_key(const char *s, const char **why)
 	return true;
 }
 
-static bool valid_label_value(const char *s, const char **why)
+bool valid_label_value(const char *s, const char **why)
 {
 	size_t n = strlen(s);
 	if (n > 63) {

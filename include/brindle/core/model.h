@@ -821,6 +821,16 @@ struct br_object *model_decode(const struct jv *doc, bool allow_internal,
 struct br_object *model_decode_kind(const struct br_kind *k, const struct jv *doc,
 				    struct model_errors *errs);
 
+/*
+ * A copy of @doc, a document of kind @k, without the members the model does
+ * not know (at any depth), as the apiserver prunes what its schema does not
+ * list: what a Kubernetes API object (managedFields, ownerReferences, status
+ * conditions, fields of newer Kubernetes versions) becomes before the strict
+ * decoder. Known members are kept as they are, so values of the wrong type
+ * still fail decoding. Shares unchanged nodes with @doc; allocates from @a.
+ */
+struct jv *model_prune(struct arena *a, const struct br_kind *k, const struct jv *doc);
+
 /* A new, empty, defaulted resource of kind @k with name (and namespace). */
 struct br_object *model_new(const struct br_kind *k, const char *ns, const char *name);
 void model_free(struct br_object *o);
@@ -862,6 +872,9 @@ bool iface_reserved(const char *name);
 /* RFC 1123 names as Kubernetes checks them; false with the reason in *why. */
 bool valid_dns_label(const char *s, const char **why);
 bool valid_dns_subdomain(const char *s, const char **why);
+/* A label key ([prefix/]name) and a label value as Kubernetes checks them. */
+bool valid_label_key(const char *s, const char **why);
+bool valid_label_value(const char *s, const char **why);
 
 /* A BGP community as BIRD takes it: "aa:nn" (16-bit parts) or large "aa:nn:mm" (32-bit). */
 bool community_valid(const char *s);
