@@ -1,0 +1,410 @@
+/*
+ * The Kubernetes API as datastore (BRINDLE_DATASTORE_TYPE=kubernetes):
+ * Calico kinds as custom resources in crd.projectcalico.org/v1 (converted by
+ * lib/core/kdd_crd.c), with the API server's optimistic concurrency:
+ *
+ *   create   POST; 409 AlreadyExists is -EEXIST
+ *   update   PUT with the resourceVersion read; 409 Conflict is -ECANCELED
+ *   delete   DELETE, with a resourceVersion precondition when one is given
+ *   list     paginated GET (limit/continue), sorted by scope then name
+ *
+ * What is not here yet, and fails with a message saying so: the kinds
+ * Kubernetes derives (Node from core Nodes, WorkloadEndpoint from Pods,
+ * Profile from Namespaces and ServiceAccounts), the Kubernetes kinds read
+ * natively, several writes in one transaction (the API has none: IPAM on
+ * Kubernetes needs Calico's write order instead), and the syncer.
+ */
+#include "ds_internal.h"
+
+#include <brindle/core/json.h>
+#include <brindle/core/kdd_crd.h>
+#include <brindle/core/kube_codec.h>
+#include <brindle/sys/kube_client.h>
+#include <brindle/sys/kube_conn.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kds {
+	struct kube_conn conn;
+	struct kube_client *client;
+};
+
+static struct kube_client *client_of(struct ds *d)
+{
+	return ((struct kds *)d->priv)->client;
+}
+
+static int kube_fail(struct ds *d, int r, const char *what)
+{
+	return ds_fail(d, r, "%s: %s", what, kube_last_error(client_of(d)));
+}
+
+/* The path of (@k, @scope, @name) (@name NULL: the collection); -EOPNOTSUPP when not served. */
+static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		       bool legacy, struct strbuf *out);
+
+static int path_for(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		    struct strbuf *out)
+{
+	return path_for_as(d, k, scope, name, false, out);
+}
+
+/*
+ * Calico 3.30 and 3.31 stored a default-tier policy "x" as "default.x"; 3.32
+ * and Brindle store "x". A policy not found under its name is looked for
+ * under the old one.
+ */
+static bool has_legacy_name(const struct br_kind *k, const char *name)
+{
+	return (k->id == KIND_NETWORKPOLICY || k->id == KIND_GLOBALNETWORKPOLICY) && name &&
+	       strncmp(name, "default.", 8) != 0;
+}
+
+/* The path, under the legacy name when @legacy. */
+static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		       bool legacy, struct strbuf *out)
+{
+	const char *crd_kind, *plural;
+	if (!kdd_crd_names(k, &crd_kind, &plural))
+		return ds_fail(
+			d, -EOPNOTSUPP,
+			"%s is not served by the Kubernetes datastore yet (Brindle derives it "
+			"from Kubernetes objects in a later version)",
+			k->kind);
+	const char *ns = k->namespaced ? scope : NULL;
+	if (k->namespaced && name && (!ns || !*ns))
+		return ds_fail(d, -EINVAL, "%s %s: no namespace", k->kind, name);
+	struct strbuf crname = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&crname);
+	sb_init(&err);
+	int r = 0;
+	if (legacy)
+		sb_adds(&crname, "default.");
+	if (name && kdd_crd_name(k, scope, name, &crname, &err) < 0)
+		r = ds_fail(d, -EINVAL, "%s", sb_str(&err));
+	else
+		kube_path(out, KDD_CRD_GROUP_VERSION, ns, plural, name ? sb_str(&crname) : NULL);
+	sb_free(&crname);
+	sb_free(&err);
+	return r;
+}
+
+/* The object in @cr, or -EINVAL with the errors. */
+static int decode(struct ds *d, const struct br_kind *k, const struct jv *cr,
+		  struct br_object **out)
+{
+	struct model_errors errs = { 0 };
+	*out = kdd_crd_decode(k, cr, &errs);
+	int r = *out ? 0 : ds_fail(d, -EINVAL, "%s", errs.n ? errs.v[0] : "does not decode");
+	model_errors_clear(&errs);
+	return r;
+}
+
+static int k_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		 struct br_object **out)
+{
+	struct strbuf path = STRBUF_INIT;
+	sb_init(&path);
+	int r = path_for(d, k, scope, name, &path);
+	struct jv *v;
+	if (r == 0) {
+		r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL, &v);
+		if (r == -ENOENT && has_legacy_name(k, name)) {
+			sb_reset(&path);
+			r = path_for_as(d, k, scope, name, true, &path);
+			if (r == 0)
+				r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL,
+						 &v);
+		}
+		if (r == -ENOENT)
+			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
+		else if (r < 0)
+			r = kube_fail(d, r, "get");
+	}
+	if (r == 0)
+		r = decode(d, k, v, out);
+	/* A BlockAffinity is found by node and CIDR: one of another node is not it. */
+	if (r == 0 && k->id == KIND_BLOCKAFFINITY && scope &&
+	    !streq(((struct br_blockaffinity *)*out)->spec.node, scope)) {
+		model_free(*out);
+		*out = NULL;
+		r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
+	}
+	sb_free(&path);
+	return r;
+}
+
+struct list_ctx {
+	struct ds *d;
+	const struct br_kind *k;
+	const char *scope;
+	struct br_object **objs;
+	size_t n, cap;
+	int err;
+};
+
+static int list_item(void *ctx, const struct jv *cr)
+{
+	struct list_ctx *lc = ctx;
+	struct br_object *o;
+	int r = decode(lc->d, lc->k, cr, &o);
+	if (r < 0)
+		return r;
+	if (lc->k->id == KIND_BLOCKAFFINITY && lc->scope &&
+	    !streq(((struct br_blockaffinity *)o)->spec.node, lc->scope)) {
+		model_free(o);
+		return 0;
+	}
+	if (lc->n == lc->cap) {
+		lc->cap = lc->cap ? lc->cap * 2 : 16;
+		lc->objs = xrealloc(lc->objs, lc->cap * sizeof(*lc->objs));
+	}
+	lc->objs[lc->n++] = o;
+	return 0;
+}
+
+static void list_restart(void *ctx)
+{
+	struct list_ctx *lc = ctx;
+	model_free_all(lc->objs, lc->n);
+	lc->objs = NULL;
+	lc->n = lc->cap = 0;
+}
+
+static const char *scope_of(const struct br_object *o)
+{
+	if (o->kind->id == KIND_BLOCKAFFINITY)
+		return ((const struct br_blockaffinity *)o)->spec.node;
+	return o->kind->namespaced ? o->meta.namespace : NULL;
+}
+
+static int by_scope_name(const void *pa, const void *pb)
+{
+	const struct br_object *a = *(struct br_object *const *)pa;
+	const struct br_object *b = *(struct br_object *const *)pb;
+	const char *sa = scope_of(a) ? scope_of(a) : "", *sb = scope_of(b) ? scope_of(b) : "";
+	int c = strcmp(sa, sb);
+	return c ? c : strcmp(a->meta.name, b->meta.name);
+}
+
+static int k_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_object ***out,
+		  size_t *n)
+{
+	struct strbuf path = STRBUF_INIT;
+	sb_init(&path);
+	int r = path_for(d, k, k->namespaced ? scope : NULL, NULL, &path);
+	struct list_ctx lc = { .d = d, .k = k, .scope = scope };
+	if (r == 0) {
+		r = kube_list(client_of(d), sb_str(&path), 0, list_item, list_restart, &lc, NULL);
+		/* A decode failure has set the error already. */
+		if (r < 0 && r != -EINVAL)
+			r = kube_fail(d, r, "list");
+	}
+	sb_free(&path);
+	if (r < 0) {
+		model_free_all(lc.objs, lc.n);
+		return r;
+	}
+	if (lc.n > 1)
+		qsort(lc.objs, lc.n, sizeof(*lc.objs), by_scope_name);
+	*out = lc.objs ? lc.objs : xcalloc(1, sizeof(*lc.objs));
+	*n = lc.n;
+	return 0;
+}
+
+/* After a write: the revision, uid and creation time the server gave. */
+static void take_meta(struct br_object *o, const struct jv *answer)
+{
+	const char *rv = kube_meta_str(answer, "resourceVersion");
+	if (kdd_revision(rv, &o->revision) == 0)
+		o->meta.resource_version = arena_strdup(o->arena, rv);
+	const char *uid = kube_meta_str(answer, "uid");
+	const char *ts = kube_meta_str(answer, "creationTimestamp");
+	if (*uid)
+		o->meta.uid = arena_strdup(o->arena, uid);
+	if (*ts)
+		o->meta.creation_timestamp = arena_strdup(o->arena, ts);
+}
+
+/* Renames the CR in @cr (a legacy policy name). */
+static void set_cr_name(struct arena *a, struct jv *cr, const char *name)
+{
+	struct jv *md = (struct jv *)jv_get(cr, "metadata");
+	for (size_t i = 0; md && md->type == JV_OBJECT && i < md->obj.n; i++)
+		if (streq(md->obj.members[i].key, "name"))
+			md->obj.members[i].value = jv_string(a, name);
+}
+
+static int write_obj(struct ds *d, struct br_object *o, bool create)
+{
+	const struct br_kind *k = o->kind;
+	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&path);
+	sb_init(&body);
+	sb_init(&err);
+	int r = path_for(d, k, scope_of(o), create ? NULL : o->meta.name, &path);
+	struct arena *a = arena_new();
+	struct jv *cr = NULL;
+	if (r == 0) {
+		cr = kdd_crd_encode(a, o, !create, &err);
+		if (!cr)
+			r = ds_fail(d, -EINVAL, "%s", sb_str(&err));
+		else
+			json_write(&body, cr, false);
+	}
+	struct jv *answer = NULL;
+	if (r == 0) {
+		const char *method = create ? "POST" : "PUT";
+		r = kube_request(client_of(d), method, sb_str(&path), NULL, &body, &answer);
+		if (r == -ENOENT && !create && has_legacy_name(k, o->meta.name)) {
+			sb_reset(&path);
+			r = path_for_as(d, k, scope_of(o), o->meta.name, true, &path);
+			if (r == 0) {
+				set_cr_name(a, cr, arena_printf(a, "default.%s", o->meta.name));
+				sb_reset(&body);
+				json_write(&body, cr, false);
+				r = kube_request(client_of(d), method, sb_str(&path), NULL, &body,
+						 &answer);
+			}
+		}
+		if (r == -EEXIST)
+			r = ds_fail(d, -EEXIST, "%s \"%s\" already exists", k->kind, o->meta.name);
+		else if (r == -ECANCELED)
+			r = ds_fail(
+				d, -ECANCELED,
+				"%s \"%s\" was modified by someone else; read it again and retry",
+				k->kind, o->meta.name);
+		else if (r == -ENOENT && !create)
+			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, o->meta.name);
+		else if (r < 0)
+			r = kube_fail(d, r, create ? "create" : "update");
+		else
+			take_meta(o, answer);
+	}
+	arena_free(a);
+	sb_free(&path);
+	sb_free(&body);
+	sb_free(&err);
+	return r;
+}
+
+static int k_create(struct ds *d, struct br_object *o)
+{
+	return write_obj(d, o, true);
+}
+
+static int k_update(struct ds *d, struct br_object *o)
+{
+	return write_obj(d, o, false);
+}
+
+static int k_del(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		 int64_t revision)
+{
+	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
+	sb_init(&path);
+	sb_init(&body);
+	int r = path_for(d, k, scope, name, &path);
+	if (r == 0) {
+		if (revision > 0)
+			sb_addf(&body,
+				"{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\","
+				"\"preconditions\":{\"resourceVersion\":\"%" PRId64 "\"}}",
+				revision);
+		r = kube_request(client_of(d), "DELETE", sb_str(&path), NULL,
+				 revision > 0 ? &body : NULL, NULL);
+		if (r == -ENOENT && has_legacy_name(k, name)) {
+			sb_reset(&path);
+			r = path_for_as(d, k, scope, name, true, &path);
+			if (r == 0)
+				r = kube_request(client_of(d), "DELETE", sb_str(&path), NULL,
+						 revision > 0 ? &body : NULL, NULL);
+		}
+		if (r == -ENOENT)
+			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
+		else if (r == -ECANCELED)
+			r = ds_fail(
+				d, -ECANCELED,
+				"%s \"%s\" was modified by someone else; read it again and retry",
+				k->kind, name);
+		else if (r < 0)
+			r = kube_fail(d, r, "delete");
+	}
+	sb_free(&path);
+	sb_free(&body);
+	return r;
+}
+
+static int k_write_all(struct ds *d, struct ds_write *w, size_t n)
+{
+	if (n == 1) {
+		switch (w[0].op) {
+		case DS_WRITE_CREATE:
+			return k_create(d, w[0].obj);
+		case DS_WRITE_UPDATE:
+			return k_update(d, w[0].obj);
+		case DS_WRITE_DELETE:
+			return k_del(d, w[0].obj->kind, scope_of(w[0].obj), w[0].obj->meta.name,
+				     w[0].obj->revision);
+		}
+	}
+	return ds_fail(d, -EOPNOTSUPP,
+		       "the Kubernetes datastore has no transactions of several objects (%zu "
+		       "writes asked); IPAM on Kubernetes is not supported yet",
+		       n);
+}
+
+static int k_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
+			  const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out)
+{
+	(void)l;
+	(void)specs;
+	(void)n;
+	(void)ops;
+	(void)ctx;
+	(void)out;
+	return ds_fail(d, -EOPNOTSUPP,
+		       "watching the Kubernetes datastore is not supported yet: felix and confd "
+		       "run on etcd for now");
+}
+
+static void k_close(struct ds *d)
+{
+	struct kds *s = d->priv;
+	kube_client_free(s->client);
+	kube_conn_free(&s->conn);
+	free(s);
+}
+
+static const struct ds_backend_ops ds_kube_ops = {
+	.close = k_close,
+	.get = k_get,
+	.list = k_list,
+	.create = k_create,
+	.update = k_update,
+	.del = k_del,
+	.write_all = k_write_all,
+	.syncer_start = k_syncer_start,
+};
+
+int ds_kube_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err)
+{
+	struct kds *s = xcalloc(1, sizeof(*s));
+	int r = kube_conn_load(cfg->kubeconfig, &s->conn, err);
+	if (r == 0) {
+		r = kube_client_new(NULL, s->conn.server, &s->conn.auth, cfg->timeout_ms,
+				    &s->client, err);
+		if (r < 0)
+			kube_conn_free(&s->conn);
+	}
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	d->ops = &ds_kube_ops;
+	d->priv = s;
+	return 0;
+}
