@@ -220,7 +220,7 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 		int r;
 		const char *what = NULL;
 		if (mode == W_APPLY) {
-			bool created, changed;
+			bool created = false, changed = false;
 			r = ds_apply(d, obj, &created, &changed);
 			what = created ? "created" : changed ? "configured" : "unchanged";
 		} else if (mode == W_CREATE) {

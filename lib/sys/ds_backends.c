@@ -7,6 +7,7 @@
 
 static const struct ds_backend backends[] = {
 	{ "etcdv3", ds_etcd_open },
+	{ "kubernetes", ds_kube_open },
 };
 
 const struct ds_backend *ds_backend_find(const char *type)

@@ -46,6 +46,7 @@ struct ds_backend {
 const struct ds_backend *ds_backend_find(const char *type);
 
 int ds_etcd_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
+int ds_kube_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
 
 /* Fill uid and creationTimestamp of a resource about to be created. */
 void ds_stamp_new(struct br_object *o);

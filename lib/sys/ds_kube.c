@@ -8,16 +8,23 @@
  *   delete   DELETE, with a resourceVersion precondition when one is given
  *   list     paginated GET (limit/continue), sorted by scope then name
  *
+ * The Kubernetes kinds the model knows (networking.k8s.io/v1 NetworkPolicy,
+ * Namespace, Service, EndpointSlice) are the API's own objects, read
+ * through kdd_decode (which drops what the model does not know); of those
+ * only NetworkPolicy is written here (the others belong to kubectl and their
+ * controllers: a write from the model's subset would drop their other fields).
+ *
  * What is not here yet, and fails with a message saying so: the kinds
  * Kubernetes derives (Node from core Nodes, WorkloadEndpoint from Pods,
- * Profile from Namespaces and ServiceAccounts), the Kubernetes kinds read
- * natively, several writes in one transaction (the API has none: IPAM on
- * Kubernetes needs Calico's write order instead), and the syncer.
+ * Profile from Namespaces and ServiceAccounts: lib/core/kdd_map.c maps them),
+ * several writes in one transaction (the API has none: IPAM on Kubernetes
+ * needs Calico's write order instead), and the syncer.
  */
 #include "ds_internal.h"
 
 #include <brindle/core/json.h>
 #include <brindle/core/kdd_crd.h>
+#include <brindle/core/kdd_map.h>
 #include <brindle/core/kube_codec.h>
 #include <brindle/sys/kube_client.h>
 #include <brindle/sys/kube_conn.h>
@@ -31,6 +38,12 @@ struct kds {
 	struct kube_conn conn;
 	struct kube_client *client;
 };
+
+/* A Kubernetes kind the API serves itself (not a Calico kind). */
+static bool is_native(const struct br_kind *k)
+{
+	return !streq(k->group, "projectcalico.org");
+}
 
 static struct kube_client *client_of(struct ds *d)
 {
@@ -68,6 +81,13 @@ static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope,
 		       bool legacy, struct strbuf *out)
 {
 	const char *crd_kind, *plural;
+	if (is_native(k)) {
+		const char *ns = k->namespaced ? scope : NULL;
+		if (k->namespaced && name && (!ns || !*ns))
+			return ds_fail(d, -EINVAL, "%s %s: no namespace", k->kind, name);
+		kube_path(out, k->api_version, ns, k->plural, name);
+		return 0;
+	}
 	if (!kdd_crd_names(k, &crd_kind, &plural))
 		return ds_fail(
 			d, -EOPNOTSUPP,
@@ -86,7 +106,7 @@ static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope,
 	if (name && kdd_crd_name(k, scope, name, &crname, &err) < 0)
 		r = ds_fail(d, -EINVAL, "%s", sb_str(&err));
 	else
-		kube_path(out, KDD_CRD_GROUP_VERSION, ns, plural, name ? sb_str(&crname) : NULL);
+		kube_path(out, MODEL_CRD_API_VERSION, ns, plural, name ? sb_str(&crname) : NULL);
 	sb_free(&crname);
 	sb_free(&err);
 	return r;
@@ -97,7 +117,12 @@ static int decode(struct ds *d, const struct br_kind *k, const struct jv *cr,
 		  struct br_object **out)
 {
 	struct model_errors errs = { 0 };
-	*out = kdd_crd_decode(k, cr, &errs);
+	if (is_native(k)) {
+		if (kdd_decode(k, cr, out, &errs) < 0)
+			*out = NULL;
+	} else {
+		*out = kdd_crd_decode(k, cr, &errs);
+	}
 	int r = *out ? 0 : ds_fail(d, -EINVAL, "%s", errs.n ? errs.v[0] : "does not decode");
 	model_errors_clear(&errs);
 	return r;
@@ -229,6 +254,33 @@ static void take_meta(struct br_object *o, const struct jv *answer)
 		o->meta.creation_timestamp = arena_strdup(o->arena, ts);
 }
 
+/* A Kubernetes object as the API takes it; with its resourceVersion for an update. */
+static struct jv *native_encode(struct arena *a, const struct br_object *o, bool for_update)
+{
+	struct jv *doc = model_encode(a, o);
+	struct jv *md = (struct jv *)jv_get(doc, "metadata");
+	if (md && md->type == JV_OBJECT) {
+		/* uid and creationTimestamp are the server's; resourceVersion only as a
+		 * precondition. */
+		size_t w = 0;
+		for (size_t i = 0; i < md->obj.n; i++) {
+			const char *key = md->obj.members[i].key;
+			if (streq(key, "uid") || streq(key, "creationTimestamp") ||
+			    streq(key, "resourceVersion"))
+				continue;
+			md->obj.members[w++] = md->obj.members[i];
+		}
+		md->obj.n = w;
+		if (for_update) {
+			const char *rv = o->meta.resource_version;
+			if (!rv || !*rv)
+				rv = arena_printf(a, "%" PRId64, o->revision);
+			jv_add(a, md, "resourceVersion", jv_string(a, rv));
+		}
+	}
+	return doc;
+}
+
 /* Renames the CR in @cr (a legacy policy name). */
 static void set_cr_name(struct arena *a, struct jv *cr, const char *name)
 {
@@ -248,7 +300,15 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 	int r = path_for(d, k, scope_of(o), create ? NULL : o->meta.name, &path);
 	struct arena *a = arena_new();
 	struct jv *cr = NULL;
-	if (r == 0) {
+	if (r == 0 && is_native(k) && k->id != KIND_K8S_NETWORKPOLICY)
+		r = ds_fail(
+			d, -EOPNOTSUPP,
+			"%s is written with kubectl on the Kubernetes datastore, not brindlectl",
+			k->kind);
+	if (r == 0 && is_native(k)) {
+		cr = native_encode(a, o, !create);
+		json_write(&body, cr, false);
+	} else if (r == 0) {
 		cr = kdd_crd_encode(a, o, !create, &err);
 		if (!cr)
 			r = ds_fail(d, -EINVAL, "%s", sb_str(&err));
