@@ -113,7 +113,11 @@ static int ipam_show(struct ctl *c, bool blocks)
 		return CTL_FAIL;
 	}
 	struct arena *a = arena_new();
-	struct row *rows = xcalloc(s.n_pools + s.n_blocks + 1, sizeof(*rows));
+	/* A block shows under every pool that holds it: pools may overlap. */
+	size_t max_rows = s.n_pools + 1;
+	for (size_t i = 0; i < s.n_pools && blocks; i++)
+		max_rows += s.n_blocks;
+	struct row *rows = xcalloc(max_rows, sizeof(*rows));
 	size_t n = 0;
 	for (size_t i = 0; i < s.n_pools; i++) {
 		const struct br_ippool *p = (const struct br_ippool *)s.pools[i];
