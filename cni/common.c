@@ -400,15 +400,11 @@ int plugin_unassign(struct plugin *p, const struct plugin_added *added, struct s
 		r = ipam_release_handle(p->ds, p->handle, now, timeout, &n, err);
 	} else {
 		for (size_t i = 0; i < added->n && r == 0; i++) {
-			char *holder = NULL;
-			r = ipam_release_ip(p->ds, &added->ips[i], now, &holder, err);
-			if (r == -ENOENT)
-				r = 0; /* already free */
+			r = ipam_release_ip(p->ds, &added->ips[i], p->handle, now, NULL, err);
+			if (r == -ENOENT || r == -EBUSY)
+				r = 0; /* already free, or no longer ours */
 			else if (r == 0)
 				n++;
-			if (holder && !streq(holder, p->handle))
-				log_warn("%s: released address held by %s", p->handle, holder);
-			free(holder);
 		}
 	}
 	plugin_unlock(p);
@@ -429,14 +425,22 @@ int plugin_release(struct plugin *p, struct strbuf *err)
 		struct strbuf sweep = STRBUF_INIT;
 		sb_init(&sweep);
 		/* Housekeeping: an error here must not fail the DEL. */
-		if (ipam_release_empty_blocks(p->ds, p->node, now, p->conf->empty_block_grace_s,
-					      &blocks, &sweep) < 0)
+		struct ipam_sweep s = { .node = p->node,
+					.by_node = true,
+					.now = now,
+					.grace_s = p->conf->empty_block_grace_s,
+					.timeout_ms = timeout };
+		struct ipam_swept done;
+		if (ipam_release_empty_blocks(p->ds, &s, &done, &sweep) < 0)
 			log_warn("releasing empty blocks of %s: %s", p->node, sb_str(&sweep));
+		else
+			blocks = done.empty + done.claims;
 		sb_free(&sweep);
 	}
 	plugin_unlock(p);
 	if (r == 0)
 		log_info("%s: released %zu address(es)%s", p->handle, n,
-			 blocks ? ", and empty blocks past their grace period" : "");
+			 blocks ? ", and empty blocks past their grace period or interrupted claims"
+				: "");
 	return r;
 }

@@ -282,6 +282,8 @@ static int ipam_check(struct ctl *c)
 	}
 	for (size_t i = 0; i < s.n_handles; i++) {
 		const struct br_ipamhandle *h = (const struct br_ipamhandle *)s.handles[i];
+		if (streq(h->o.meta.name, IPAM_CLAIMS_MARKER))
+			continue;
 		size_t held = 0;
 		for (size_t k = 0; k < s.n_blocks; k++) {
 			const struct br_ipamblock *b = (const struct br_ipamblock *)s.blocks[k];
@@ -341,7 +343,7 @@ static int ipam_release_one(struct ctl *c, const char *text, bool force)
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	char *handle = NULL;
-	int r = ipam_release_ip(d, &ip, time(NULL), &handle, &err);
+	int r = ipam_release_ip(d, &ip, NULL, time(NULL), &handle, &err);
 	if (r < 0) {
 		ctl_error("%s", sb_str(&err));
 		sb_free(&err);
@@ -360,15 +362,18 @@ static int ipam_release_blocks(struct ctl *c, const char *node, int64_t grace)
 		return CTL_FAIL;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	size_t n = 0;
-	int r = ipam_release_empty_blocks(d, node, time(NULL), grace, &n, &err);
+	struct ipam_sweep s = { .node = node, .now = time(NULL), .grace_s = grace };
+	struct ipam_swept n;
+	int r = ipam_release_empty_blocks(d, &s, &n, &err);
 	if (r < 0) {
 		ctl_error("%s", sb_str(&err));
 		sb_free(&err);
 		return CTL_FAIL;
 	}
 	sb_free(&err);
-	printf("Released %zu empty block(s)\n", n);
+	printf("Released %zu empty block(s) and %zu orphan block(s); settled %zu pending "
+	       "claim(s)\n",
+	       n.empty, n.orphans, n.claims);
 	return CTL_OK;
 }
 

@@ -405,6 +405,24 @@ int ipam_pool_block_of(const struct br_ippool *pool, const struct br_ip *ip, str
 	return 0;
 }
 
+/* The last address of @c (host bits all ones). */
+static struct br_ip cidr_last(const struct br_cidr *c)
+{
+	struct br_ip r = c->ip;
+	unsigned bits = ip_bits(&r);
+	for (unsigned i = c->len; i < bits; i++)
+		r.a[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+	return r;
+}
+
+/* Address order; at one address the larger block first. */
+static int cmp_cidr_start(const void *pa, const void *pb)
+{
+	const struct br_cidr *a = pa, *b = pb;
+	int r = ip_cmp(&a->ip, &b->ip);
+	return r ? r : (a->len > b->len) - (a->len < b->len);
+}
+
 int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *taken, size_t n_taken,
 			 struct br_cidr *out)
 {
@@ -412,24 +430,84 @@ int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *tak
 	unsigned bs;
 	if (pool_cidr(pool, &c, &bs) < 0)
 		return -EINVAL;
+	uint64_t step_bits = ip_bits(&c.ip) - bs;
+	if (step_bits >= 64)
+		return -ENOSPC; /* IPv6 blocks wider than 2^64 addresses: not supported */
+	/*
+	 * A block of another size (an overlapping pool, a blockSize changed) makes
+	 * every block it overlaps unusable, not only the one of the same CIDR. The
+	 * blocks that touch the pool, in address order, are walked beside the
+	 * candidates: CIDRs nest or are disjoint, so a candidate is free when no
+	 * block starting at or before its last address reaches its first.
+	 */
+	struct br_cidr *v = xcalloc(n_taken + 1, sizeof(*v));
+	size_t m = 0;
+	for (size_t k = 0; k < n_taken; k++)
+		if (cidr_overlaps(&taken[k], &c))
+			v[m++] = taken[k];
+	qsort(v, m, sizeof(*v), cmp_cidr_start);
 	unsigned shift = bs - c.len;
 	/* Beyond 2^20 blocks we look at the first 2^20: plenty for any node count. */
 	uint64_t n = shift >= 20 ? (uint64_t)1 << 20 : (uint64_t)1 << shift;
-	uint64_t step_bits = ip_bits(&c.ip) - bs;
+	size_t k = 0;
+	bool have_reach = false;
+	struct br_ip reach = { 0 }; /* the furthest last address of the blocks passed */
+	int r = -ENOSPC;
 	for (uint64_t i = 0; i < n; i++) {
-		struct br_cidr b = { .len = (uint8_t)bs };
-		if (step_bits >= 64)
-			return -ENOSPC; /* IPv6 blocks wider than 2^64 addresses: not supported */
-		b.ip = ip_add(&c.ip, i << step_bits);
-		bool used = false;
-		for (size_t k = 0; k < n_taken && !used; k++)
-			used = cidr_cmp(&taken[k], &b) == 0;
-		if (!used) {
+		struct br_cidr b = { .ip = ip_add(&c.ip, i << step_bits), .len = (uint8_t)bs };
+		struct br_ip last = cidr_last(&b);
+		for (; k < m && ip_cmp(&v[k].ip, &last) <= 0; k++) {
+			struct br_ip l = cidr_last(&v[k]);
+			if (!have_reach || ip_cmp(&l, &reach) > 0)
+				reach = l;
+			have_reach = true;
+		}
+		if (!have_reach || ip_cmp(&reach, &b.ip) < 0) {
 			*out = b;
-			return 0;
+			r = 0;
+			break;
 		}
 	}
-	return -ENOSPC;
+	free(v);
+	return r;
+}
+
+/* Indices of @v in address order. */
+struct cidr_index {
+	const struct br_cidr *v;
+	size_t i;
+};
+
+static int cmp_cidr_index(const void *pa, const void *pb)
+{
+	const struct cidr_index *a = pa, *b = pb;
+	int r = cmp_cidr_start(&a->v[a->i], &b->v[b->i]);
+	return r ? r : (a->i > b->i) - (a->i < b->i);
+}
+
+size_t ipam_overlaps(const struct br_cidr *v, size_t n, struct ipam_pair **pairs)
+{
+	struct cidr_index *idx = xcalloc(n + 1, sizeof(*idx));
+	for (size_t i = 0; i < n; i++)
+		idx[i] = (struct cidr_index){ v, i };
+	qsort(idx, n, sizeof(*idx), cmp_cidr_index);
+	struct ipam_pair *out = NULL;
+	size_t np = 0, cap = 0;
+	/* In address order, the blocks that overlap one are those right after it inside it. */
+	for (size_t a = 0; a < n; a++) {
+		const struct br_cidr *ca = &v[idx[a].i];
+		for (size_t b = a + 1; b < n && cidr_overlaps(ca, &v[idx[b].i]); b++) {
+			if (np == cap) {
+				cap = cap ? cap * 2 : 8;
+				out = xrealloc(out, cap * sizeof(*out));
+			}
+			size_t i = idx[a].i, j = idx[b].i;
+			out[np++] = (struct ipam_pair){ MIN(i, j), MAX(i, j) };
+		}
+	}
+	free(idx);
+	*pairs = out;
+	return np;
 }
 
 bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node_labels,
