@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -343,9 +344,18 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 {
 	const struct cni_conf *c = p->conf;
 	struct br_labels secondary = { 0 };
-	labels_set(p->a, &secondary, "namespace", p->id.namespace);
-	labels_set(p->a, &secondary, "pod", p->id.pod);
-	labels_set(p->a, &secondary, "node", p->node);
+	int64_t now = time(NULL);
+	labels_set(p->a, &secondary, IPAM_ATTR_NAMESPACE, p->id.namespace);
+	labels_set(p->a, &secondary, IPAM_ATTR_POD, p->id.pod);
+	labels_set(p->a, &secondary, IPAM_ATTR_NODE, p->node);
+	labels_set(p->a, &secondary, IPAM_ATTR_TIMESTAMP, arena_printf(p->a, "%" PRId64, now));
+	/*
+	 * brindle-cni writes an endpoint for the address: ipam check and release
+	 * tell a leak by it. brindle-ipam serving another plugin writes none.
+	 */
+	if (streq(p->prog, "brindle-cni"))
+		labels_set(p->a, &secondary, IPAM_ATTR_ENDPOINT,
+			   cni_wep_name(p->a, p->node, p->id.orchestrator, p->id.pod, p->ifname));
 	struct ipam_request req = { .handle = p->handle,
 				    .node = p->node,
 				    .pools = c->ipv4_pools,
@@ -353,7 +363,7 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 				    .ips = c->ips,
 				    .n_ips = c->n_ips,
 				    .secondary = &secondary,
-				    .now = time(NULL),
+				    .now = now,
 				    .timeout_ms =
 					    c->ipam_timeout_s ? c->ipam_timeout_s * 1000 : 0 };
 	struct strbuf err = STRBUF_INIT;

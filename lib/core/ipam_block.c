@@ -543,3 +543,67 @@ bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node
 			pool->o.meta.name, text);
 	return ok;
 }
+
+/* --- whose address -------------------------------------------------------------------------- */
+
+/* Whether @handle ("<network>.<containerID>") is the handle of container @cid. */
+static bool handle_of_container(const char *handle, const char *cid)
+{
+	size_t h = strlen(handle), c = cid ? strlen(cid) : 0;
+	return c && h > c && streq(handle + h - c, cid) && handle[h - c - 1] == '.';
+}
+
+static int64_t attr_time(const struct br_ipam_attr *attr)
+{
+	const char *v = labels_get(&attr->secondary, IPAM_ATTR_TIMESTAMP);
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	char *end;
+	long long t = strtoll(v, &end, 10);
+	return *end ? -1 : (int64_t)t;
+}
+
+enum ipam_owner ipam_owner_state(const struct br_ipam_attr *attr, const struct br_ip *ip,
+				 struct br_object *const *weps, size_t n_weps, int64_t now,
+				 int64_t grace_s, struct strbuf *why)
+{
+	const char *ns = labels_get(&attr->secondary, IPAM_ATTR_NAMESPACE);
+	const char *ep = labels_get(&attr->secondary, IPAM_ATTR_ENDPOINT);
+	const struct br_workloadendpoint *mine = NULL;
+	for (size_t i = 0; i < n_weps; i++) {
+		const struct br_workloadendpoint *w = (const struct br_workloadendpoint *)weps[i];
+		for (size_t k = 0; k < w->spec.n_ip_networks; k++) {
+			struct br_cidr c;
+			if (cidr_parse(w->spec.ip_networks[k], true, &c) == 0 &&
+			    ip_equal(&c.ip, ip)) {
+				verr(why, "used by endpoint %s/%s (container %s)",
+				     w->o.meta.namespace, w->o.meta.name,
+				     w->spec.container_id ? w->spec.container_id : "?");
+				return IPAM_OWNER_LIVE;
+			}
+		}
+		if (ep && streq(w->o.meta.name, ep) && streq(w->o.meta.namespace, ns))
+			mine = w;
+	}
+	if (!ep) {
+		verr(why, "no endpoint recorded for it (assigned by brindle-ipam for another "
+			  "plugin, which writes no endpoints, or by an older brindle-cni)");
+		return IPAM_OWNER_UNKNOWN;
+	}
+	if (mine && handle_of_container(attr->handle_id, mine->spec.container_id)) {
+		verr(why, "its container's endpoint %s/%s exists", ns, ep);
+		return IPAM_OWNER_LIVE;
+	}
+	int64_t t = attr_time(attr);
+	if (t < 0) {
+		verr(why, "no endpoint, and no time of assignment to tell an ADD in progress");
+		return IPAM_OWNER_UNKNOWN;
+	}
+	if (now - t < grace_s) {
+		verr(why, "assigned %" PRId64 " s ago: its endpoint may not be written yet",
+		     now - t);
+		return IPAM_OWNER_UNKNOWN;
+	}
+	verr(why, "endpoint %s/%s of its container is gone", ns ? ns : "", ep);
+	return IPAM_OWNER_GONE;
+}

@@ -59,6 +59,20 @@ struct ds;
 #define IPAM_CLAIMS_MARKER "brindle-block-claims"
 /* The marker's count of claims, so that its value changes with each. */
 #define IPAM_CLAIMS_ANNOTATION "ipam.brindle.projectcalico.org/claims"
+/* Before this many seconds an address without an endpoint may be an ADD in progress. */
+#define IPAM_DEFAULT_LEAK_GRACE_S 300
+
+/* Secondary attributes kept beside each address. */
+#define IPAM_ATTR_NAMESPACE "namespace"
+#define IPAM_ATTR_POD	    "pod"
+#define IPAM_ATTR_NODE	    "node"
+/*
+ * The WorkloadEndpoint (in "namespace") brindle-cni writes for the address.
+ * brindle-ipam serving another plugin sets none: no endpoint is written then.
+ */
+#define IPAM_ATTR_ENDPOINT "endpoint"
+/* When the address was assigned, in seconds since the epoch. */
+#define IPAM_ATTR_TIMESTAMP "timestamp"
 
 /* --- pure: blocks and pools -------------------------------------------------------------- */
 
@@ -137,6 +151,24 @@ struct ipam_pair {
  * are disjoint): *pairs gets them (caller frees), the count is returned.
  */
 size_t ipam_overlaps(const struct br_cidr *v, size_t n, struct ipam_pair **pairs);
+
+enum ipam_owner {
+	IPAM_OWNER_LIVE,    /* an endpoint has the address, or its container's endpoint exists */
+	IPAM_OWNER_GONE,    /* brindle-cni wrote an endpoint for it, which is gone */
+	IPAM_OWNER_UNKNOWN, /* no endpoint, but nothing shows that its owner is gone */
+};
+/*
+ * Whether whoever holds @ip (its attribute @attr) still exists, judged from
+ * the WorkloadEndpoints @weps: an endpoint with the address is live; else an
+ * address brindle-cni assigned (attribute "endpoint") whose endpoint is gone
+ * or now another container's is gone, once older than @grace_s at @now (an
+ * ADD writes its endpoint after the address). Anything else is unknown: an
+ * address brindle-ipam assigned for another plugin has no endpoint to look
+ * at. @why (optional) gets the reason.
+ */
+enum ipam_owner ipam_owner_state(const struct br_ipam_attr *attr, const struct br_ip *ip,
+				 struct br_object *const *weps, size_t n_weps, int64_t now,
+				 int64_t grace_s, struct strbuf *why);
 
 /*
  * Whether @pool serves workloads on a node with @node_labels: enabled, used
