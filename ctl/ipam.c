@@ -3,14 +3,25 @@
  * endpoints, and releasing by hand.
  *
  *   ipam show [--show-blocks]          per pool (and block): total, in use, free
- *   ipam check                         addresses without an endpoint, endpoints
- *                                      without an address, blocks of missing nodes,
- *                                      handles that hold nothing, claims left pending
- *   ipam release --ip A [--force]      free one address (refused while a live
- *                                      endpoint uses it, unless --force)
- *   ipam release --empty-blocks [--node N] [--grace SECONDS]
- *                                      drop the affinity of blocks empty for longer
- *                                      than the grace period (default 300 s)
+ *   ipam check [--grace S]             addresses assigned twice or held for an
+ *                                      owner that is gone, endpoints without an
+ *                                      address, overlapping blocks, blocks no
+ *                                      affinity backs (orphans), blocks of missing
+ *                                      nodes, handles that hold nothing, claims
+ *                                      left pending
+ *   ipam release --ip A [--force] [--grace S]
+ *                                      free one address where its owner is known to
+ *                                      be gone (brindle-cni's endpoint for it is,
+ *                                      for longer than the grace); anything else
+ *                                      only with --force
+ *   ipam release --empty-blocks [--node N] [--grace S]
+ *                                      release blocks empty for longer than the grace
+ *                                      period (default 300 s), empty orphans, and
+ *                                      empty blocks that overlap another; settle
+ *                                      stale pending claims
+ *
+ * Writes go through lib/sys/ipam.c with the plugins' compare-and-swap
+ * discipline: what was checked is what is released, or nothing is.
  */
 #include "ctl.h"
 
@@ -18,6 +29,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -113,7 +125,11 @@ static int ipam_show(struct ctl *c, bool blocks)
 		return CTL_FAIL;
 	}
 	struct arena *a = arena_new();
-	struct row *rows = xcalloc(s.n_pools + s.n_blocks + 1, sizeof(*rows));
+	/* A block shows under every pool that holds it: pools may overlap. */
+	size_t max_rows = s.n_pools + 1;
+	for (size_t i = 0; i < s.n_pools && blocks; i++)
+		max_rows += s.n_blocks;
+	struct row *rows = xcalloc(max_rows, sizeof(*rows));
 	size_t n = 0;
 	for (size_t i = 0; i < s.n_pools; i++) {
 		const struct br_ippool *p = (const struct br_ippool *)s.pools[i];
@@ -174,21 +190,6 @@ static int ipam_show(struct ctl *c, bool blocks)
 
 /* --- check ---------------------------------------------------------------------------------- */
 
-static const struct br_workloadendpoint *wep_with_ip(const struct state *s, const struct br_ip *ip)
-{
-	for (size_t i = 0; i < s->n_weps; i++) {
-		const struct br_workloadendpoint *w =
-			(const struct br_workloadendpoint *)s->weps[i];
-		for (size_t k = 0; k < w->spec.n_ip_networks; k++) {
-			struct br_cidr c;
-			if (cidr_parse(w->spec.ip_networks[k], true, &c) == 0 &&
-			    ip_equal(&c.ip, ip))
-				return w;
-		}
-	}
-	return NULL;
-}
-
 static bool node_exists(const struct state *s, const char *node)
 {
 	for (size_t i = 0; i < s->n_nodes; i++)
@@ -197,119 +198,313 @@ static bool node_exists(const struct state *s, const char *node)
 	return false;
 }
 
-static const struct br_ipamblock *block_holding(const struct state *s, const struct br_ip *ip,
-						const char **handle)
+static const struct br_blockaffinity *affinity_of(const struct state *s, const char *node,
+						  const char *block)
 {
+	for (size_t i = 0; i < s->n_affs; i++) {
+		const struct br_blockaffinity *a = (const struct br_blockaffinity *)s->affs[i];
+		if (streq(a->spec.node, node) && streq(a->o.meta.name, block))
+			return a;
+	}
+	return NULL;
+}
+
+static const struct br_ipamblock *block_named(const struct state *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_blocks; i++)
+		if (streq(s->blocks[i]->meta.name, name))
+			return (const struct br_ipamblock *)s->blocks[i];
+	return NULL;
+}
+
+/* The valid blocks that contain @ip (more than one only when blocks overlap). */
+static size_t blocks_with(const struct state *s, const struct br_ip *ip,
+			  const struct br_ipamblock **out, size_t max)
+{
+	size_t n = 0;
 	for (size_t i = 0; i < s->n_blocks; i++) {
 		const struct br_ipamblock *b = (const struct br_ipamblock *)s->blocks[i];
 		struct br_cidr bc;
 		if (ipam_block_validate(b, &bc, NULL) < 0 || !cidr_contains_ip(&bc, ip))
 			continue;
-		*handle = ipam_block_handle_of(b, ip);
-		return b;
+		if (n < max)
+			out[n] = b;
+		n++;
 	}
-	*handle = NULL;
-	return NULL;
+	return MIN(n, max);
 }
 
-static int ipam_check(struct ctl *c)
+struct alloc {
+	struct br_ip ip;
+	const struct br_ipamblock *block;
+	const struct br_ipam_attr *attr;
+};
+
+static int cmp_alloc(const void *pa, const void *pb)
 {
-	struct ds *d = ctl_ds(c);
-	if (!d)
-		return CTL_FAIL;
-	struct state s = { 0 };
-	if (load(d, &s, true) < 0) {
-		state_free(&s);
-		return CTL_FAIL;
-	}
-	size_t problems = 0, allocated = 0;
-	char ip[IP_STRLEN], host[256];
-	printf("Checking %zu block(s), %zu handle(s), %zu endpoint(s), %zu node(s).\n", s.n_blocks,
-	       s.n_handles, s.n_weps, s.n_nodes);
-	for (size_t i = 0; i < s.n_blocks; i++) {
-		const struct br_ipamblock *b = (const struct br_ipamblock *)s.blocks[i];
+	const struct alloc *a = pa, *b = pb;
+	int r = ip_cmp(&a->ip, &b->ip);
+	return r ? r : strcmp(a->block->o.meta.name, b->block->o.meta.name);
+}
+
+struct check {
+	struct state s;
+	int64_t now, grace;
+	size_t problems, allocated, unchecked, recent;
+};
+
+static void problem(struct check *k, const char *fmt, ...) printf_like(2, 3);
+static void problem(struct check *k, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	k->problems++;
+}
+
+/* Damaged blocks, blocks of missing nodes, blocks no affinity backs, overlapping blocks. */
+static void check_blocks(struct check *k)
+{
+	const struct state *s = &k->s;
+	char host[256];
+	struct br_cidr *cidrs = xcalloc(s->n_blocks + 1, sizeof(*cidrs));
+	for (size_t i = 0; i < s->n_blocks; i++) {
+		const struct br_ipamblock *b = (const struct br_ipamblock *)s->blocks[i];
 		struct strbuf why = STRBUF_INIT;
 		sb_init(&why);
-		if (ipam_block_validate(b, NULL, &why) < 0) {
-			printf("damaged block: %s\n", sb_str(&why));
-			problems++;
+		if (ipam_block_validate(b, &cidrs[i], &why) < 0) {
+			problem(k, "damaged block: %s", sb_str(&why));
+			cidrs[i] = (struct br_cidr){ 0 };
 			sb_free(&why);
 			continue;
 		}
 		sb_free(&why);
 		const char *node = ipam_block_host(b, host, sizeof(host));
-		if (node && !node_exists(&s, node)) {
-			printf("block %s belongs to node %s, which does not exist\n", b->spec.cidr,
-			       node);
-			problems++;
-		}
+		const char *fix = ipam_block_used(b) ? ""
+						     : "; empty: ipam release --empty-blocks "
+						       "releases it";
+		const struct br_blockaffinity *a =
+			node ? affinity_of(s, node, b->o.meta.name) : NULL;
+		if (!node)
+			problem(k, "block %s has no node (an orphan)%s", b->spec.cidr, fix);
+		else if (!a)
+			problem(k,
+				"block %s belongs to node %s, which has no affinity for it (an "
+				"orphan)%s",
+				b->spec.cidr, node, fix);
+		if (node && !node_exists(s, node))
+			problem(k, "block %s belongs to node %s, which does not exist",
+				b->spec.cidr, node);
+	}
+	struct ipam_pair *pairs;
+	size_t np = ipam_overlaps(cidrs, s->n_blocks, &pairs);
+	for (size_t i = 0; i < np; i++) {
+		const struct br_ipamblock *x = (const struct br_ipamblock *)s->blocks[pairs[i].i];
+		const struct br_ipamblock *y = (const struct br_ipamblock *)s->blocks[pairs[i].j];
+		if (!cidrs[pairs[i].i].ip.family || !cidrs[pairs[i].j].ip.family)
+			continue;
+		problem(k, "blocks %s and %s overlap%s", x->spec.cidr, y->spec.cidr,
+			ipam_block_used(x) && ipam_block_used(y)
+				? ""
+				: "; ipam release --empty-blocks releases the empty one");
+	}
+	free(pairs);
+	free(cidrs);
+}
+
+/* Every address: assigned twice, or held for an owner that is gone. */
+static void check_addresses(struct check *k)
+{
+	const struct state *s = &k->s;
+	struct alloc *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < s->n_blocks; i++) {
+		const struct br_ipamblock *b = (const struct br_ipamblock *)s->blocks[i];
+		if (ipam_block_validate(b, NULL, NULL) < 0)
+			continue;
 		for (size_t o = 0; o < ipam_block_capacity(b); o++) {
-			struct br_ip addr;
-			const struct br_ipam_attr *attr;
-			if (!ipam_block_ordinal(b, o, &addr, &attr))
+			struct alloc x = { .block = b };
+			if (!ipam_block_ordinal(b, o, &x.ip, &x.attr))
 				continue;
-			allocated++;
-			if (!wep_with_ip(&s, &addr)) {
-				printf("address %s (handle %s) has no endpoint\n",
-				       ip_str(&addr, ip), attr->handle_id);
-				problems++;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				v = xrealloc(v, cap * sizeof(*v));
 			}
+			v[n++] = x;
 		}
 	}
-	for (size_t i = 0; i < s.n_weps; i++) {
-		const struct br_workloadendpoint *w = (const struct br_workloadendpoint *)s.weps[i];
-		for (size_t k = 0; k < w->spec.n_ip_networks; k++) {
+	k->allocated = n;
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_alloc);
+	char ip[IP_STRLEN];
+	for (size_t i = 0; i < n; i++) {
+		ip_str(&v[i].ip, ip);
+		if (i + 1 < n && ip_equal(&v[i].ip, &v[i + 1].ip) &&
+		    (i == 0 || !ip_equal(&v[i - 1].ip, &v[i].ip)))
+			problem(k,
+				"address %s is assigned twice: in block %s (handle %s) and in "
+				"block %s (handle %s)",
+				ip, v[i].block->spec.cidr, v[i].attr->handle_id,
+				v[i + 1].block->spec.cidr, v[i + 1].attr->handle_id);
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		enum ipam_owner st = ipam_owner_state(v[i].attr, &v[i].ip, s->weps, s->n_weps,
+						      k->now, k->grace, &why);
+		if (st == IPAM_OWNER_GONE)
+			problem(k,
+				"address %s (handle %s) has no endpoint: %s (a leak: ipam release "
+				"--ip %s frees it)",
+				ip, v[i].attr->handle_id, sb_str(&why), ip);
+		else if (st == IPAM_OWNER_UNKNOWN &&
+			 labels_get(&v[i].attr->secondary, IPAM_ATTR_ENDPOINT))
+			k->recent++;
+		else if (st == IPAM_OWNER_UNKNOWN)
+			k->unchecked++;
+		sb_free(&why);
+	}
+	free(v);
+}
+
+static void check_endpoints(struct check *k)
+{
+	const struct state *s = &k->s;
+	for (size_t i = 0; i < s->n_weps; i++) {
+		const struct br_workloadendpoint *w =
+			(const struct br_workloadendpoint *)s->weps[i];
+		for (size_t j = 0; j < w->spec.n_ip_networks; j++) {
 			struct br_cidr cidr;
-			const char *handle;
-			if (cidr_parse(w->spec.ip_networks[k], true, &cidr) < 0)
+			const struct br_ipamblock *in[4];
+			if (cidr_parse(w->spec.ip_networks[j], true, &cidr) < 0)
 				continue;
-			if (!block_holding(&s, &cidr.ip, &handle) || !handle) {
-				printf("endpoint %s/%s has %s, which IPAM has not assigned\n",
-				       w->o.meta.namespace, w->o.meta.name, w->spec.ip_networks[k]);
-				problems++;
-			} else if (w->spec.container_id &&
-				   !str_has_suffix(handle, w->spec.container_id)) {
-				printf("endpoint %s/%s has %s, which IPAM holds for handle %s\n",
-				       w->o.meta.namespace, w->o.meta.name, w->spec.ip_networks[k],
-				       handle);
-				problems++;
-			}
+			size_t nb = blocks_with(s, &cidr.ip, in, ARRAY_SIZE(in));
+			const char *handle = NULL;
+			for (size_t b = 0; b < nb && !handle; b++)
+				handle = ipam_block_handle_of(in[b], &cidr.ip);
+			if (!handle)
+				problem(k, "endpoint %s/%s has %s, which IPAM has not assigned",
+					w->o.meta.namespace, w->o.meta.name,
+					w->spec.ip_networks[j]);
+			else if (w->spec.container_id &&
+				 !str_has_suffix(handle, w->spec.container_id))
+				problem(k, "endpoint %s/%s has %s, which IPAM holds for handle %s",
+					w->o.meta.namespace, w->o.meta.name, w->spec.ip_networks[j],
+					handle);
 		}
 	}
-	for (size_t i = 0; i < s.n_handles; i++) {
-		const struct br_ipamhandle *h = (const struct br_ipamhandle *)s.handles[i];
+}
+
+static void check_handles(struct check *k)
+{
+	const struct state *s = &k->s;
+	for (size_t i = 0; i < s->n_handles; i++) {
+		const struct br_ipamhandle *h = (const struct br_ipamhandle *)s->handles[i];
+		if (streq(h->o.meta.name, IPAM_CLAIMS_MARKER))
+			continue;
 		size_t held = 0;
-		for (size_t k = 0; k < s.n_blocks; k++) {
-			const struct br_ipamblock *b = (const struct br_ipamblock *)s.blocks[k];
+		for (size_t j = 0; j < s->n_blocks; j++) {
+			const struct br_ipamblock *b = (const struct br_ipamblock *)s->blocks[j];
 			if (ipam_block_validate(b, NULL, NULL) == 0)
 				held += ipam_block_ips_of(b, h->spec.handle_id, NULL, 0);
 		}
-		if (!held) {
-			printf("handle %s holds no address\n", h->spec.handle_id);
-			problems++;
-		}
+		if (!held)
+			problem(k, "handle %s holds no address", h->spec.handle_id);
 	}
-	for (size_t i = 0; i < s.n_affs; i++) {
-		const struct br_blockaffinity *a = (const struct br_blockaffinity *)s.affs[i];
-		if (!streq(a->spec.state, "confirmed")) {
-			printf("affinity of node %s for %s is %s\n", a->spec.node, a->spec.cidr,
-			       a->spec.state);
-			problems++;
+}
+
+/* "2006-01-02T15:04:05Z" → seconds; -1 when it is not that. */
+static int64_t parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	return end && !*end ? (int64_t)timegm(&tm) : -1;
+}
+
+static void check_affinities(struct check *k)
+{
+	const struct state *s = &k->s;
+	char host[256];
+	for (size_t i = 0; i < s->n_affs; i++) {
+		const struct br_blockaffinity *a = (const struct br_blockaffinity *)s->affs[i];
+		const struct br_ipamblock *b = block_named(s, a->o.meta.name);
+		const char *owner = b ? ipam_block_host(b, host, sizeof(host)) : NULL;
+		bool gone = !node_exists(s, a->spec.node);
+		if (streq(a->spec.state, "pending")) {
+			int64_t born = parse_time(a->o.meta.creation_timestamp);
+			bool stale = gone || born < 0 || k->now - born >= k->grace;
+			const char *what = !b ? "an interrupted claim (no block)"
+					   : streq(owner, a->spec.node)
+						   ? "its block exists"
+						   : "a claim lost to another node";
+			if (stale)
+				problem(k,
+					"affinity of node %s for %s is pending: %s (stale%s; ipam "
+					"release --empty-blocks settles it)",
+					a->spec.node, a->spec.cidr, what,
+					gone ? ": the node does not exist" : "");
+			else
+				printf("affinity of node %s for %s is pending: %s (a claim in "
+				       "progress, not counted)\n",
+				       a->spec.node, a->spec.cidr, what);
+		} else if (!streq(a->spec.state, "confirmed")) {
+			problem(k, "affinity of node %s for %s is %s", a->spec.node, a->spec.cidr,
+				a->spec.state);
+		} else if (!b || !streq(owner, a->spec.node)) {
+			problem(k, "affinity of node %s for %s is confirmed, but the block %s",
+				a->spec.node, a->spec.cidr,
+				b ? "is another node's" : "does not exist");
 		}
-		if (!node_exists(&s, a->spec.node)) {
-			printf("node %s, which does not exist, has an affinity for %s\n",
-			       a->spec.node, a->spec.cidr);
-			problems++;
-		}
+		if (gone)
+			problem(k, "node %s, which does not exist, has an affinity for %s",
+				a->spec.node, a->spec.cidr);
 	}
-	printf("%zu address(es) allocated; %zu problem(s) found.\n", allocated, problems);
-	state_free(&s);
-	return problems ? CTL_FAIL : CTL_OK;
+}
+
+static int ipam_check(struct ctl *c, int64_t grace)
+{
+	struct ds *d = ctl_ds(c);
+	if (!d)
+		return CTL_FAIL;
+	struct check k = { .now = time(NULL), .grace = grace };
+	if (load(d, &k.s, true) < 0) {
+		state_free(&k.s);
+		return CTL_FAIL;
+	}
+	size_t n_handles = k.s.n_handles;
+	for (size_t i = 0; i < k.s.n_handles; i++)
+		n_handles -= streq(k.s.handles[i]->meta.name, IPAM_CLAIMS_MARKER);
+	printf("Checking %zu block(s), %zu handle(s), %zu endpoint(s), %zu node(s).\n",
+	       k.s.n_blocks, n_handles, k.s.n_weps, k.s.n_nodes);
+	check_blocks(&k);
+	check_addresses(&k);
+	check_endpoints(&k);
+	check_handles(&k);
+	check_affinities(&k);
+	if (k.unchecked)
+		printf("%zu address(es) assigned by brindle-ipam for another plugin, which writes "
+		       "no endpoints (or by a brindle-cni that did not record its endpoint): not "
+		       "checked (releasing one needs --force).\n",
+		       k.unchecked);
+	if (k.recent)
+		printf("%zu address(es) without an endpoint yet, assigned less than %" PRId64
+		       " s ago: not checked.\n",
+		       k.recent, grace);
+	printf("%zu address(es) allocated; %zu problem(s) found.\n", k.allocated, k.problems);
+	state_free(&k.s);
+	return k.problems ? CTL_FAIL : CTL_OK;
 }
 
 /* --- release -------------------------------------------------------------------------------- */
 
-static int ipam_release_one(struct ctl *c, const char *text, bool force)
+/*
+ * Release @text wherever it is held, but only where its owner is known to be
+ * gone (or with --force): an endpoint has it, or it has none yet (an ADD in
+ * progress), or it was assigned for a plugin that writes no endpoints.
+ * Each release names the handle it checked, so an address freed and
+ * reassigned meanwhile is not released.
+ */
+static int ipam_release_one(struct ctl *c, const char *text, bool force, int64_t grace)
 {
 	struct br_ip ip;
 	if (ip_parse(text, &ip) < 0) {
@@ -320,33 +515,66 @@ static int ipam_release_one(struct ctl *c, const char *text, bool force)
 	if (!d)
 		return CTL_FAIL;
 	struct state s = { 0 };
-	if (ds_list(d, model_kind(KIND_WORKLOADENDPOINT), NULL, &s.weps, &s.n_weps) < 0) {
-		ctl_error("listing endpoints: %s", ds_last_error(d));
-		return CTL_FAIL;
-	}
-	const struct br_workloadendpoint *w = wep_with_ip(&s, &ip);
-	if (w && !force) {
-		ctl_error("%s is used by endpoint %s/%s (container %s); use --force to release "
-			  "it anyway",
-			  text, w->o.meta.namespace, w->o.meta.name,
-			  w->spec.container_id ? w->spec.container_id : "?");
+	if (load(d, &s, false) < 0) {
 		state_free(&s);
 		return CTL_FAIL;
 	}
-	state_free(&s);
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	char *handle = NULL;
-	int r = ipam_release_ip(d, &ip, time(NULL), &handle, &err);
-	if (r < 0) {
-		ctl_error("%s", sb_str(&err));
-		sb_free(&err);
+	if (ds_list(d, model_kind(KIND_WORKLOADENDPOINT), NULL, &s.weps, &s.n_weps) < 0) {
+		ctl_error("listing endpoints: %s", ds_last_error(d));
+		state_free(&s);
 		return CTL_FAIL;
 	}
-	printf("Released %s (handle %s)\n", text, handle);
-	free(handle);
-	sb_free(&err);
-	return CTL_OK;
+	const struct br_ipamblock *in[8];
+	size_t nb = blocks_with(&s, &ip, in, ARRAY_SIZE(in));
+	int64_t now = time(NULL);
+	int rc = CTL_OK;
+	size_t held = 0;
+	for (size_t i = 0; i < nb; i++) {
+		struct br_cidr bc;
+		struct br_ip at;
+		const struct br_ipam_attr *attr;
+		if (ipam_block_name_parse(in[i]->o.meta.name, &bc) < 0 ||
+		    !ipam_block_ordinal(in[i], ip_offset(&bc.ip, &ip), &at, &attr))
+			continue;
+		const char *handle = attr->handle_id;
+		held++;
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		enum ipam_owner st =
+			ipam_owner_state(attr, &ip, s.weps, s.n_weps, now, grace, &why);
+		if (st != IPAM_OWNER_GONE && !force) {
+			if (st == IPAM_OWNER_LIVE)
+				ctl_error("%s (handle %s): %s; use --force to release it anyway",
+					  text, handle, sb_str(&why));
+			else
+				ctl_error("%s (handle %s) has no endpoint, but nothing shows its "
+					  "owner "
+					  "is gone: %s; use --force to release it anyway",
+					  text, handle, sb_str(&why));
+			sb_free(&why);
+			rc = CTL_FAIL;
+			continue;
+		}
+		sb_free(&why);
+		struct strbuf err = STRBUF_INIT;
+		sb_init(&err);
+		int r = ipam_release_ip(d, &ip, handle, now, NULL, &err);
+		if (r == -EBUSY || r == -ENOENT)
+			ctl_error("%s changed while it was checked (%s); check again", text,
+				  sb_str(&err));
+		else if (r < 0)
+			ctl_error("%s", sb_str(&err));
+		else
+			printf("Released %s (handle %s)\n", text, handle);
+		rc = r < 0 ? CTL_FAIL : rc;
+		sb_free(&err);
+	}
+	if (!held) {
+		ctl_error("%s is not assigned", text);
+		rc = CTL_FAIL;
+	}
+	state_free(&s);
+	return rc;
 }
 
 static int ipam_release_blocks(struct ctl *c, const char *node, int64_t grace)
@@ -356,15 +584,18 @@ static int ipam_release_blocks(struct ctl *c, const char *node, int64_t grace)
 		return CTL_FAIL;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	size_t n = 0;
-	int r = ipam_release_empty_blocks(d, node, time(NULL), grace, &n, &err);
+	struct ipam_sweep s = { .node = node, .now = time(NULL), .grace_s = grace };
+	struct ipam_swept n;
+	int r = ipam_release_empty_blocks(d, &s, &n, &err);
 	if (r < 0) {
 		ctl_error("%s", sb_str(&err));
 		sb_free(&err);
 		return CTL_FAIL;
 	}
 	sb_free(&err);
-	printf("Released %zu empty block(s)\n", n);
+	printf("Released %zu empty block(s) and %zu orphan block(s); settled %zu pending "
+	       "claim(s)\n",
+	       n.empty, n.orphans, n.claims);
 	return CTL_OK;
 }
 
@@ -372,8 +603,8 @@ static void ipam_usage(FILE *f)
 {
 	fprintf(f, "Usage:\n"
 		   "  brindlectl ipam show [--show-blocks]\n"
-		   "  brindlectl ipam check\n"
-		   "  brindlectl ipam release --ip ADDRESS [--force]\n"
+		   "  brindlectl ipam check [--grace SECONDS]\n"
+		   "  brindlectl ipam release --ip ADDRESS [--force] [--grace SECONDS]\n"
 		   "  brindlectl ipam release --empty-blocks [--node NODE] [--grace SECONDS]\n");
 }
 
@@ -408,22 +639,23 @@ int cmd_ipam(struct ctl *c, int argc, char **argv)
 			return CTL_USAGE;
 		}
 	}
+	char *end = NULL;
+	long long g = grace ? strtoll(grace, &end, 10) : -1;
+	if (grace && (!*grace || *end || g < 0)) {
+		ctl_error("--grace takes a number of seconds");
+		return CTL_USAGE;
+	}
 	if (streq(sub, "show"))
 		return ipam_show(c, show_blocks);
 	if (streq(sub, "check"))
-		return ipam_check(c);
+		return ipam_check(c, g >= 0 ? g : IPAM_DEFAULT_LEAK_GRACE_S);
 	if (streq(sub, "release")) {
 		if (ip && !empty)
-			return ipam_release_one(c, ip, force);
-		if (empty && !ip) {
-			char *end = NULL;
-			long long g = grace ? strtoll(grace, &end, 10) : IPAM_DEFAULT_EMPTY_GRACE_S;
-			if (grace && (*end || g < 0)) {
-				ctl_error("--grace takes a number of seconds");
-				return CTL_USAGE;
-			}
-			return ipam_release_blocks(c, node, g);
-		}
+			return ipam_release_one(c, ip, force,
+						g >= 0 ? g : IPAM_DEFAULT_LEAK_GRACE_S);
+		if (empty && !ip)
+			return ipam_release_blocks(c, node,
+						   g >= 0 ? g : IPAM_DEFAULT_EMPTY_GRACE_S);
 		ctl_error("ipam release needs --ip ADDRESS or --empty-blocks");
 		return CTL_USAGE;
 	}

@@ -405,6 +405,24 @@ int ipam_pool_block_of(const struct br_ippool *pool, const struct br_ip *ip, str
 	return 0;
 }
 
+/* The last address of @c (host bits all ones). */
+static struct br_ip cidr_last(const struct br_cidr *c)
+{
+	struct br_ip r = c->ip;
+	unsigned bits = ip_bits(&r);
+	for (unsigned i = c->len; i < bits; i++)
+		r.a[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+	return r;
+}
+
+/* Address order; at one address the larger block first. */
+static int cmp_cidr_start(const void *pa, const void *pb)
+{
+	const struct br_cidr *a = pa, *b = pb;
+	int r = ip_cmp(&a->ip, &b->ip);
+	return r ? r : (a->len > b->len) - (a->len < b->len);
+}
+
 int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *taken, size_t n_taken,
 			 struct br_cidr *out)
 {
@@ -412,24 +430,84 @@ int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *tak
 	unsigned bs;
 	if (pool_cidr(pool, &c, &bs) < 0)
 		return -EINVAL;
+	uint64_t step_bits = ip_bits(&c.ip) - bs;
+	if (step_bits >= 64)
+		return -ENOSPC; /* IPv6 blocks wider than 2^64 addresses: not supported */
+	/*
+	 * A block of another size (an overlapping pool, a blockSize changed) makes
+	 * every block it overlaps unusable, not only the one of the same CIDR. The
+	 * blocks that touch the pool, in address order, are walked beside the
+	 * candidates: CIDRs nest or are disjoint, so a candidate is free when no
+	 * block starting at or before its last address reaches its first.
+	 */
+	struct br_cidr *v = xcalloc(n_taken + 1, sizeof(*v));
+	size_t m = 0;
+	for (size_t k = 0; k < n_taken; k++)
+		if (cidr_overlaps(&taken[k], &c))
+			v[m++] = taken[k];
+	qsort(v, m, sizeof(*v), cmp_cidr_start);
 	unsigned shift = bs - c.len;
 	/* Beyond 2^20 blocks we look at the first 2^20: plenty for any node count. */
 	uint64_t n = shift >= 20 ? (uint64_t)1 << 20 : (uint64_t)1 << shift;
-	uint64_t step_bits = ip_bits(&c.ip) - bs;
+	size_t k = 0;
+	bool have_reach = false;
+	struct br_ip reach = { 0 }; /* the furthest last address of the blocks passed */
+	int r = -ENOSPC;
 	for (uint64_t i = 0; i < n; i++) {
-		struct br_cidr b = { .len = (uint8_t)bs };
-		if (step_bits >= 64)
-			return -ENOSPC; /* IPv6 blocks wider than 2^64 addresses: not supported */
-		b.ip = ip_add(&c.ip, i << step_bits);
-		bool used = false;
-		for (size_t k = 0; k < n_taken && !used; k++)
-			used = cidr_cmp(&taken[k], &b) == 0;
-		if (!used) {
+		struct br_cidr b = { .ip = ip_add(&c.ip, i << step_bits), .len = (uint8_t)bs };
+		struct br_ip last = cidr_last(&b);
+		for (; k < m && ip_cmp(&v[k].ip, &last) <= 0; k++) {
+			struct br_ip l = cidr_last(&v[k]);
+			if (!have_reach || ip_cmp(&l, &reach) > 0)
+				reach = l;
+			have_reach = true;
+		}
+		if (!have_reach || ip_cmp(&reach, &b.ip) < 0) {
 			*out = b;
-			return 0;
+			r = 0;
+			break;
 		}
 	}
-	return -ENOSPC;
+	free(v);
+	return r;
+}
+
+/* Indices of @v in address order. */
+struct cidr_index {
+	const struct br_cidr *v;
+	size_t i;
+};
+
+static int cmp_cidr_index(const void *pa, const void *pb)
+{
+	const struct cidr_index *a = pa, *b = pb;
+	int r = cmp_cidr_start(&a->v[a->i], &b->v[b->i]);
+	return r ? r : (a->i > b->i) - (a->i < b->i);
+}
+
+size_t ipam_overlaps(const struct br_cidr *v, size_t n, struct ipam_pair **pairs)
+{
+	struct cidr_index *idx = xcalloc(n + 1, sizeof(*idx));
+	for (size_t i = 0; i < n; i++)
+		idx[i] = (struct cidr_index){ v, i };
+	qsort(idx, n, sizeof(*idx), cmp_cidr_index);
+	struct ipam_pair *out = NULL;
+	size_t np = 0, cap = 0;
+	/* In address order, the blocks that overlap one are those right after it inside it. */
+	for (size_t a = 0; a < n; a++) {
+		const struct br_cidr *ca = &v[idx[a].i];
+		for (size_t b = a + 1; b < n && cidr_overlaps(ca, &v[idx[b].i]); b++) {
+			if (np == cap) {
+				cap = cap ? cap * 2 : 8;
+				out = xrealloc(out, cap * sizeof(*out));
+			}
+			size_t i = idx[a].i, j = idx[b].i;
+			out[np++] = (struct ipam_pair){ MIN(i, j), MAX(i, j) };
+		}
+	}
+	free(idx);
+	*pairs = out;
+	return np;
 }
 
 bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node_labels,
@@ -464,4 +542,68 @@ bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node
 		sb_addf(why, "pool %s: nodeSelector %s does not select this node",
 			pool->o.meta.name, text);
 	return ok;
+}
+
+/* --- whose address -------------------------------------------------------------------------- */
+
+/* Whether @handle ("<network>.<containerID>") is the handle of container @cid. */
+static bool handle_of_container(const char *handle, const char *cid)
+{
+	size_t h = strlen(handle), c = cid ? strlen(cid) : 0;
+	return c && h > c && streq(handle + h - c, cid) && handle[h - c - 1] == '.';
+}
+
+static int64_t attr_time(const struct br_ipam_attr *attr)
+{
+	const char *v = labels_get(&attr->secondary, IPAM_ATTR_TIMESTAMP);
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	char *end;
+	long long t = strtoll(v, &end, 10);
+	return *end ? -1 : (int64_t)t;
+}
+
+enum ipam_owner ipam_owner_state(const struct br_ipam_attr *attr, const struct br_ip *ip,
+				 struct br_object *const *weps, size_t n_weps, int64_t now,
+				 int64_t grace_s, struct strbuf *why)
+{
+	const char *ns = labels_get(&attr->secondary, IPAM_ATTR_NAMESPACE);
+	const char *ep = labels_get(&attr->secondary, IPAM_ATTR_ENDPOINT);
+	const struct br_workloadendpoint *mine = NULL;
+	for (size_t i = 0; i < n_weps; i++) {
+		const struct br_workloadendpoint *w = (const struct br_workloadendpoint *)weps[i];
+		for (size_t k = 0; k < w->spec.n_ip_networks; k++) {
+			struct br_cidr c;
+			if (cidr_parse(w->spec.ip_networks[k], true, &c) == 0 &&
+			    ip_equal(&c.ip, ip)) {
+				verr(why, "used by endpoint %s/%s (container %s)",
+				     w->o.meta.namespace, w->o.meta.name,
+				     w->spec.container_id ? w->spec.container_id : "?");
+				return IPAM_OWNER_LIVE;
+			}
+		}
+		if (ep && streq(w->o.meta.name, ep) && streq(w->o.meta.namespace, ns))
+			mine = w;
+	}
+	if (!ep) {
+		verr(why, "no endpoint recorded for it (assigned by brindle-ipam for another "
+			  "plugin, which writes no endpoints, or by an older brindle-cni)");
+		return IPAM_OWNER_UNKNOWN;
+	}
+	if (mine && handle_of_container(attr->handle_id, mine->spec.container_id)) {
+		verr(why, "its container's endpoint %s/%s exists", ns, ep);
+		return IPAM_OWNER_LIVE;
+	}
+	int64_t t = attr_time(attr);
+	if (t < 0) {
+		verr(why, "no endpoint, and no time of assignment to tell an ADD in progress");
+		return IPAM_OWNER_UNKNOWN;
+	}
+	if (now - t < grace_s) {
+		verr(why, "assigned %" PRId64 " s ago: its endpoint may not be written yet",
+		     now - t);
+		return IPAM_OWNER_UNKNOWN;
+	}
+	verr(why, "endpoint %s/%s of its container is gone", ns ? ns : "", ep);
+	return IPAM_OWNER_GONE;
 }

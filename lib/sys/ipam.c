@@ -262,12 +262,16 @@ static int usable_pools(struct op *op, const struct ipam_request *req, const str
 	return 0;
 }
 
+/* The first of @pools that holds all of @block, whatever its blockSize says today. */
 static const struct br_ippool *pool_of_block(const struct br_ippool *const *pools, size_t n,
 					     const struct br_cidr *block)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct br_cidr b;
-		if (ipam_pool_block_of(pools[i], &block->ip, &b) == 0 && cidr_cmp(&b, block) == 0)
+		struct br_cidr pc;
+		if (cidr_parse(pools[i]->spec.cidr, false, &pc) < 0)
+			continue;
+		cidr_mask(&pc);
+		if (cidr_contains(&pc, block))
 			return pools[i];
 	}
 	return NULL;
@@ -391,61 +395,173 @@ static int set_affinity_state(struct op *op, struct br_blockaffinity *a, const c
 	return r < 0 ? op_ds_error(op, r) : 0;
 }
 
-static int create_block(struct op *op, const struct br_cidr *cidr, const char *node, bool strict,
-			struct br_ipamblock **out)
+/* Delete affinity @a if unchanged. */
+static int withdraw(struct op *op, struct br_blockaffinity *a)
+{
+	int r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
+			  a->o.revision);
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+/* Withdraw a claim that cannot be finished: -ECANCELED once done, so the caller decides again. */
+static int give_up_claim(struct op *op, struct br_blockaffinity *a)
+{
+	int r = withdraw(op, a);
+	return r < 0 ? r : -ECANCELED;
+}
+
+/*
+ * What a claim decides from: the claims marker, then every block. Creating a
+ * block moves the marker, so a creation decided from a view fails when any
+ * block was created after the view was read.
+ */
+struct claim_view {
+	struct br_ipamhandle *marker; /* NULL when there is none yet */
+	struct objs blocks;
+	struct br_cidr *cidrs; /* blocks.v[i]'s CIDR (from its name); len 0 when damaged */
+};
+
+static void claim_view_free(struct claim_view *v)
+{
+	model_free(v->marker ? &v->marker->o : NULL);
+	objs_free(&v->blocks);
+	free(v->cidrs);
+	*v = (struct claim_view){ 0 };
+}
+
+static int claim_view_read(struct op *op, struct claim_view *v)
+{
+	*v = (struct claim_view){ 0 };
+	int r = get_handle(op, IPAM_CLAIMS_MARKER, &v->marker);
+	if (r == -ENOENT) {
+		v->marker = NULL;
+		r = 0;
+	}
+	if (r == 0)
+		r = list(op, KIND_IPAMBLOCK, NULL, &v->blocks);
+	if (r < 0) {
+		claim_view_free(v);
+		return r;
+	}
+	v->cidrs = xcalloc(v->blocks.n + 1, sizeof(*v->cidrs));
+	for (size_t i = 0; i < v->blocks.n; i++)
+		if (ipam_block_name_parse(v->blocks.v[i]->meta.name, &v->cidrs[i]) < 0)
+			v->cidrs[i] = (struct br_cidr){ 0 };
+	return 0;
+}
+
+/* A block of @v that overlaps @c (index), or -1. */
+static ssize_t view_overlap(const struct claim_view *v, const struct br_cidr *c)
+{
+	for (size_t i = 0; i < v->blocks.n; i++)
+		if (v->cidrs[i].ip.family && cidr_overlaps(&v->cidrs[i], c))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* The blocks of @v (CIDRs) that are not damaged, for ipam_pool_free_block. */
+static struct br_cidr *view_taken(const struct claim_view *v, size_t *n)
+{
+	struct br_cidr *t = xcalloc(v->blocks.n + 1, sizeof(*t));
+	size_t m = 0;
+	for (size_t i = 0; i < v->blocks.n; i++)
+		if (v->cidrs[i].ip.family)
+			t[m++] = v->cidrs[i];
+	*n = m;
+	return t;
+}
+
+/*
+ * The claim's second phase, one transaction: @c's block created for @a's
+ * node, @a confirmed (if still at the revision read), the claims marker of
+ * @v moved (if still at the revision read). Any of them changed: nothing is
+ * written (-ECANCELED, -EEXIST), and the claim is decided again.
+ */
+static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaffinity *a,
+			  const struct br_cidr *c, bool strict, struct br_ipamblock **out)
 {
 	char name[IPAM_BLOCK_NAME_LEN];
-	ipam_block_name(cidr, name);
+	ipam_block_name(c, name);
 	struct br_ipamblock *b =
 		(struct br_ipamblock *)model_new(model_kind(KIND_IPAMBLOCK), NULL, name);
-	ipam_block_init(b, cidr, node, strict);
-	int r = ds_create(op->d, &b->o);
-	if (r < 0) {
+	ipam_block_init(b, c, a->spec.node, strict);
+	a->spec.state = arena_strdup(a->o.arena, "confirmed");
+	enum ds_write_op mop = DS_WRITE_UPDATE;
+	if (!v->marker) {
+		v->marker = (struct br_ipamhandle *)model_new(model_kind(KIND_IPAMHANDLE), NULL,
+							      IPAM_CLAIMS_MARKER);
+		v->marker->spec.handle_id = arena_strdup(v->marker->o.arena, IPAM_CLAIMS_MARKER);
+		mop = DS_WRITE_CREATE;
+	}
+	/* A count, so that the marker's value changes with every claim. */
+	struct br_meta *m = &v->marker->o.meta;
+	const char *was = labels_get(&m->annotations, IPAM_CLAIMS_ANNOTATION);
+	char count[24];
+	snprintf(count, sizeof(count), "%lld", (was ? atoll(was) : 0) + 1);
+	labels_set(v->marker->o.arena, &m->annotations, IPAM_CLAIMS_ANNOTATION, count);
+	struct ds_write w[3] = { { DS_WRITE_CREATE, &b->o },
+				 { DS_WRITE_UPDATE, &a->o },
+				 { mop, &v->marker->o } };
+	int r = ds_write_all(op->d, w, 3);
+	if (r < 0 || !out) {
 		model_free(&b->o);
-		return op_ds_error(op, r);
+		return r < 0 ? op_ds_error(op, r) : 0;
 	}
 	*out = b;
 	return 0;
 }
 
 /*
- * Finish the claim of a pending affinity: the block exists for us (confirm),
- * does not exist (create it, confirm), or belongs to another node (withdraw).
- * Returns 0 when the affinity is confirmed, -ECANCELED when withdrawn.
+ * Settle the claim of affinity @a (pending, or found in another state for a
+ * block that does not exist): its block exists for the node (confirm it),
+ * is another node's (withdraw), would overlap another block (withdraw), or
+ * is created now with @a confirmed. @v: the view the claim was decided from,
+ * read before @a was written; NULL to read one. Returns 0 when confirmed
+ * (*block, optional, gets the block), -ECANCELED when withdrawn.
  */
-static int finish_claim(struct op *op, struct br_blockaffinity *a, bool strict,
-			struct br_ipamblock **block)
+static int finish_claim(struct op *op, struct claim_view *v, struct br_blockaffinity *a,
+			bool strict, struct br_ipamblock **block)
 {
+	struct br_cidr c;
+	if (ipam_block_name_parse(a->o.meta.name, &c) < 0)
+		return -EINVAL;
 	struct br_ipamblock *b = NULL;
 	int r = get_block(op, a->o.meta.name, &b);
-	if (r == -ENOENT) {
-		struct br_cidr c;
-		if (ipam_block_name_parse(a->o.meta.name, &c) < 0)
-			return -EINVAL;
-		r = create_block(op, &c, a->spec.node, strict, &b);
-		if (r == 0)
-			step_done("claim-block-created");
-	}
-	if (r < 0)
+	if (r == 0) {
+		char host[256];
+		if (!streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)) {
+			model_free(&b->o);
+			return give_up_claim(op, a);
+		}
+		r = streq(a->spec.state, "confirmed") ? 0 : set_affinity_state(op, a, "confirmed");
+		if (r < 0 || !block)
+			model_free(&b->o);
+		else
+			*block = b;
 		return r;
-	char host[256];
-	if (!streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)) {
-		model_free(&b->o);
-		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
-			      a->o.revision);
-		return r < 0 ? op_ds_error(op, r) : -ECANCELED;
 	}
-	r = set_affinity_state(op, a, "confirmed");
-	if (r < 0 || !block)
-		model_free(&b->o);
-	else
-		*block = b;
+	if (r != -ENOENT)
+		return r;
+	struct claim_view own;
+	if (!v) {
+		if ((r = claim_view_read(op, &own)) < 0)
+			return r;
+		v = &own;
+	}
+	if (view_overlap(v, &c) >= 0) {
+		r = give_up_claim(op, a);
+	} else {
+		step_done("claim-checked");
+		r = create_claimed(op, v, a, &c, strict, block);
+	}
+	if (v == &own)
+		claim_view_free(&own);
 	return r;
 }
 
-/* Claim @c for @node: a pending affinity, the block, the affinity confirmed. */
-static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, bool strict,
-		      struct br_ipamblock **out)
+/* Claim @c for @node, decided from @v: a pending affinity, then the block with it confirmed. */
+static int claim_cidr(struct op *op, struct claim_view *v, const struct br_cidr *c,
+		      const char *node, bool strict, struct br_ipamblock **out)
 {
 	char name[IPAM_BLOCK_NAME_LEN], cbuf[CIDR_STRLEN];
 	ipam_block_name(c, name);
@@ -456,7 +572,10 @@ static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, 
 	a->spec.state = "pending";
 	int r = ds_create(op->d, &a->o);
 	if (r == -EEXIST) {
-		/* Ours from an earlier attempt (affinities are per node): carry on with it. */
+		/*
+		 * Ours from an earlier attempt (affinities are per node), or one whose
+		 * block was just released: carry on with it; its revision guards it.
+		 */
 		model_free(&a->o);
 		struct br_object *o = NULL;
 		r = ds_get(op->d, model_kind(KIND_BLOCKAFFINITY), node, name, &o);
@@ -468,32 +587,9 @@ static int claim_cidr(struct op *op, const struct br_cidr *c, const char *node, 
 		return op_ds_error(op, r);
 	}
 	step_done("claim-pending");
-	r = finish_claim(op, a, strict, out);
+	r = finish_claim(op, v, a, strict, out);
 	model_free(&a->o);
 	return r;
-}
-
-/* Claim the first unclaimed block of @pool for @node. */
-static int claim_block(struct op *op, const struct br_ippool *pool, const char *node, bool strict,
-		       struct br_ipamblock **out)
-{
-	struct objs blocks = { 0 };
-	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
-	if (r < 0)
-		return r;
-	struct br_cidr *taken = xcalloc(blocks.n + 1, sizeof(*taken));
-	size_t nt = 0;
-	for (size_t i = 0; i < blocks.n; i++)
-		if (ipam_block_name_parse(blocks.v[i]->meta.name, &taken[nt]) == 0)
-			nt++;
-	objs_free(&blocks);
-	struct br_cidr c;
-	r = ipam_pool_free_block(pool, taken, nt, &c);
-	free(taken);
-	if (r < 0)
-		return r;
-	step_done("claim-listed");
-	return claim_cidr(op, &c, node, strict, out);
 }
 
 /* --- assigning ------------------------------------------------------------------------------ */
@@ -565,7 +661,7 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 		if (streq(a->spec.state, "pending")) {
 			int r = need_cfg(op, c);
 			if (r == 0)
-				r = finish_claim(op, a, c->cfg.strict, NULL);
+				r = finish_claim(op, NULL, a, c->cfg.strict, NULL);
 			if (r < 0)
 				return r == -ECANCELED ? -EAGAIN : r;
 			/* Confirmed now; its revision moved, so read everything again. */
@@ -604,43 +700,66 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 	return -ENOSPC;
 }
 
+/* Claim the first block of a usable pool that overlaps no existing block. */
 static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
 {
-	for (size_t i = 0; i < c->n_usable; i++) {
-		struct br_ipamblock *b;
-		int r = claim_block(op, c->usable[i], c->req->node, c->cfg.strict, &b);
-		if (r == -ENOSPC)
+	struct claim_view v;
+	int r = claim_view_read(op, &v);
+	if (r < 0)
+		return r;
+	size_t nt;
+	struct br_cidr *taken = view_taken(&v, &nt);
+	r = -ENOSPC;
+	for (size_t i = 0; i < c->n_usable && r == -ENOSPC; i++) {
+		struct br_cidr bc;
+		if (ipam_pool_free_block(c->usable[i], taken, nt, &bc) < 0)
 			continue;
-		if (r < 0)
-			return r == -ECANCELED ? -EAGAIN : r;
+		step_done("claim-listed");
+		struct br_ipamblock *b;
+		r = claim_cidr(op, &v, &bc, c->req->node, c->cfg.strict, &b);
+		if (r < 0) {
+			r = r == -ECANCELED ? -EAGAIN : r;
+			break;
+		}
 		r = assign_from(op, c, b, out);
 		model_free(&b->o);
 		if (r == 0)
 			set_pool(out, c->usable[i]);
-		return r;
 	}
-	return -ENOSPC;
+	free(taken);
+	claim_view_free(&v);
+	return r;
 }
 
-/* Borrow from any block of a usable pool, scanning from a node-dependent start. */
+/*
+ * Borrow from any block of a usable pool, scanning from a node-dependent
+ * start. A block that overlaps another (made before overlaps were refused)
+ * is left alone: its addresses may be the other block's too.
+ */
 static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
 {
 	struct objs blocks = { 0 };
 	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
 	if (r < 0)
 		return r;
+	struct br_cidr *cidrs = xcalloc(blocks.n + 1, sizeof(*cidrs));
+	bool *valid = xcalloc(blocks.n + 1, sizeof(*valid));
+	for (size_t i = 0; i < blocks.n; i++)
+		valid[i] = ipam_block_validate((struct br_ipamblock *)blocks.v[i], &cidrs[i],
+					       NULL) == 0;
+	struct ipam_pair *pairs;
+	size_t np = ipam_overlaps(cidrs, blocks.n, &pairs);
+	for (size_t i = 0; i < np; i++)
+		valid[pairs[i].i] = valid[pairs[i].j] = false;
+	free(pairs);
 	r = -ENOSPC;
 	size_t start = blocks.n ? (size_t)(node_hash(c->req->node) % blocks.n) : 0;
 	for (size_t k = 0; k < blocks.n; k++) {
-		struct br_ipamblock *b = (struct br_ipamblock *)blocks.v[(start + k) % blocks.n];
-		struct br_cidr bc;
-		struct strbuf junk = STRBUF_INIT;
-		sb_init(&junk);
-		bool valid = ipam_block_validate(b, &bc, &junk) == 0;
-		sb_free(&junk);
-		if (!valid || !ipam_block_free_count(b))
+		size_t i = (start + k) % blocks.n;
+		struct br_ipamblock *b = (struct br_ipamblock *)blocks.v[i];
+		if (!valid[i] || !ipam_block_free_count(b))
 			continue;
-		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &bc);
+		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &cidrs[i]);
 		if (!p)
 			continue;
 		r = assign_from(op, c, b, out);
@@ -648,59 +767,142 @@ static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assi
 			set_pool(out, p);
 		break;
 	}
+	free(cidrs);
+	free(valid);
 	objs_free(&blocks);
 	return r;
 }
 
-static const struct br_ippool *pool_containing(const struct objs *pools, const struct br_ip *ip)
+/*
+ * The existing block for requested address @ip, in @v: -ENOENT when there
+ * is none, -EINVAL (with the reason) when blocks that overlap both hold it.
+ */
+static int requested_block(struct op *op, const struct claim_view *v, const struct br_ip *ip,
+			   struct br_ipamblock **out)
 {
-	for (size_t i = 0; i < pools->n; i++) {
-		struct br_cidr b;
-		if (ipam_pool_block_of((const struct br_ippool *)pools->v[i], ip, &b) == 0)
-			return (const struct br_ippool *)pools->v[i];
+	struct br_ipamblock *found = NULL;
+	for (size_t i = 0; i < v->blocks.n; i++) {
+		if (!v->cidrs[i].ip.family || !cidr_contains_ip(&v->cidrs[i], ip))
+			continue;
+		if (found) {
+			char ipb[IP_STRLEN];
+			sb_reset(op->err);
+			sb_addf(op->err,
+				"requested address %s is in blocks %s and %s, which overlap "
+				"(see brindlectl ipam check)",
+				ip_str(ip, ipb), found->o.meta.name, v->blocks.v[i]->meta.name);
+			return -EINVAL;
+		}
+		found = (struct br_ipamblock *)v->blocks.v[i];
 	}
-	return NULL;
+	if (!found)
+		return -ENOENT;
+	/* Read again: the view's copy is shared by the other requested addresses. */
+	return get_block(op, found->o.meta.name, out);
+}
+
+/*
+ * The block to claim for requested address @ip: of the first pool that
+ * holds @ip and serves the node whose block for it overlaps no existing
+ * block. -EINVAL with the reason when there is none.
+ */
+static int requested_claim(struct op *op, struct assign_ctx *c, const struct claim_view *v,
+			   const struct br_ip *ip, struct br_cidr *out,
+			   const struct br_ippool **pool)
+{
+	const struct br_labels *nl = c->node ? &c->node->meta.labels : NULL;
+	char ipb[IP_STRLEN];
+	bool in_pool = false, serves = false;
+	ssize_t clash = -1;
+	sb_reset(op->err);
+	for (size_t i = 0; i < c->pools.n; i++) {
+		const struct br_ippool *p = (const struct br_ippool *)c->pools.v[i];
+		struct br_cidr bc;
+		if (ipam_pool_block_of(p, ip, &bc) < 0)
+			continue;
+		/* Why the first pool that holds it does not serve the node, if none does. */
+		struct strbuf *why = in_pool ? NULL : op->err;
+		in_pool = true;
+		if (!ipam_pool_serves(p, nl, why))
+			continue;
+		serves = true;
+		ssize_t o = view_overlap(v, &bc);
+		if (o < 0) {
+			sb_reset(op->err);
+			*out = bc;
+			*pool = p;
+			return 0;
+		}
+		clash = o;
+	}
+	if (!in_pool) {
+		sb_reset(op->err);
+		sb_addf(op->err, "requested address %s is in no IP pool", ip_str(ip, ipb));
+	} else if (!serves) {
+		sb_addf(op->err, " (requested address %s)", ip_str(ip, ipb));
+	} else {
+		sb_reset(op->err);
+		sb_addf(op->err,
+			"requested address %s: its block in every pool that holds it would "
+			"overlap block %s",
+			ip_str(ip, ipb), v->blocks.v[clash]->meta.name);
+	}
+	return -EINVAL;
 }
 
 static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
 {
 	const struct ipam_request *req = c->req;
 	const struct br_labels *nl = c->node ? &c->node->meta.labels : NULL;
-	int r0 = need_cfg(op, c);
-	if (r0 < 0)
-		return r0;
+	int r = need_cfg(op, c);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < req->n_ips; i++) {
-		char ipb[IP_STRLEN];
+		char ipb[IP_STRLEN], host[256];
 		const struct br_ip *ip = &req->ips[i];
 		bool held = false;
 		for (size_t k = 0; k < out->n; k++)
 			held |= ip_equal(&out->ips[k], ip);
 		if (held)
 			continue;
-		const struct br_ippool *p = pool_containing(&c->pools, ip);
-		sb_reset(op->err);
-		if (!p) {
-			sb_addf(op->err, "requested address %s is in no IP pool", ip_str(ip, ipb));
-			return -EINVAL;
+		/* Read per address: a block claimed for the previous one is in the next view. */
+		struct claim_view v;
+		if ((r = claim_view_read(op, &v)) < 0)
+			return r;
+		struct br_ipamblock *b = NULL;
+		const struct br_ippool *p = NULL;
+		r = requested_block(op, &v, ip, &b);
+		if (r == 0) {
+			struct br_cidr bc;
+			r = ipam_block_name_parse(b->o.meta.name, &bc);
+			for (size_t k = 0; k < c->pools.n && r == 0 && !p; k++) {
+				const struct br_ippool *q = (const struct br_ippool *)c->pools.v[k];
+				if (pool_of_block(&q, 1, &bc))
+					p = q;
+			}
+			sb_reset(op->err);
+			if (!p) {
+				sb_addf(op->err, "requested address %s is in no IP pool",
+					ip_str(ip, ipb));
+				r = -EINVAL;
+			} else if (!ipam_pool_serves(p, nl, op->err)) {
+				sb_addf(op->err, " (requested address %s)", ip_str(ip, ipb));
+				r = -EINVAL;
+			}
+		} else if (r == -ENOENT) {
+			/* Nobody has a block for it yet: claim one for this node. */
+			struct br_cidr bc;
+			r = requested_claim(op, c, &v, ip, &bc, &p);
+			if (r == 0) {
+				step_done("claim-listed");
+				r = claim_cidr(op, &v, &bc, req->node, c->cfg.strict, &b);
+				if (r == -ECANCELED)
+					r = -EAGAIN;
+			}
 		}
-		if (!ipam_pool_serves(p, nl, op->err)) {
-			sb_addf(op->err, " (requested address %s)", ip_str(ip, ipb));
-			return -EINVAL;
-		}
-		struct br_cidr bc;
-		char name[IPAM_BLOCK_NAME_LEN], host[256];
-		int r = ipam_pool_block_of(p, ip, &bc);
-		if (r < 0)
-			return -EINVAL;
-		ipam_block_name(&bc, name);
-		struct br_ipamblock *b;
-		r = get_block(op, name, &b);
-		if (r == -ENOENT) {
-			/* Nobody has the block yet: claim it for this node. */
-			r = claim_cidr(op, &bc, req->node, c->cfg.strict, &b);
-			if (r < 0)
-				return r == -ECANCELED ? -EAGAIN : r;
-		} else if (r < 0) {
+		claim_view_free(&v);
+		if (r < 0) {
+			model_free(b ? &b->o : NULL);
 			return r;
 		}
 		const char *owner = ipam_block_host(b, host, sizeof(host));
@@ -708,9 +910,8 @@ static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_ass
 			sb_reset(op->err);
 			sb_addf(op->err,
 				"requested address %s is in block %s of node %s, and "
-				"StrictAffinity "
-				"forbids borrowing",
-				ip_str(ip, ipb), name, owner);
+				"StrictAffinity forbids borrowing",
+				ip_str(ip, ipb), b->o.meta.name, owner);
 			model_free(&b->o);
 			return -EINVAL;
 		}
@@ -921,177 +1122,351 @@ int ipam_release_handle(struct ds *d, const char *handle, int64_t now, long time
 	}
 }
 
-static int find_block_of(struct op *op, const struct br_ip *ip, struct br_ipamblock **out)
+/*
+ * Free @ip in @b (read just now) and count it off its handle, in one
+ * transaction; the handle goes when it holds nothing more. *hid gets the
+ * handle (caller frees).
+ */
+static int release_in_block(struct op *op, struct br_ipamblock *b, const struct br_ip *ip,
+			    int64_t now, char **hid)
+{
+	const char *h = NULL;
+	int r = ipam_block_release_ip(b, ip, now, &h);
+	if (r < 0)
+		return r == -ENOENT ? -ECANCELED : r; /* freed since it was read */
+	*hid = xstrdup(h);
+	struct br_ipamhandle *hd = NULL;
+	r = get_handle(op, *hid, &hd);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	struct ds_write w[2] = { { DS_WRITE_UPDATE, &b->o } };
+	size_t nw = 1;
+	if (hd) {
+		handle_set(hd, b->o.meta.name, handle_count(hd, b->o.meta.name) - 1);
+		w[nw++] = (struct ds_write){ hd->spec.block.n ? DS_WRITE_UPDATE : DS_WRITE_DELETE,
+					     &hd->o };
+	}
+	r = ds_write_all(op->d, w, nw);
+	model_free(hd ? &hd->o : NULL);
+	return r < 0 ? op_ds_error(op, r) : 0;
+}
+
+/*
+ * Every block that holds @ip for @holder (anyone when NULL). -ENXIO when no
+ * block holds it, -EBUSY (*busy: the holder) when only others do.
+ */
+static int release_ip_attempt(struct op *op, const struct br_ip *ip, const char *holder,
+			      int64_t now, char **handle, char **busy)
 {
 	struct objs blocks = { 0 };
 	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
 	if (r < 0)
 		return r;
-	r = -ENOENT;
-	for (size_t i = 0; i < blocks.n; i++) {
+	size_t done = 0;
+	for (size_t i = 0; i < blocks.n && r == 0; i++) {
+		struct br_ipamblock *b = (struct br_ipamblock *)blocks.v[i];
 		struct br_cidr c;
-		if (ipam_block_name_parse(blocks.v[i]->meta.name, &c) == 0 &&
-		    cidr_contains_ip(&c, ip)) {
-			*out = (struct br_ipamblock *)blocks.v[i];
-			blocks.v[i] = blocks.v[--blocks.n];
-			r = 0;
+		if (ipam_block_name_parse(b->o.meta.name, &c) < 0 || !cidr_contains_ip(&c, ip))
+			continue;
+		sb_reset(op->err);
+		if (ipam_block_validate(b, NULL, op->err) < 0) {
+			r = -EUCLEAN;
 			break;
 		}
+		const char *h = ipam_block_handle_of(b, ip);
+		if (!h)
+			continue;
+		if (holder && !streq(h, holder)) {
+			free(*busy);
+			*busy = xstrdup(h);
+			continue;
+		}
+		char *hid = NULL;
+		r = release_in_block(op, b, ip, now, &hid);
+		if (r == 0 && !done++ && handle) {
+			free(*handle);
+			*handle = hid;
+			hid = NULL;
+		}
+		free(hid);
 	}
 	objs_free(&blocks);
+	if (r == 0 && !done)
+		r = *busy ? -EBUSY : -ENXIO;
 	return r;
 }
 
-static int release_ip_attempt(struct op *op, const struct br_ip *ip, int64_t now, char **handle)
-{
-	struct br_ipamblock *b;
-	int r = find_block_of(op, ip, &b);
-	if (r == -ENOENT)
-		return -ENXIO;
-	if (r < 0)
-		return r;
-	sb_reset(op->err);
-	if (ipam_block_validate(b, NULL, op->err) < 0) {
-		model_free(&b->o);
-		return -EUCLEAN;
-	}
-	const char *h = NULL;
-	r = ipam_block_release_ip(b, ip, now, &h);
-	if (r < 0) {
-		model_free(&b->o);
-		return r == -ENOENT ? -ENXIO : r;
-	}
-	char *hid = xstrdup(h);
-	r = commit_block(op, b);
-	if (r == 0) {
-		/* The handle counts one address fewer in this block; gone at zero. */
-		struct br_ipamhandle *hd;
-		if (get_handle(op, hid, &hd) == 0) {
-			int64_t cnt = handle_count(hd, b->o.meta.name);
-			handle_set(hd, b->o.meta.name, cnt - 1);
-			int w = hd->spec.block.n ? ds_update(op->d, &hd->o)
-						 : ds_delete(op->d, model_kind(KIND_IPAMHANDLE),
-							     NULL, hid, hd->o.revision);
-			(void)w; /* a stale count only misleads reports; release finds blocks */
-			model_free(&hd->o);
-		}
-	}
-	model_free(&b->o);
-	if (r == 0 && handle)
-		*handle = hid;
-	else
-		free(hid);
-	return r;
-}
-
-int ipam_release_ip(struct ds *d, const struct br_ip *ip, int64_t now, char **handle,
-		    struct strbuf *err)
+int ipam_release_ip(struct ds *d, const struct br_ip *ip, const char *holder, int64_t now,
+		    char **handle, struct strbuf *err)
 {
 	struct op op;
 	op_init(&op, d, 0, err);
+	char *got = NULL, *busy = NULL;
 	for (;;) {
-		int r = release_ip_attempt(&op, ip, now, handle);
-		if (r == 0)
-			return 0;
-		if (r == -ENXIO) {
-			char b[IP_STRLEN];
+		free(busy);
+		busy = NULL;
+		int r = release_ip_attempt(&op, ip, holder, now, &got, &busy);
+		char b[IP_STRLEN];
+		if (r == -ENXIO || r == -EBUSY) {
+			/* An earlier attempt may have done it, its answer lost. */
+			if (got)
+				r = 0;
 			sb_reset(err);
-			sb_addf(err, "%s is not assigned", ip_str(ip, b));
-			return -ENOENT;
+			if (r == -ENXIO)
+				sb_addf(err, "%s is not assigned", ip_str(ip, b));
+			else if (r == -EBUSY)
+				sb_addf(err, "%s is now held by handle %s, not %s", ip_str(ip, b),
+					busy, holder);
+			r = r == -ENXIO ? -ENOENT : r;
 		}
-		if (!op_again(&op, r))
-			return op_give_up(&op, r, "releasing the address");
+		if (r == 0 || !op_again(&op, r)) {
+			free(busy);
+			if (r == 0 && handle)
+				*handle = got;
+			else
+				free(got);
+			return r == 0 || r == -ENOENT || r == -EBUSY || r == -EUCLEAN
+				       ? r
+				       : op_give_up(&op, r, "releasing the address");
+		}
 	}
 }
 
-/* --- empty blocks --------------------------------------------------------------------------- */
+/* --- empty blocks, orphans and pending claims ------------------------------------------------ */
 
-static int sweep_one(struct op *op, struct br_blockaffinity *a, int64_t now, int64_t grace_s,
-		     size_t *released)
+struct sweep {
+	struct op *op;
+	const struct ipam_sweep *s;
+	struct ipam_swept *out;
+	struct objs blocks, affs; /* blocks: all (without by_node) */
+	bool *overlapped;	  /* per block: it overlaps another */
+};
+
+static bool sweep_overlapped(const struct sweep *w, const char *block)
 {
-	const char *node = a->spec.node;
+	for (size_t i = 0; i < w->blocks.n; i++)
+		if (streq(w->blocks.v[i]->meta.name, block))
+			return w->overlapped[i];
+	return false;
+}
+
+/* "2006-01-02T15:04:05Z" → seconds; -1 when it is not that. */
+static int64_t parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	return end && !*end ? (int64_t)timegm(&tm) : -1;
+}
+
+/*
+ * A pending claim is stale — no claim in progress will finish it — when its
+ * node sweeps (its own claims run under the same host lock, and a racing one
+ * only loses its compare-and-swap), when its node has no Node resource, or
+ * when it is older than the grace period (a claim takes seconds).
+ */
+static int pending_stale(struct sweep *w, const struct br_blockaffinity *a, bool *stale)
+{
+	const struct ipam_sweep *s = w->s;
+	if (s->by_node && streq(s->node, a->spec.node)) {
+		*stale = true;
+		return 0;
+	}
+	int64_t born = parse_time(a->o.meta.creation_timestamp);
+	if (born < 0 || s->now - born >= s->grace_s) {
+		*stale = true;
+		return 0;
+	}
+	struct br_object *n;
+	int r = ds_get(w->op->d, model_kind(KIND_NODE), NULL, a->spec.node, &n);
+	if (r == -ENOENT) {
+		*stale = true;
+		return 0;
+	}
+	if (r < 0)
+		return op_ds_error(w->op, r);
+	model_free(n);
+	*stale = false;
+	return 0;
+}
+
+/* Withdraw a stale pending claim, or confirm it when its block is the node's already. */
+static int settle_pending(struct sweep *w, struct br_blockaffinity *a)
+{
+	bool stale;
+	int r = pending_stale(w, a, &stale);
+	if (r < 0 || !stale)
+		return r;
+	struct br_ipamblock *b;
+	r = get_block(w->op, a->o.meta.name, &b);
+	if (r == -ENOENT) {
+		r = withdraw(w->op, a);
+	} else if (r == 0) {
+		char host[256];
+		r = streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)
+			    ? set_affinity_state(w->op, a, "confirmed")
+			    : withdraw(w->op, a);
+		model_free(&b->o);
+	}
+	if (r == 0)
+		w->out->claims++;
+	return r;
+}
+
+static int sweep_one(struct sweep *w, struct br_blockaffinity *a)
+{
+	struct op *op = w->op;
+	const struct ipam_sweep *s = w->s;
+	if (streq(a->spec.state, "pending"))
+		return settle_pending(w, a);
 	struct br_ipamblock *b;
 	int r = get_block(op, a->o.meta.name, &b);
-	if (r == -ENOENT) {
-		/* Pending: a claim may be in flight. Otherwise nothing to route: drop it. */
-		if (streq(a->spec.state, "pending"))
-			return 0;
-		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
-			      a->o.revision);
-		return r < 0 ? op_ds_error(op, r) : 0;
+	char host[256];
+	if (r == -ENOENT ||
+	    (r == 0 && !streq(ipam_block_host(b, host, sizeof(host)), a->spec.node))) {
+		/* Nothing to route (or a lost claim's leftover: the block is another's). */
+		if (r == 0)
+			model_free(&b->o);
+		return withdraw(op, a);
 	}
 	if (r < 0)
 		return r;
-	char host[256];
-	if (!streq(ipam_block_host(b, host, sizeof(host)), node)) {
-		/* A lost claim's leftover; the block is someone else's. */
-		model_free(&b->o);
-		if (streq(a->spec.state, "pending"))
-			return 0;
-		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
-			      a->o.revision);
-		return r < 0 ? op_ds_error(op, r) : 0;
-	}
-	if (streq(a->spec.state, "pending")) {
-		model_free(&b->o);
-		return 0;
-	}
 	if (ipam_block_used(b) > 0) {
 		r = streq(a->spec.state, "pendingDeletion") ? set_affinity_state(op, a, "confirmed")
 							    : 0;
 		model_free(&b->o);
 		return r;
 	}
+	/* An empty block overlapping another goes at once: it must not hand out addresses. */
+	bool at_once = sweep_overlapped(w, b->o.meta.name);
 	int64_t since = ipam_block_empty_since(b);
-	if (since < 0) {
-		ipam_block_mark_empty(b, now);
+	if (!at_once && since < 0) {
+		ipam_block_mark_empty(b, s->now);
 		r = commit_block(op, b);
 		model_free(&b->o);
 		return r;
 	}
-	if (now - since < grace_s) {
+	if (!at_once && s->now - since < s->grace_s) {
 		model_free(&b->o);
 		return 0;
 	}
-	/* Withdraw the route first, then the block only if still untouched, then the claim. */
+	/* Withdraw the route first, then block and claim together if both are unchanged. */
+	step_done("sweep-decided");
 	if (!streq(a->spec.state, "pendingDeletion"))
 		r = set_affinity_state(op, a, "pendingDeletion");
 	if (r == 0) {
 		step_done("sweep-withdrawn");
-		r = ds_delete(op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
-			      b->o.revision);
+		struct ds_write wr[2] = { { DS_WRITE_DELETE, &b->o }, { DS_WRITE_DELETE, &a->o } };
+		r = ds_write_all(op->d, wr, 2);
 		r = r < 0 ? op_ds_error(op, r) : 0;
-	}
-	if (r == 0) {
-		step_done("sweep-block-deleted");
-		r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), node, a->o.meta.name,
-			      a->o.revision);
-		r = r < 0 ? op_ds_error(op, r) : 0;
-		if (r == 0 && released)
-			(*released)++;
+		if (r == 0)
+			w->out->empty++;
 	}
 	model_free(&b->o);
 	return r;
 }
 
-int ipam_release_empty_blocks(struct ds *d, const char *node, int64_t now, int64_t grace_s,
-			      size_t *released, struct strbuf *err)
+/* Whether @w's affinities include @node's for @block. */
+static bool sweep_has_affinity(const struct sweep *w, const char *node, const char *block)
+{
+	for (size_t i = 0; i < w->affs.n; i++) {
+		const struct br_blockaffinity *a = (const struct br_blockaffinity *)w->affs.v[i];
+		if (streq(a->spec.node, node) && streq(a->o.meta.name, block))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * An empty block that no affinity of its node backs (or that has no node)
+ * routes nowhere and is nobody's to reuse: delete it if still unchanged.
+ * Blocks were listed before affinities and a block is created together
+ * with its affinity, so a block listed without one is an orphan unless an
+ * affinity appeared since: asked again before the delete.
+ */
+static int sweep_orphan(struct sweep *w, struct br_ipamblock *b)
+{
+	char host[256];
+	const char *node = ipam_block_host(b, host, sizeof(host));
+	if (w->s->node && !streq(node, w->s->node))
+		return 0;
+	if (ipam_block_validate(b, NULL, NULL) < 0 || ipam_block_used(b) > 0)
+		return 0;
+	if (node && sweep_has_affinity(w, node, b->o.meta.name))
+		return 0;
+	if (node) {
+		struct br_object *a;
+		int r = ds_get(w->op->d, model_kind(KIND_BLOCKAFFINITY), node, b->o.meta.name, &a);
+		if (r == 0) {
+			model_free(a);
+			return 0;
+		}
+		if (r != -ENOENT)
+			return op_ds_error(w->op, r);
+	}
+	int r = ds_delete(w->op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
+			  b->o.revision);
+	if (r == 0)
+		w->out->orphans++;
+	return r < 0 && r != -ENOENT ? op_ds_error(w->op, r) : 0;
+}
+
+static void sweep_free(struct sweep *w)
+{
+	objs_free(&w->blocks);
+	objs_free(&w->affs);
+	free(w->overlapped);
+	w->overlapped = NULL;
+}
+
+static int sweep_attempt(struct sweep *w)
+{
+	int r = 0;
+	/* The node's own sweep (every CNI DEL) reads only its affinities; the rest is maintenance.
+	 */
+	if (!w->s->by_node) {
+		r = list(w->op, KIND_IPAMBLOCK, NULL, &w->blocks);
+		if (r < 0)
+			return r;
+		struct br_cidr *c = xcalloc(w->blocks.n + 1, sizeof(*c));
+		for (size_t i = 0; i < w->blocks.n; i++)
+			if (ipam_block_name_parse(w->blocks.v[i]->meta.name, &c[i]) < 0)
+				c[i] = (struct br_cidr){ 0 };
+		struct ipam_pair *pairs;
+		size_t np = ipam_overlaps(c, w->blocks.n, &pairs);
+		w->overlapped = xcalloc(w->blocks.n + 1, sizeof(*w->overlapped));
+		for (size_t i = 0; i < np; i++)
+			w->overlapped[pairs[i].i] = w->overlapped[pairs[i].j] = true;
+		free(pairs);
+		free(c);
+	}
+	r = list(w->op, KIND_BLOCKAFFINITY, w->s->node, &w->affs);
+	for (size_t i = 0; i < w->affs.n && r == 0; i++) {
+		r = sweep_one(w, (struct br_blockaffinity *)w->affs.v[i]);
+		if (r == -EUCLEAN)
+			r = 0; /* damaged blocks are for ipam check, not for us */
+	}
+	for (size_t i = 0; i < w->blocks.n && r == 0; i++)
+		r = sweep_orphan(w, (struct br_ipamblock *)w->blocks.v[i]);
+	sweep_free(w);
+	return r;
+}
+
+int ipam_release_empty_blocks(struct ds *d, const struct ipam_sweep *s, struct ipam_swept *out,
+			      struct strbuf *err)
 {
 	struct op op;
-	size_t n = 0;
-	op_init(&op, d, 0, err);
+	struct ipam_swept n = { 0 };
+	if (s->by_node && (!s->node || !*s->node)) {
+		sb_addf(err, "a node's own sweep needs the node");
+		return -EINVAL;
+	}
+	op_init(&op, d, s->timeout_ms, err);
+	struct sweep w = { .op = &op, .s = s, .out = &n };
 	for (;;) {
-		struct objs affs = { 0 };
-		int r = list(&op, KIND_BLOCKAFFINITY, node, &affs);
-		for (size_t i = 0; i < affs.n && r == 0; i++) {
-			r = sweep_one(&op, (struct br_blockaffinity *)affs.v[i], now, grace_s, &n);
-			if (r == -EUCLEAN)
-				r = 0; /* damaged blocks are for ipam check, not for us */
-		}
-		objs_free(&affs);
+		int r = sweep_attempt(&w);
 		if (r == 0) {
-			if (released)
-				*released = n;
+			if (out)
+				*out = n;
 			return 0;
 		}
 		if (!op_again(&op, r))

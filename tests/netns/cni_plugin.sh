@@ -58,6 +58,11 @@ etcd_count() { # number of keys under a prefix
 		sed -n 's/.*"count":"\([0-9]*\)".*/\1/p' | grep . || echo 0
 }
 
+# Containers' handles: not the marker every block claim updates (IPAM_CLAIMS_MARKER).
+handle_count() {
+	echo $(($(etcd_count /calico/ipam/v2/handle/) - $(etcd_count /calico/ipam/v2/handle/brindle-block-claims)))
+}
+
 # --- ADD -----------------------------------------------------------------------------------
 P1=${BT_PREFIX}p1
 new_pod_ns "$P1"
@@ -131,7 +136,7 @@ bt_expect_contains "CHECK before 0.4.0 is refused" '"code":1' "$out"
 # A retried ADD (same container) keeps the address; the interface is already there.
 cni brindle-cni ADD "$C1" "/var/run/netns/$P1" "$ARGS1" < <(conf 1.0.0)
 bt_expect_contains "second ADD refused" "already has an interface eth0" "$out"
-bt_expect_eq "address kept after a refused ADD" 1 "$(etcd_count /calico/ipam/v2/handle/)"
+bt_expect_eq "address kept after a refused ADD" 1 "$(handle_count)"
 
 # --- another sandbox of the same pod; DEL of the old one keeps the new one's things ----------
 P2=${BT_PREFIX}p2
@@ -150,7 +155,7 @@ bt_expect_contains "the new sandbox keeps its endpoint" "\"containerID\": \"$C2\
 bt_expect_contains "the new sandbox keeps its veth" "ee:ee:ee:ee:ee:ee" "$(ip -n "$HOST" link show "$VETH1")"
 bt_expect_eq "the new sandbox keeps its route" "10.244.0.1 dev $VETH1 scope link " \
 	"$(ip -n "$HOST" -4 route show proto 80)"
-bt_expect_eq "only the old handle was released" 1 "$(etcd_count /calico/ipam/v2/handle/)"
+bt_expect_eq "only the old handle was released" 1 "$(handle_count)"
 cni brindle-cni CHECK "$C2" "/var/run/netns/$P2" "$ARGS2" < <(conf 1.0.0)
 [ "$rc" -eq 0 ] || bt_fail "CHECK of the new sandbox failed: $out"
 
@@ -161,7 +166,7 @@ bt_expect_eq "no pod interface" "" "$(ip -n "$P2" -o link show eth0 2>/dev/null 
 bt_expect_eq "no host veth" "" "$(ip -n "$HOST" -o link show | grep cali || true)"
 bt_expect_eq "no host route" "" "$(ip -n "$HOST" -4 route show proto 80)"
 bt_expect_eq "no endpoint" 0 "$(etcd_count /calico/resources/v3/projectcalico.org/workloadendpoints/)"
-bt_expect_eq "no handle" 0 "$(etcd_count /calico/ipam/v2/handle/)"
+bt_expect_eq "no handle" 0 "$(handle_count)"
 cni brindle-cni DEL "$C2" "/var/run/netns/$P2" "$ARGS2" < <(conf 1.0.0)
 [ "$rc" -eq 0 ] || bt_fail "second DEL failed: $out"
 cni brindle-cni DEL "$C2" "" "$ARGS2" < <(conf 1.0.0)
@@ -188,7 +193,7 @@ bt_expect_contains "0.2.0 result, the address free longest first" '"ip4":{"ip":"
 cni brindle-cni DEL c4 "/var/run/netns/$P4" "" < <(conf 0.2.0)
 cni brindle-cni DEL "$C3" "/var/run/netns/$P3" "" < <(conf 0.3.1)
 [ "$rc" -eq 0 ] || bt_fail "DEL (0.3.1) failed: $out"
-bt_expect_eq "nothing left" "0 0" "$(etcd_count /calico/ipam/v2/handle/) $(etcd_count /calico/resources/v3/projectcalico.org/workloadendpoints/)"
+bt_expect_eq "nothing left" "0 0" "$(handle_count) $(etcd_count /calico/resources/v3/projectcalico.org/workloadendpoints/)"
 
 # --- errors as CNI error documents ---------------------------------------------------------
 cni brindle-cni ADD "" "/var/run/netns/$P3" "" < <(conf 1.0.0)
@@ -201,7 +206,7 @@ cni brindle-cni ADD c5 "/var/run/netns/$P3" "" < <(conf 1.0.0 '"args": {"cni": {
 bt_expect_contains "address outside the pools" "in no IP pool" "$out"
 cni brindle-cni ADD c6 "/var/run/netns/${BT_PREFIX}nope" "" < <(conf 1.0.0)
 bt_expect_contains "missing namespace" '"code":3' "$out"
-bt_expect_eq "no handle after failures" 0 "$(etcd_count /calico/ipam/v2/handle/)"
+bt_expect_eq "no handle after failures" 0 "$(handle_count)"
 cni brindle-cni VERSION x "" "" <<<'{"cniVersion": "0.4.0"}'
 bt_expect_contains "VERSION" '"supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0"]' "$out"
 
@@ -218,7 +223,7 @@ cni brindle-ipam CHECK ipam1 "" "" <<<"${ipam_conf%\}}, \"prevResult\": $out}"
 [ "$rc" -eq 0 ] || bt_fail "brindle-ipam CHECK failed: $out"
 cni brindle-ipam DEL ipam1 "" "" <<<"$ipam_conf"
 [ "$rc" -eq 0 ] || bt_fail "brindle-ipam DEL failed: $out"
-bt_expect_eq "IPAM DEL released it" 0 "$(etcd_count /calico/ipam/v2/handle/)"
+bt_expect_eq "IPAM DEL released it" 0 "$(handle_count)"
 cni brindle-ipam CHECK ipam1 "" "" <<<"$ipam_conf"
 bt_expect_contains "IPAM CHECK after DEL" '"code":103' "$out"
 

@@ -1,7 +1,8 @@
 /*
  * IPAM's pure half: ordinals inside a block (FIFO reuse, attributes shared
  * and compacted, empty marks), block names, the next unclaimed block of a
- * pool, and which pools serve a node.
+ * pool (overlapping no block of any size), overlapping blocks, whether an
+ * address's owner is gone, and which pools serve a node.
  */
 #include "harness.h"
 
@@ -261,6 +262,141 @@ static void test_pools(void **state)
 	arena_free(la);
 }
 
+/*
+ * Blocks of another size (an overlapping pool, a pool whose blockSize was
+ * changed) rule out every block they overlap, not only the one of the same
+ * CIDR: matching exact CIDRs handed 10.1.0.0 out twice.
+ */
+static void test_free_block_overlaps(void **state)
+{
+	struct br_ippool *p =
+		pool("apiVersion: projectcalico.org/v3\nkind: IPPool\n"
+		     "metadata: {name: p}\nspec: {cidr: 10.1.0.0/24, blockSize: 28}\n");
+	struct br_cidr got, want;
+	/* A larger block (a /26 of an overlapping pool) covers four /28s. */
+	struct br_cidr taken[5] = { parse_cidr("10.1.0.0/26") };
+	assert_int_equal(ipam_pool_free_block(p, taken, 1, &got), 0);
+	want = parse_cidr("10.1.0.64/28");
+	assert_int_equal(cidr_cmp(&got, &want), 0);
+	/* A smaller one (a /30) inside the next /28 rules it out too; order does not matter. */
+	taken[1] = taken[0];
+	taken[0] = parse_cidr("10.1.0.68/30");
+	assert_int_equal(ipam_pool_free_block(p, taken, 2, &got), 0);
+	want = parse_cidr("10.1.0.80/28");
+	assert_int_equal(cidr_cmp(&got, &want), 0);
+	/* Blocks elsewhere (another network, another family) change nothing. */
+	taken[2] = parse_cidr("10.2.0.0/26");
+	taken[3] = parse_cidr("fd00::/122");
+	taken[4] = parse_cidr("10.1.0.80/28");
+	assert_int_equal(ipam_pool_free_block(p, taken, 5, &got), 0);
+	want = parse_cidr("10.1.0.96/28");
+	assert_int_equal(cidr_cmp(&got, &want), 0);
+	/* A block that holds the whole pool leaves nothing. */
+	taken[0] = parse_cidr("10.0.0.0/8");
+	assert_int_equal(ipam_pool_free_block(p, taken, 1, &got), -ENOSPC);
+	model_free(&p->o);
+}
+
+static void test_overlaps(void **state)
+{
+	struct br_cidr v[6] = { parse_cidr("10.0.0.64/26"), parse_cidr("10.0.1.0/26"),
+				parse_cidr("10.0.0.0/24"),  parse_cidr("fd00::/122"),
+				parse_cidr("10.0.0.64/28"), parse_cidr("10.0.1.64/26") };
+	struct ipam_pair *pairs;
+	size_t n = ipam_overlaps(v, 6, &pairs);
+	/* /24 with both blocks inside it, and the /26 with the /28 inside it. */
+	assert_int_equal(n, 3);
+	bool seen[3] = { false };
+	for (size_t i = 0; i < n; i++) {
+		assert_true(pairs[i].i < pairs[i].j);
+		if (pairs[i].i == 0 && pairs[i].j == 2)
+			seen[0] = true;
+		else if (pairs[i].i == 2 && pairs[i].j == 4)
+			seen[1] = true;
+		else if (pairs[i].i == 0 && pairs[i].j == 4)
+			seen[2] = true;
+		else
+			fail_msg("unexpected pair %zu, %zu", pairs[i].i, pairs[i].j);
+	}
+	assert_true(seen[0] && seen[1] && seen[2]);
+	free(pairs);
+	v[0] = v[4]; /* the same block twice */
+	assert_int_equal(ipam_overlaps(v, 2, &pairs), 0);
+	free(pairs);
+	assert_int_equal(ipam_overlaps(&v[0], 1, &pairs), 0);
+	free(pairs);
+	struct br_cidr same[2] = { parse_cidr("10.9.0.0/26"), parse_cidr("10.9.0.0/26") };
+	assert_int_equal(ipam_overlaps(same, 2, &pairs), 1);
+	free(pairs);
+}
+
+static struct br_object *wep(const char *name, const char *cid, const char *ip)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+		 "metadata: {name: %s, namespace: ns}\n"
+		 "spec: {node: n1, interfaceName: cali1, containerID: %s, ipNetworks: [%s]}\n",
+		 name, cid, ip);
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	if (model_read("t", buf, strlen(buf), NULL, &objs, &n, &errs) < 0 || n != 1)
+		fail_msg("bad endpoint: %s", errs.n ? errs.v[0] : "");
+	struct br_object *o = objs[0];
+	free(objs);
+	return o;
+}
+
+/*
+ * Whether an address is a leak: only when brindle-cni assigned it (it writes
+ * an endpoint) and that endpoint is gone for longer than the grace period.
+ * brindle-ipam serving another plugin writes no endpoint: never known gone.
+ */
+static void test_owner_state(void **state)
+{
+	struct arena *a = arena_new();
+	struct br_ipam_attr attr = { .handle_id = "net.c1" };
+	labels_set(a, &attr.secondary, IPAM_ATTR_NAMESPACE, "ns");
+	labels_set(a, &attr.secondary, IPAM_ATTR_NODE, "n1");
+	labels_set(a, &attr.secondary, IPAM_ATTR_TIMESTAMP, "1000");
+	struct br_ip ip = IP("10.0.0.5");
+	struct br_object *weps[2] = { wep("other", "c9", "10.0.0.9/32") };
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	/* No endpoint attribute: brindle-ipam for another plugin. */
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 1, 5000, 300, &why),
+			 IPAM_OWNER_UNKNOWN);
+	assert_non_null(strstr(sb_str(&why), "writes no endpoints"));
+	/* An endpoint that has the address is live, whatever the attributes say. */
+	weps[1] = wep("pod-eth0", "c7", "10.0.0.5/32");
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 2, 5000, 300, NULL), IPAM_OWNER_LIVE);
+	model_free(weps[1]);
+	labels_set(a, &attr.secondary, IPAM_ATTR_ENDPOINT, "pod-eth0");
+	/* brindle-cni's, its endpoint gone for long enough: a leak. */
+	sb_reset(&why);
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 1, 5000, 300, &why), IPAM_OWNER_GONE);
+	assert_non_null(strstr(sb_str(&why), "ns/pod-eth0"));
+	/* ... but not within the grace period: the ADD may not have written it yet. */
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 1, 1299, 300, NULL),
+			 IPAM_OWNER_UNKNOWN);
+	/* The pod's endpoint now belongs to another container (a new sandbox): gone. */
+	weps[1] = wep("pod-eth0", "c2", "10.0.0.6/32");
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 2, 5000, 300, NULL), IPAM_OWNER_GONE);
+	model_free(weps[1]);
+	/* Its own container's endpoint exists (without the address): live. */
+	weps[1] = wep("pod-eth0", "c1", "10.0.0.6/32");
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 2, 5000, 300, NULL), IPAM_OWNER_LIVE);
+	model_free(weps[1]);
+	/* No time of assignment: an ADD in progress cannot be told apart. */
+	labels_del(&attr.secondary, IPAM_ATTR_TIMESTAMP);
+	assert_int_equal(ipam_owner_state(&attr, &ip, weps, 1, 5000, 300, NULL),
+			 IPAM_OWNER_UNKNOWN);
+	model_free(weps[0]);
+	sb_free(&why);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +405,9 @@ int main(void)
 		cmocka_unit_test(test_handles_and_specific),
 		cmocka_unit_test(test_validate_rejects),
 		cmocka_unit_test(test_pools),
+		cmocka_unit_test(test_free_block_overlaps),
+		cmocka_unit_test(test_overlaps),
+		cmocka_unit_test(test_owner_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

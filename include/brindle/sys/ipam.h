@@ -19,9 +19,16 @@
  *  - assigning for a handle that already holds addresses returns them:
  *    an ADD retried by the runtime allocates nothing new;
  *  - a node claims a block in two phases: a pending BlockAffinity, then the
- *    block created with that node's affinity, then the affinity confirmed.
- *    Only a confirmed affinity routes or allocates; leftover pending ones
- *    are finished or removed by the node's next operation.
+ *    block created with that node's affinity and the affinity confirmed, in
+ *    one transaction; an empty block and its affinity are deleted in one
+ *    transaction too. So a block never exists without its node's affinity
+ *    (no orphan) through our writes. Only a confirmed affinity routes or
+ *    allocates; leftover pending ones are finished or withdrawn by the
+ *    node's next operation, and by ipam_release_empty_blocks();
+ *  - no two blocks overlap: a new block overlaps no existing one of any
+ *    size (pools may overlap, a pool's blockSize may change), and block
+ *    creations are serialised by a marker every creation updates (see
+ *    IPAM_CLAIMS_MARKER), so two claims cannot both miss each other.
  *
  * Addresses are IPv4 today; the block layer is family-agnostic.
  */
@@ -44,6 +51,28 @@ struct ds;
 #define IPAM_DEFAULT_EMPTY_GRACE_S 300
 /* "10.244.0.0-26" plus NUL. */
 #define IPAM_BLOCK_NAME_LEN (IP_STRLEN + 5)
+/*
+ * The IPAMHandle every block creation updates in its transaction: a claim
+ * that read the blocks before another claim wrote one fails and reads again.
+ * Not a CNI handle (those are "<network>.<containerID>", with a dot).
+ */
+#define IPAM_CLAIMS_MARKER "brindle-block-claims"
+/* The marker's count of claims, so that its value changes with each. */
+#define IPAM_CLAIMS_ANNOTATION "ipam.brindle.projectcalico.org/claims"
+/* Before this many seconds an address without an endpoint may be an ADD in progress. */
+#define IPAM_DEFAULT_LEAK_GRACE_S 300
+
+/* Secondary attributes kept beside each address. */
+#define IPAM_ATTR_NAMESPACE "namespace"
+#define IPAM_ATTR_POD	    "pod"
+#define IPAM_ATTR_NODE	    "node"
+/*
+ * The WorkloadEndpoint (in "namespace") brindle-cni writes for the address.
+ * brindle-ipam serving another plugin sets none: no endpoint is written then.
+ */
+#define IPAM_ATTR_ENDPOINT "endpoint"
+/* When the address was assigned, in seconds since the epoch. */
+#define IPAM_ATTR_TIMESTAMP "timestamp"
 
 /* --- pure: blocks and pools -------------------------------------------------------------- */
 
@@ -108,11 +137,39 @@ void ipam_block_mark_empty(struct br_ipamblock *b, int64_t now);
 int ipam_pool_block_of(const struct br_ippool *pool, const struct br_ip *ip,
 		       struct br_cidr *out) must_check;
 /*
- * The first block of @pool (in address order) not in @taken. -ENOSPC when
- * every block exists.
+ * The first block of @pool (in address order) that overlaps none of @taken,
+ * the existing blocks of any size. -ENOSPC when there is none.
  */
 int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *taken, size_t n_taken,
 			 struct br_cidr *out) must_check;
+/* Two indices into a list of CIDRs, i < j. */
+struct ipam_pair {
+	size_t i, j;
+};
+/*
+ * Every pair of overlapping CIDRs of @v (blocks of any size, which nest or
+ * are disjoint): *pairs gets them (caller frees), the count is returned.
+ */
+size_t ipam_overlaps(const struct br_cidr *v, size_t n, struct ipam_pair **pairs);
+
+enum ipam_owner {
+	IPAM_OWNER_LIVE,    /* an endpoint has the address, or its container's endpoint exists */
+	IPAM_OWNER_GONE,    /* brindle-cni wrote an endpoint for it, which is gone */
+	IPAM_OWNER_UNKNOWN, /* no endpoint, but nothing shows that its owner is gone */
+};
+/*
+ * Whether whoever holds @ip (its attribute @attr) still exists, judged from
+ * the WorkloadEndpoints @weps: an endpoint with the address is live; else an
+ * address brindle-cni assigned (attribute "endpoint") whose endpoint is gone
+ * or now another container's is gone, once older than @grace_s at @now (an
+ * ADD writes its endpoint after the address). Anything else is unknown: an
+ * address brindle-ipam assigned for another plugin has no endpoint to look
+ * at. @why (optional) gets the reason.
+ */
+enum ipam_owner ipam_owner_state(const struct br_ipam_attr *attr, const struct br_ip *ip,
+				 struct br_object *const *weps, size_t n_weps, int64_t now,
+				 int64_t grace_s, struct strbuf *why);
+
 /*
  * Whether @pool serves workloads on a node with @node_labels: enabled, used
  * for workloads, its nodeSelector matches. When not, @why (optional) says
@@ -173,23 +230,50 @@ int ipam_release_handle(struct ds *d, const char *handle, int64_t now, long time
 			size_t *released, struct strbuf *err) must_check;
 
 /*
- * Free one address whatever holds it (brindlectl ipam release). *handle
- * (optional, caller frees) gets the handle that held it. -ENOENT when the
- * address is not allocated.
+ * Free one address (brindlectl ipam release, a failed ADD giving back what
+ * it took): in every block that holds it for @holder (for anyone when NULL;
+ * more than one block only when blocks overlap), each block together with
+ * its handle's count in one transaction. *handle (optional, caller frees)
+ * gets the handle that held it. -ENOENT when the address is not allocated,
+ * -EBUSY when another handle than @holder holds it now.
  */
-int ipam_release_ip(struct ds *d, const struct br_ip *ip, int64_t now, char **handle,
-		    struct strbuf *err) must_check;
+int ipam_release_ip(struct ds *d, const struct br_ip *ip, const char *holder, int64_t now,
+		    char **handle, struct strbuf *err) must_check;
+
+struct ipam_sweep {
+	/* Only this node's affinities and blocks; NULL: every node's, and blocks of none. */
+	const char *node;
+	/* The node itself sweeps (its CNI DEL): its pending claims are settled at once. */
+	bool by_node;
+	int64_t now;	 /* wall clock, seconds */
+	int64_t grace_s; /* how long a block stays empty, or a claim pending, before it goes */
+	long timeout_ms; /* 0 = 30 s */
+};
+
+struct ipam_swept {
+	size_t empty;	/* empty blocks released, with their affinity */
+	size_t orphans; /* empty blocks without an affinity, released */
+	size_t claims;	/* pending claims withdrawn (or confirmed: the block was the node's) */
+};
 
 /*
- * Every block affine to @node (all nodes when NULL) that has been empty for
- * at least @grace_s seconds at @now loses its affinity and is deleted:
- * affinity → pendingDeletion, block deleted if still unchanged (empty),
- * affinity deleted. A block that gained an address in the meantime keeps its
- * affinity. Empty blocks not yet marked get marked. *released (optional)
- * counts the blocks released.
+ * Repairs that need no owner's word, every step compare-and-swap:
+ *  - a block affine to a node that has been empty for @grace_s loses its
+ *    affinity: affinity → pendingDeletion (routes withdrawn), then block and
+ *    affinity deleted in one transaction if both are unchanged (an address
+ *    taken meanwhile keeps them, back to confirmed). Empty blocks not yet
+ *    marked get marked. An empty block that overlaps another block goes at
+ *    once;
+ *  - an affinity whose block is gone, or another node's, is deleted;
+ *  - a pending claim is settled — withdrawn, or confirmed when its block
+ *    exists for its node — when the node sweeps itself, when the node has no
+ *    Node resource, or when it has been pending for @grace_s;
+ *  - (without by_node) an empty block that no affinity of its node backs
+ *    (an orphan, left by older versions or other tools) is deleted.
+ * @out (optional) counts what was done.
  */
-int ipam_release_empty_blocks(struct ds *d, const char *node, int64_t now, int64_t grace_s,
-			      size_t *released, struct strbuf *err) must_check;
+int ipam_release_empty_blocks(struct ds *d, const struct ipam_sweep *s, struct ipam_swept *out,
+			      struct strbuf *err) must_check;
 
 /*
  * Test hook: when set, called between the steps of the operations that take
