@@ -11,8 +11,17 @@
 #include <string.h>
 
 #define DEFAULT_TIMEOUT_MS 10000
-#define CONNECT_TIMEOUT_MS 3000
-#define DEFAULT_PAGE	   500
+/*
+ * Keep-alive of every connection: over HTTP/2 one connection carries the
+ * watches and the requests, and whichever request opened it set its
+ * keep-alive. A dead server is noticed in ~10 s.
+ */
+#define KEEPALIVE_IDLE_S     4
+#define KEEPALIVE_INTERVAL_S 2
+#define KEEPALIVE_COUNT	     3
+#define USER_TIMEOUT_MS	     10000
+#define CONNECT_TIMEOUT_MS   3000
+#define DEFAULT_PAGE	     500
 /* Restarts of a list whose continue token expired before giving up. */
 #define LIST_RESTARTS 5
 
@@ -118,6 +127,10 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		.body_len = body ? body->len : 0,
 		.connect_timeout_ms = MIN(c->timeout_ms, CONNECT_TIMEOUT_MS),
 		.timeout_ms = c->timeout_ms,
+		.keepalive_idle_s = KEEPALIVE_IDLE_S,
+		.keepalive_interval_s = KEEPALIVE_INTERVAL_S,
+		.keepalive_count = KEEPALIVE_COUNT,
+		.user_timeout_ms = USER_TIMEOUT_MS,
 	};
 	struct http_result res;
 	int r = http_agent_perform(c->agent, &hr, &res);
@@ -200,6 +213,189 @@ int kube_list(struct kube_client *c, const char *path, size_t limit,
 	sb_free(&cont);
 	sb_free(&err);
 	return r;
+}
+
+/* --- lists from the loop --- */
+
+struct kube_list_op {
+	struct kube_client *c;
+	struct http_call *call;
+	char *path;
+	size_t limit, restarts;
+	int (*item)(void *ctx, const struct jv *obj);
+	void (*restart)(void *ctx);
+	void (*done)(void *ctx, int err, const char *rv, const char *why);
+	void *ctx;
+	struct strbuf url, cont, rv, why;
+	bool first, cancelled;
+	unsigned depth;
+};
+
+static void list_op_free(struct kube_list_op *op)
+{
+	http_call_cancel(op->call);
+	sb_free(&op->url);
+	sb_free(&op->cont);
+	sb_free(&op->rv);
+	sb_free(&op->why);
+	free(op->path);
+	free(op);
+}
+
+static int list_page_request(struct kube_list_op *op);
+
+static void list_finish(struct kube_list_op *op, int err)
+{
+	op->depth++;
+	op->done(op->ctx, err, sb_str(&op->rv), sb_str(&op->why));
+	op->depth--;
+	list_op_free(op);
+}
+
+static void list_page_done(void *ctx, const struct http_result *res)
+{
+	struct kube_list_op *op = ctx;
+	op->call = NULL;
+	struct kube_client *c = op->c;
+	int r = 0;
+	sb_reset(&op->why);
+	if (res->err) {
+		sb_addf(&op->why, "GET %s: %s", sb_str(&op->url), res->why);
+		r = res->err;
+	} else if (res->status < 200 || res->status > 299) {
+		struct arena *a = arena_new();
+		struct jv *v = NULL;
+		if (res->body.len && json_parse(a, res->body.buf, res->body.len, &v, NULL) < 0)
+			v = NULL;
+		struct strbuf msg = STRBUF_INIT;
+		sb_init(&msg);
+		r = kube_status_errno(res->status, v, &msg);
+		sb_addf(&op->why, "GET %s: %s", op->path, sb_str(&msg));
+		sb_free(&msg);
+		arena_free(a);
+		if (r == -ESTALE && op->cont.len && op->restarts++ < LIST_RESTARTS) {
+			sb_reset(&op->cont);
+			op->first = true;
+			if (op->restart) {
+				op->depth++;
+				op->restart(op->ctx);
+				op->depth--;
+			}
+			if (op->cancelled) {
+				list_op_free(op);
+				return;
+			}
+			r = list_page_request(op);
+			if (r == 0)
+				return;
+		}
+	} else {
+		struct arena *a = arena_new();
+		struct jv *v;
+		struct kube_list_page p;
+		struct strbuf err = STRBUF_INIT;
+		sb_init(&err);
+		if (json_parse(a, res->body.buf ? res->body.buf : "", res->body.len, &v, &err) <
+			    0 ||
+		    kube_decode_list(v, &p, &err) < 0) {
+			sb_addf(&op->why, "GET %s: %s", op->path, sb_str(&err));
+			r = -EPROTO;
+		} else {
+			if (op->first) {
+				sb_reset(&op->rv);
+				sb_adds(&op->rv, p.resource_version);
+			}
+			op->first = false;
+			op->depth++;
+			for (size_t i = 0; i < p.n && r == 0 && !op->cancelled; i++)
+				r = op->item(op->ctx, p.items[i]);
+			op->depth--;
+			if (r < 0 && !op->why.len)
+				sb_addf(&op->why, "GET %s: stopped (%d)", op->path, r);
+			sb_reset(&op->cont);
+			sb_adds(&op->cont, p.cont);
+		}
+		sb_free(&err);
+		arena_free(a);
+		if (op->cancelled) {
+			list_op_free(op);
+			return;
+		}
+		if (r == 0 && op->cont.len) {
+			r = list_page_request(op);
+			if (r == 0)
+				return;
+			sb_addf(&op->why, "GET %s: cannot continue", op->path);
+		}
+	}
+	(void)c;
+	list_finish(op, r);
+}
+
+static int list_page_request(struct kube_list_op *op)
+{
+	sb_reset(&op->url);
+	sb_addf(&op->url, "%s%s%slimit=%zu", op->c->server, op->path,
+		strchr(op->path, '?') ? "&" : "?", op->limit);
+	if (op->cont.len) {
+		sb_adds(&op->url, "&continue=");
+		kube_query_escape(&op->url, sb_str(&op->cont));
+	}
+	struct http_request hr = {
+		.method = "GET",
+		.url = sb_str(&op->url),
+		.accept = "application/json",
+		.connect_timeout_ms = MIN(op->c->timeout_ms, CONNECT_TIMEOUT_MS),
+		.timeout_ms = op->c->timeout_ms * 3, /* a page of 500 big objects takes a while */
+		.keepalive_idle_s = KEEPALIVE_IDLE_S,
+		.keepalive_interval_s = KEEPALIVE_INTERVAL_S,
+		.keepalive_count = KEEPALIVE_COUNT,
+		.user_timeout_ms = USER_TIMEOUT_MS,
+	};
+	return http_call_start(op->c->agent, &hr, list_page_done, op, &op->call);
+}
+
+int kube_list_start(struct kube_client *c, const char *path, size_t limit,
+		    int (*item)(void *ctx, const struct jv *obj), void (*restart)(void *ctx),
+		    void (*done)(void *ctx, int err, const char *rv, const char *why), void *ctx,
+		    struct kube_list_op **out)
+{
+	if (!c->loop) {
+		set_error(c, "list %s: the client has no loop", path);
+		return -EINVAL;
+	}
+	struct kube_list_op *op = xcalloc(1, sizeof(*op));
+	op->c = c;
+	op->path = xstrdup(path);
+	op->limit = limit ? limit : DEFAULT_PAGE;
+	op->item = item;
+	op->restart = restart;
+	op->done = done;
+	op->ctx = ctx;
+	op->first = true;
+	sb_init(&op->url);
+	sb_init(&op->cont);
+	sb_init(&op->rv);
+	sb_init(&op->why);
+	int r = list_page_request(op);
+	if (r < 0) {
+		set_error(c, "list %s: cannot start: %s", path, strerror(-r));
+		list_op_free(op);
+		return r;
+	}
+	*out = op;
+	return 0;
+}
+
+void kube_list_cancel(struct kube_list_op *op)
+{
+	if (!op || op->cancelled)
+		return;
+	op->cancelled = true;
+	http_call_cancel(op->call);
+	op->call = NULL;
+	if (op->depth == 0)
+		list_op_free(op);
 }
 
 /* --- watches --- */
@@ -358,10 +554,10 @@ int kube_watch_start(struct kube_client *c, const char *path, const char *rv, lo
 		.accept = "application/json",
 		.connect_timeout_ms = MIN(c->timeout_ms, CONNECT_TIMEOUT_MS),
 		/* A stream: no overall timeout; a dead peer is found by keep-alive. */
-		.keepalive_idle_s = 4,
-		.keepalive_interval_s = 2,
-		.keepalive_count = 3,
-		.user_timeout_ms = 10000,
+		.keepalive_idle_s = KEEPALIVE_IDLE_S,
+		.keepalive_interval_s = KEEPALIVE_INTERVAL_S,
+		.keepalive_count = KEEPALIVE_COUNT,
+		.user_timeout_ms = USER_TIMEOUT_MS,
 		.on_data = on_body,
 		.ctx = w,
 	};
@@ -384,4 +580,9 @@ void kube_watch_stop(struct kube_watch *w)
 	w->call = NULL;
 	if (w->depth == 0)
 		watch_free(w);
+}
+
+bool kube_watch_established(const struct kube_watch *w)
+{
+	return w && !w->ended && !w->stopped && w->call && http_call_status(w->call) == 200;
 }

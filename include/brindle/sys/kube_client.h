@@ -56,6 +56,22 @@ int kube_list(struct kube_client *c, const char *path, size_t limit,
 	      struct strbuf *rv) must_check;
 
 /*
+ * The list of kube_list, from the client's loop, never blocking it: @item
+ * sees each object as its page arrives (a negative return stops the list
+ * with that error), @restart (may be NULL) a continue token that expired
+ * (the list starts again from the first page), then @done runs once with 0
+ * and the list's resourceVersion, or a negative errno and the reason.
+ * kube_list_cancel stops it without further callbacks (also from inside
+ * @item).
+ */
+struct kube_list_op;
+int kube_list_start(struct kube_client *c, const char *path, size_t limit,
+		    int (*item)(void *ctx, const struct jv *obj), void (*restart)(void *ctx),
+		    void (*done)(void *ctx, int err, const char *rv, const char *why), void *ctx,
+		    struct kube_list_op **out) must_check;
+void kube_list_cancel(struct kube_list_op *op);
+
+/*
  * A watch of a collection from @rv (with bookmarks), driven by the client's
  * loop. @event sees each event in order (valid during the call). @ended runs
  * once when the stream ends: @err 0 when the server closed it (its timeout:
@@ -73,5 +89,7 @@ int kube_watch_start(struct kube_client *c, const char *path, const char *rv, lo
 		     const struct kube_watch_ops *ops, void *ctx,
 		     struct kube_watch **out) must_check;
 void kube_watch_stop(struct kube_watch *w);
+/* The server has answered the watch (200 and its headers): it is up, even while quiet. */
+bool kube_watch_established(const struct kube_watch *w);
 
 #endif
