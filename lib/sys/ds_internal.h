@@ -47,6 +47,15 @@ const struct ds_backend *ds_backend_find(const char *type);
 
 int ds_etcd_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
 int ds_kube_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err);
+/* The Kubernetes datastore's syncer (ds_kube_sync.c), started by ds_kube.c's backend. */
+struct http_auth;
+int ds_kube_syncer_start(struct ds *d, const char *server, const struct http_auth *auth,
+			 long timeout_ms, struct loop *l, const struct ds_watch_spec *specs,
+			 size_t n, const struct ds_syncer_ops *ops, void *ctx,
+			 const struct ds_backend_ops *backend, struct ds_syncer **out);
+void ds_kube_syncer_stop(struct ds_syncer *s);
+enum ds_sync_status ds_kube_syncer_status(const struct ds_syncer *s);
+const char *ds_kube_syncer_why(const struct ds_syncer *s);
 
 /* Fill uid and creationTimestamp of a resource about to be created. */
 void ds_stamp_new(struct br_object *o);

@@ -17,8 +17,9 @@
  * What is not here yet, and fails with a message saying so: the kinds
  * Kubernetes derives (Node from core Nodes, WorkloadEndpoint from Pods,
  * Profile from Namespaces and ServiceAccounts: lib/core/kdd_map.c maps them),
- * several writes in one transaction (the API has none: IPAM on Kubernetes
- * needs Calico's write order instead), and the syncer.
+ * and several writes in one transaction (the API has none: IPAM on
+ * Kubernetes needs Calico's write order instead). The syncer, which does
+ * serve the derived kinds, is ds_kube_sync.c.
  */
 #include "ds_internal.h"
 
@@ -37,6 +38,7 @@
 struct kds {
 	struct kube_conn conn;
 	struct kube_client *client;
+	long timeout_ms;
 };
 
 /* A Kubernetes kind the API serves itself (not a Calico kind). */
@@ -417,18 +419,14 @@ static int k_write_all(struct ds *d, struct ds_write *w, size_t n)
 		       n);
 }
 
+static const struct ds_backend_ops ds_kube_ops;
+
 static int k_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
 			  const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out)
 {
-	(void)l;
-	(void)specs;
-	(void)n;
-	(void)ops;
-	(void)ctx;
-	(void)out;
-	return ds_fail(d, -EOPNOTSUPP,
-		       "watching the Kubernetes datastore is not supported yet: felix and confd "
-		       "run on etcd for now");
+	struct kds *s = d->priv;
+	return ds_kube_syncer_start(d, s->conn.server, &s->conn.auth, s->timeout_ms, l, specs, n,
+				    ops, ctx, &ds_kube_ops, out);
 }
 
 static void k_close(struct ds *d)
@@ -448,6 +446,9 @@ static const struct ds_backend_ops ds_kube_ops = {
 	.del = k_del,
 	.write_all = k_write_all,
 	.syncer_start = k_syncer_start,
+	.syncer_stop = ds_kube_syncer_stop,
+	.syncer_status = ds_kube_syncer_status,
+	.syncer_why = ds_kube_syncer_why,
 };
 
 int ds_kube_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err)
@@ -464,6 +465,7 @@ int ds_kube_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err)
 		free(s);
 		return r;
 	}
+	s->timeout_ms = cfg->timeout_ms;
 	d->ops = &ds_kube_ops;
 	d->priv = s;
 	return 0;
