@@ -137,12 +137,14 @@ static struct sel *ns_sel_of(struct sel *s)
 
 /*
  * A service-account selector over endpoints: their service account's labels
- * are the ones its profile ksa.<ns>.<sa> applies, with the "pcsa." prefix;
- * all() means every endpoint that has a service account.
+ * are the ones its profile ksa.<ns>.<sa> applies, with the "pcsa." prefix.
+ * As Calico converts them: a policy's all() means every endpoint that has a
+ * service account; a rule's all() stays all() (its namespace part still
+ * scopes it).
  */
-static struct sel *sa_sel_of(struct sel *s)
+static struct sel *sa_sel_of(struct sel *s, bool policy_level)
 {
-	if (sel_is_all(s)) {
+	if (policy_level && sel_is_all(s)) {
 		sel_free(s);
 		return sel_has(SA_LABEL);
 	}
@@ -232,8 +234,8 @@ static bool parse_entity(struct ppolicy *p, const struct br_entity_rule *e, uint
 	if (sam && sam->n_names)
 		sa = sel_in(SA_LABEL, sam->names, sam->n_names);
 	if (sam && sam->selector && sam->selector[0])
-		sa = and_opt(sa,
-			     sa_sel_of(parse_sel(p, "serviceAccounts.selector", sam->selector)));
+		sa = and_opt(sa, sa_sel_of(parse_sel(p, "serviceAccounts.selector", sam->selector),
+					   false));
 	if (e->selector || e->namespace_selector || sa) {
 		struct sel *s = e->selector ? parse_sel(p, "selector", e->selector) : NULL;
 		out->sel = and_opt(and_opt(entity_ns_part(p, e), sa), s);
@@ -361,7 +363,8 @@ struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
 						       s->namespace_selector)));
 	if (s->service_account_selector && s->service_account_selector[0])
 		sel = sel_and(sel, sa_sel_of(parse_sel(p, "serviceAccountSelector",
-						       s->service_account_selector)));
+						       s->service_account_selector),
+					     true));
 	p->selector = sel;
 	for (size_t i = 0; i < s->n_types; i++) {
 		if (streq(s->types[i], "Ingress"))

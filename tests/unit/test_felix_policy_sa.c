@@ -295,13 +295,21 @@ static void test_rule_service_account_selector(void **state)
 	      "{selector: tier == 'front'}}}]\n");
 	assert_members("NetworkPolicy a/fronts", "10.0.0.2 10.0.2.1");
 	del(KIND_NETWORKPOLICY, "a", "fronts");
-	/* global, egress; all(): any endpoint with a service account */
+	/* global, egress; a rule's all() is every endpoint, as Calico converts it (unlike a
+	 * policy's serviceAccountSelector: all()) */
 	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
 	      "metadata: {name: to-any-sa}\n"
 	      "spec:\n  selector: projectcalico.org/serviceaccount == 'db'\n"
 	      "  egress: [{action: Allow, destination: {serviceAccounts: {selector: all()}}}]\n");
 	assert_members("GlobalNetworkPolicy to-any-sa",
-		       "10.0.0.1 10.0.0.2 10.0.1.1 10.0.2.1 10.0.2.2");
+		       "10.0.0.1 10.0.0.2 10.0.0.3 10.0.1.1 10.0.2.1 10.0.2.2 10.0.2.3");
+	/* in a namespaced policy, its namespace's */
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: any-in-a, namespace: a}\n"
+	      "spec:\n  selector: projectcalico.org/serviceaccount == 'db'\n"
+	      "  egress: [{action: Allow, destination: {serviceAccounts: {names: [web, batch], "
+	      "selector: all()}}}]\n");
+	assert_members("NetworkPolicy a/any-in-a", "10.0.0.2 10.0.1.1");
 	/* negated, and a label the service account without a Profile does not have */
 	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
 	      "metadata: {name: not-ops}\n"
