@@ -24,10 +24,15 @@ struct pprof *applicable_profile(struct pol *p, const char *name)
 	pr->name = xstrdup(name);
 	cb_chain_name(pr->chain[0], "cali-pri-", name);
 	cb_chain_name(pr->chain[1], "cali-pro-", name);
-	/* A namespace's profile exists with the namespace; until its resource is seen, a default.
+	/*
+	 * A namespace's profile exists with the namespace; until its resource is seen, a default.
+	 * A service account's profile carries only labels; until a Profile resource gives them,
+	 * one without rules or labels (its pcsa. labels then match nothing).
 	 */
 	if (str_has_prefix(name, "kns."))
-		pr->from_ns = ppolicy_from_namespace(name + 4, NULL);
+		pr->implicit_p = ppolicy_from_namespace(name + 4, NULL);
+	else if (str_has_prefix(name, "ksa."))
+		pr->implicit_p = ppolicy_empty_profile(name);
 	hmap_put(&p->profiles, name, pr);
 	return pr;
 }
@@ -37,7 +42,7 @@ void applicable_profile_release(struct pol *p, struct pprof *pr)
 	if (pr->users || pr->explicit_p || pr->ns_known || pr->refs[0] || pr->refs[1])
 		return;
 	hmap_del(&p->profiles, pr->name);
-	ppolicy_free(pr->from_ns);
+	ppolicy_free(pr->implicit_p);
 	free(pr->name);
 	free(pr);
 }
@@ -151,11 +156,11 @@ void applicable_profile_set(struct pol *p, const char *name, struct ppolicy *exp
 		note_log_hash(p, explicit_p);
 	}
 	if (ns_event) {
-		ppolicy_free(pr->from_ns);
-		pr->from_ns = ppolicy_from_namespace(name + 4, ns_deleted ? NULL : ns_labels);
+		ppolicy_free(pr->implicit_p);
+		pr->implicit_p = ppolicy_from_namespace(name + 4, ns_deleted ? NULL : ns_labels);
 		pr->ns_known = !ns_deleted;
 	}
-	note_log_hash(p, pr->from_ns);
+	note_log_hash(p, pr->implicit_p);
 	pr->dirty = true;
 	profile_labels_changing(p, name, true);
 	applicable_profile_release(p, pr);

@@ -73,6 +73,44 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 
 /* --- updates ---------------------------------------------------------------------------------- */
 
+#define SA_LABEL "projectcalico.org/serviceaccount"
+
+static bool is_inherited_key(const char *key)
+{
+	return str_has_prefix(key, "pcns.") || str_has_prefix(key, "pcsa.");
+}
+
+/*
+ * The labels a workload's selectors see, as Calico's syncer gives them to
+ * its felix: none of the pcns./pcsa. keys its namespace and service account
+ * lend it (a workload may not claim another namespace's or account's
+ * labels), and projectcalico.org/serviceaccount from serviceAccountName.
+ * Returns @own itself when nothing changes, else labels in @a (made on use).
+ */
+static const struct br_labels *wep_labels(const struct br_workloadendpoint *w, struct arena **a,
+					  struct br_labels *buf)
+{
+	const struct br_labels *own = &w->o.meta.labels;
+	const char *sa = w->spec.service_account_name;
+	const char *had = labels_get(own, SA_LABEL);
+	bool change = sa && sa[0] && !(had && streq(had, sa));
+	for (size_t i = 0; i < own->n && !change; i++)
+		change = is_inherited_key(own->v[i].key);
+	if (!change)
+		return own;
+	*a = arena_new();
+	*buf = labels_copy(*a, own);
+	for (size_t i = 0; i < buf->n;) {
+		if (is_inherited_key(buf->v[i].key))
+			labels_del(buf, buf->v[i].key);
+		else
+			i++;
+	}
+	if (sa && sa[0])
+		labels_set(*a, buf, SA_LABEL, sa);
+	return buf;
+}
+
 static void wep_update(struct pol *p, const char *key, const struct br_workloadendpoint *w)
 {
 	if (!w) {
@@ -80,6 +118,8 @@ static void wep_update(struct pol *p, const char *key, const struct br_workloade
 		return;
 	}
 	const struct br_wep_spec *s = &w->spec;
+	struct arena *a = NULL;
+	struct br_labels buf;
 	struct pep_src src = {
 		.kind = PEP_WEP,
 		.ns = w->o.meta.namespace,
@@ -87,7 +127,7 @@ static void wep_update(struct pol *p, const char *key, const struct br_workloade
 		.iface = s->interface_name,
 		.local = s->node && streq(s->node, p->nodename) && s->interface_name &&
 			 s->interface_name[0],
-		.labels = &w->o.meta.labels,
+		.labels = wep_labels(w, &a, &buf),
 		.profiles = s->profiles,
 		.n_profiles = s->n_profiles,
 		.nets = s->ip_networks,
@@ -98,6 +138,7 @@ static void wep_update(struct pol *p, const char *key, const struct br_workloade
 		.n_spoof_ok = s->n_allow_spoofed_source_prefixes,
 	};
 	pep_replace(p, key, endpoint_build(p, &src));
+	arena_free(a);
 }
 
 static void hep_update(struct pol *p, const char *key, const struct br_hostendpoint *h)
@@ -383,7 +424,7 @@ void pol_free(struct pol *p)
 	for (struct hmap_iter it = hmap_iter(&p->profiles); hmap_next(&it);) {
 		struct pprof *pr = it.value;
 		ppolicy_free(pr->explicit_p);
-		ppolicy_free(pr->from_ns);
+		ppolicy_free(pr->implicit_p);
 		free(pr->name);
 		free(pr);
 	}

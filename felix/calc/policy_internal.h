@@ -96,6 +96,9 @@ struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp);
 struct ppolicy *ppolicy_from_profile(const struct br_profile *pr);
 /* The profile a namespace stands for: kns.<ns>, allow-all, its labels as pcns.* */
 struct ppolicy *ppolicy_from_namespace(const char *ns, const struct br_labels *labels);
+/* A profile with neither rules nor labels: a service account's ksa.<ns>.<sa> until its Profile
+ * resource is seen. */
+struct ppolicy *ppolicy_empty_profile(const char *name);
 void ppolicy_free(struct ppolicy *p);
 
 /* Order for the policies of an endpoint: order, then id. */
@@ -225,7 +228,8 @@ struct pentry {
 struct pprof {
 	char *name;
 	struct ppolicy *explicit_p; /* from a Profile resource */
-	struct ppolicy *from_ns;    /* kns.<ns> from the Namespace (or a default) */
+	/* kns.<ns>: from the Namespace (or a default); ksa.<ns>.<sa>: ppolicy_empty_profile */
+	struct ppolicy *implicit_p;
 	bool ns_known;
 	uint32_t refs[2];
 	uint32_t users; /* endpoints that list it */
@@ -233,10 +237,10 @@ struct pprof {
 	bool dirty;
 };
 
-/* The profile's policy in force: the Profile resource's, else the namespace's. */
+/* The profile's policy in force: the Profile resource's, else the implicit one. */
 static inline const struct ppolicy *prof_effective(const struct pprof *pr)
 {
-	return pr->explicit_p ? pr->explicit_p : pr->from_ns;
+	return pr->explicit_p ? pr->explicit_p : pr->implicit_p;
 }
 
 /* An ip set some rendered chain asked for. */

@@ -1,10 +1,10 @@
 /*
  * Policies and profiles as the renderer needs them: selectors composed with
- * their namespace, ports split into numeric ranges and names, nets parsed and
- * reduced to IPv4 (the family the legacy tables felix writes carry), and
- * Kubernetes NetworkPolicy turned into allow rules the way Calico converts
- * it. Anything that cannot be expressed sets ->error: the policy then fails
- * closed.
+ * their namespace and service account, ports split into numeric ranges and
+ * names, nets parsed and reduced to IPv4 (the family the legacy tables felix
+ * writes carry), and Kubernetes NetworkPolicy turned into allow rules the way
+ * Calico converts it. Anything that cannot be expressed sets ->error: the
+ * policy then fails closed.
  */
 #include "policy_internal.h"
 
@@ -135,6 +135,24 @@ static struct sel *ns_sel_of(struct sel *s)
 	return r;
 }
 
+/*
+ * A service-account selector over endpoints: their service account's labels
+ * are the ones its profile ksa.<ns>.<sa> applies, with the "pcsa." prefix.
+ * As Calico converts them: a policy's all() means every endpoint that has a
+ * service account; a rule's all() stays all() (its namespace part still
+ * scopes it).
+ */
+static struct sel *sa_sel_of(struct sel *s, bool policy_level)
+{
+	if (policy_level && sel_is_all(s)) {
+		sel_free(s);
+		return sel_has(SA_LABEL);
+	}
+	struct sel *r = sel_prefix_keys(s, "pcsa.");
+	sel_free(s);
+	return r;
+}
+
 static struct sel *and_opt(struct sel *a, struct sel *b)
 {
 	if (!a)
@@ -212,16 +230,12 @@ static bool parse_entity(struct ppolicy *p, const struct br_entity_rule *e, uint
 		return false;
 	}
 	struct sel *sa = NULL;
-	if (e->service_accounts) {
-		if (e->service_accounts->selector && e->service_accounts->selector[0]) {
-			fail(p, "serviceAccounts.selector is not supported (there are no "
-				"ServiceAccount resources); use names");
-			return false;
-		}
-		if (e->service_accounts->n_names)
-			sa = sel_in(SA_LABEL, e->service_accounts->names,
-				    e->service_accounts->n_names);
-	}
+	const struct br_sa_match *sam = e->service_accounts;
+	if (sam && sam->n_names)
+		sa = sel_in(SA_LABEL, sam->names, sam->n_names);
+	if (sam && sam->selector && sam->selector[0])
+		sa = and_opt(sa, sa_sel_of(parse_sel(p, "serviceAccounts.selector", sam->selector),
+					   false));
 	if (e->selector || e->namespace_selector || sa) {
 		struct sel *s = e->selector ? parse_sel(p, "selector", e->selector) : NULL;
 		out->sel = and_opt(and_opt(entity_ns_part(p, e), sa), s);
@@ -341,15 +355,16 @@ struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
 		     s->do_not_track ? "doNotTrack"
 		     : s->pre_dnat   ? "preDNAT"
 				     : "applyOnForward");
-	if (s->service_account_selector && s->service_account_selector[0])
-		fail(p, "serviceAccountSelector is not supported (there are no ServiceAccount "
-			"resources)");
 	struct sel *sel = parse_sel(p, "selector", s->selector ? s->selector : "");
 	if (!global)
 		sel = sel_and(sel, sel_eq(NS_LABEL, p->ns));
 	else if (s->namespace_selector && s->namespace_selector[0])
 		sel = sel_and(sel, ns_sel_of(parse_sel(p, "namespaceSelector",
 						       s->namespace_selector)));
+	if (s->service_account_selector && s->service_account_selector[0])
+		sel = sel_and(sel, sa_sel_of(parse_sel(p, "serviceAccountSelector",
+						       s->service_account_selector),
+					     true));
 	p->selector = sel;
 	for (size_t i = 0; i < s->n_types; i++) {
 		if (streq(s->types[i], "Ingress"))
@@ -369,6 +384,13 @@ struct ppolicy *ppolicy_from_profile(const struct br_profile *pr)
 	p->labels = labels_copy(p->a, &pr->spec.labels_to_apply);
 	parse_rules(p, pr->spec.ingress, pr->spec.n_ingress, true);
 	parse_rules(p, pr->spec.egress, pr->spec.n_egress, false);
+	return p;
+}
+
+struct ppolicy *ppolicy_empty_profile(const char *name)
+{
+	struct ppolicy *p = ppolicy_new(PK_PROFILE, NULL, name);
+	p->ingress = p->egress = true;
 	return p;
 }
 

@@ -4,7 +4,10 @@
 # brindle-probe as its workload, and checks that make real connections.
 #
 #   pt_node [FELIX_ENV...]       the node, the outside, the pool, felix
-#   pt_pod NS POD IP 'LABELS' ['PORTS']   a pod serving TCP 80 443 5978 6379 8080 9090, UDP 53
+#   pt_pod NS POD IP 'LABELS' ['PORTS'] [SA]  a pod serving TCP 80 443 5978 6379 8080 9090, UDP 53;
+#                                with SA, in that service account (its label, and the profile
+#                                ksa.NS.SA after kns.NS, as the Kubernetes datastore maps a pod)
+#   pt_label NS POD IP 'LABELS' ['PORTS'] [SA]  the same endpoint, relabelled
 #   pt_ns NS 'LABELS'            a Namespace resource
 #   pt_apply <<YAML              brindlectl apply -f -
 #   pt_allowed FROM_NS FROM_POD IP PORT [tcp|udp]   eventually connects
@@ -81,35 +84,32 @@ pt_apply() {
 }
 
 pt_pod() {
-	local ns=$1 pod=$2 ip=$3 labels=$4 ports=${5:-[]}
+	local ns=$1 pod=$2 ip=$3
 	bt_pod "$NODE" "$ns" "$pod" "$ip"
-	local mac=$BT_POD_MAC
-	"$BRINDLECTL" apply -f - >/dev/null <<YAML
-apiVersion: projectcalico.org/v3
-kind: WorkloadEndpoint
-metadata:
-  name: node1-k8s-$pod-eth0
-  namespace: $ns
-  labels: {$labels${labels:+, }projectcalico.org/namespace: $ns, projectcalico.org/orchestrator: k8s}
-spec: {node: node1, orchestrator: k8s, pod: $pod, endpoint: eth0, ports: $ports,
-  interfaceName: $(bt_cali "$ns" "$pod"), mac: '$mac', ipNetworks: [$ip/32], profiles: [kns.$ns]}
-YAML
+	PT_MAC=$BT_POD_MAC pt_label "$@"
 	bt_run_bg "probe-$ns-$pod" ip netns exec "$BT_PREFIX-$ns-$pod" "$PROBE" serve --tcp 80 \
 		--tcp 443 --tcp 5978 --tcp 6379 --tcp 8080 --tcp 9090 --udp 53
 }
 
-# Relabel a pod's endpoint (same spec).
+# Write a pod's endpoint (pt_pod does; again to relabel it, same spec).
 pt_label() {
-	local ns=$1 pod=$2 ip=$3 labels=$4 ports=${5:-[]}
+	local ns=$1 pod=$2 ip=$3 labels=$4 ports=${5:-[]} sa=${6:-}
+	local sa_label="" sa_spec="" profiles="kns.$ns" mac=""
+	if [ -n "$sa" ]; then
+		sa_label=", projectcalico.org/serviceaccount: $sa"
+		sa_spec=", serviceAccountName: $sa"
+		profiles="kns.$ns, ksa.$ns.$sa"
+	fi
+	[ -z "${PT_MAC:-}" ] || mac=", mac: '$PT_MAC'"
 	"$BRINDLECTL" apply -f - >/dev/null <<YAML
 apiVersion: projectcalico.org/v3
 kind: WorkloadEndpoint
 metadata:
   name: node1-k8s-$pod-eth0
   namespace: $ns
-  labels: {$labels${labels:+, }projectcalico.org/namespace: $ns, projectcalico.org/orchestrator: k8s}
-spec: {node: node1, orchestrator: k8s, pod: $pod, endpoint: eth0, ports: $ports,
-  interfaceName: $(bt_cali "$ns" "$pod"), ipNetworks: [$ip/32], profiles: [kns.$ns]}
+  labels: {$labels${labels:+, }projectcalico.org/namespace: $ns, projectcalico.org/orchestrator: k8s$sa_label}
+spec: {node: node1, orchestrator: k8s, pod: $pod, endpoint: eth0, ports: $ports$mac$sa_spec,
+  interfaceName: $(bt_cali "$ns" "$pod"), ipNetworks: [$ip/32], profiles: [$profiles]}
 YAML
 }
 
