@@ -214,55 +214,31 @@ out:
 
 struct objs {
 	struct br_object **v;
-	size_t n, cap;
+	size_t n;
 };
 
 /* The export's objects (IPAM kinds admitted), in the file's order; -1 with the errors said. */
 static int read_export(const char *path, struct objs *out)
 {
 	const char *source = streq(path, "-") ? "<stdin>" : path;
-	struct strbuf text = STRBUF_INIT, perr = STRBUF_INIT;
+	struct strbuf text = STRBUF_INIT;
 	sb_init(&text);
-	sb_init(&perr);
 	struct model_errors errs = { 0 };
-	struct arena *a = arena_new();
 	int r = sb_read_file(&text, path);
-	if (r < 0) {
+	if (r < 0)
 		model_errors_add(&errs, "%s: %s", source, strerror(-r));
-		goto done;
-	}
-	struct jv **docs;
-	size_t ndocs;
-	if (yaml_parse_all(a, text.buf, text.len, &docs, &ndocs, &perr) < 0) {
-		model_errors_add(&errs, "%s: %s", source, sb_str(&perr));
-		goto done;
-	}
-	for (size_t i = 0; i < ndocs; i++) {
-		if (!docs[i])
-			continue;
-		struct model_errors local = { 0 };
-		struct br_object *o = model_decode(docs[i], true, &local);
-		for (size_t e = 0; e < local.n; e++)
-			model_errors_add(&errs, "%s: document %zu: %s", source, i + 1, local.v[e]);
-		model_errors_clear(&local);
-		if (!o)
-			continue;
-		if (migrated_index(o->kind) < 0) {
-			model_errors_add(&errs,
-					 "%s: document %zu: kind: %s is not imported (it is not "
-					 "stored by Brindle on the Kubernetes datastore)",
-					 source, i + 1, o->kind->kind);
-			model_free(o);
-			continue;
-		}
-		GROW(out->v, out->cap, out->n + 1);
-		out->v[out->n++] = o;
-	}
-	if (!errs.n && !out->n)
-		model_errors_add(&errs, "%s: no resources found", source);
-done:
-	arena_free(a);
-	sb_free(&perr);
+	else if (model_read_internal(source, text.buf, text.len, NULL, &out->v, &out->n, &errs) ==
+		 0)
+		for (size_t i = 0; i < out->n; i++)
+			if (migrated_index(out->v[i]->kind) < 0) {
+				char ref[256];
+				model_errors_add(&errs,
+						 "%s: %s: %s is not imported (Brindle does not "
+						 "store it on the Kubernetes datastore)",
+						 source,
+						 ctl_resource_ref(out->v[i], ref, sizeof(ref)),
+						 out->v[i]->kind->kind);
+			}
 	sb_free(&text);
 	if (!errs.n)
 		return 0;
