@@ -52,6 +52,8 @@ int cmd_node(struct ctl *c, int argc, char **argv);
 int cmd_ipam(struct ctl *c, int argc, char **argv);
 /* The lab (lab.c and lab_*.c, docs/lab.md). */
 int cmd_lab(struct ctl *c, int argc, char **argv);
+/* datastore migrate lock|export|import|unlock (datastore.c, docs/datastore.md). */
+int cmd_datastore(struct ctl *c, int argc, char **argv);
 /* Shipped manifests: manifests crds (manifests.c, docs/crds.md). */
 int cmd_manifests(struct ctl *c, int argc, char **argv);
 

@@ -32,6 +32,8 @@ static const struct {
 	{ "node", cmd_node, "node status [--ready]: this node's BGP sessions from BIRD" },
 	{ "ipam", cmd_ipam, "IP addresses: ipam show [--show-blocks], ipam check, ipam release" },
 	{ "lab", cmd_lab, "a multi-node cluster in namespaces on this machine (lab --help)" },
+	{ "datastore", cmd_datastore,
+	  "datastore migrate lock|export|import|unlock: move from etcd to Kubernetes" },
 	{ "manifests", cmd_manifests, "print shipped manifests: manifests crds (the CRDs)" },
 	{ "version", cmd_version, "print the version" },
 };

@@ -836,7 +836,7 @@ static void objvec_push(struct objvec *ov, struct br_object *o)
 }
 
 static void read_doc(const char *source, size_t docno, const struct jv *doc, const char *default_ns,
-		     struct objvec *out, struct model_errors *errs)
+		     bool allow_internal, struct objvec *out, struct model_errors *errs)
 {
 	struct model_errors local = { 0 };
 	struct model_ctx c;
@@ -858,12 +858,12 @@ static void read_doc(const char *source, size_t docno, const struct jv *doc, con
 		for (size_t i = 0; items && i < items->arr.n; i++) {
 			sb_reset(&c.path);
 			sb_addf(&c.path, "items[%zu]", i);
-			struct br_object *o = decode_doc(&c, items->arr.items[i], false);
+			struct br_object *o = decode_doc(&c, items->arr.items[i], allow_internal);
 			if (o)
 				objvec_push(out, o);
 		}
 	} else {
-		struct br_object *o = decode_doc(&c, doc, false);
+		struct br_object *o = decode_doc(&c, doc, allow_internal);
 		if (o)
 			objvec_push(out, o);
 	}
@@ -873,8 +873,9 @@ static void read_doc(const char *source, size_t docno, const struct jv *doc, con
 	sb_free(&c.path);
 }
 
-int model_read(const char *source, const char *text, size_t len, const char *default_ns,
-	       struct br_object ***objs, size_t *n, struct model_errors *errs)
+static int read_all(const char *source, const char *text, size_t len, const char *default_ns,
+		    bool allow_internal, struct br_object ***objs, size_t *n,
+		    struct model_errors *errs)
 {
 	struct arena *a = arena_new();
 	struct strbuf perr = STRBUF_INIT;
@@ -900,7 +901,7 @@ int model_read(const char *source, const char *text, size_t len, const char *def
 	struct objvec out = { 0 };
 	for (size_t d = 0; r == 0 && d < ndocs; d++)
 		if (docs[d])
-			read_doc(source, d + 1, docs[d], default_ns, &out, errs);
+			read_doc(source, d + 1, docs[d], default_ns, allow_internal, &out, errs);
 	arena_free(a);
 	if (r == 0 && out.n == 0 && errs->n == before)
 		model_errors_add(errs, "%s: no resources found", source);
@@ -913,4 +914,16 @@ int model_read(const char *source, const char *text, size_t len, const char *def
 	*objs = out.v;
 	*n = out.n;
 	return 0;
+}
+
+int model_read(const char *source, const char *text, size_t len, const char *default_ns,
+	       struct br_object ***objs, size_t *n, struct model_errors *errs)
+{
+	return read_all(source, text, len, default_ns, false, objs, n, errs);
+}
+
+int model_read_internal(const char *source, const char *text, size_t len, const char *default_ns,
+			struct br_object ***objs, size_t *n, struct model_errors *errs)
+{
+	return read_all(source, text, len, default_ns, true, objs, n, errs);
 }

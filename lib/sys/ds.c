@@ -120,9 +120,10 @@ int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err)
 	sb_init(&d->err);
 	int r = -EINVAL;
 	const struct ds_backend *b = ds_backend_find(cfg->type ? cfg->type : "etcdv3");
-	if (b)
+	if (b) {
+		d->type = b->type;
 		r = b->open(cfg, d, err);
-	else if (err)
+	} else if (err)
 		sb_addf(err, "datastore type \"%s\" is not supported", cfg->type);
 	if (r < 0) {
 		sb_free(&d->err);
@@ -219,6 +220,27 @@ int ds_write_all(struct ds *d, struct ds_write *w, size_t n)
 		if (w[i].op == DS_WRITE_CREATE)
 			ds_stamp_new(w[i].obj);
 	return d->ops->write_all(d, w, n);
+}
+
+static int no_lock(struct ds *d)
+{
+	return ds_fail(d, -EOPNOTSUPP,
+		       "the %s datastore has no migration lock (only etcd is migrated from)",
+		       d->type);
+}
+
+int ds_set_locked(struct ds *d, bool locked, bool *changed)
+{
+	bool ch = false;
+	int r = d->ops->set_locked ? d->ops->set_locked(d, locked, &ch) : no_lock(d);
+	if (r == 0 && changed)
+		*changed = ch;
+	return r;
+}
+
+int ds_is_locked(struct ds *d, bool *locked)
+{
+	return d->ops->is_locked ? d->ops->is_locked(d, locked) : no_lock(d);
 }
 
 int ds_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,

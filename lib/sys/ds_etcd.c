@@ -9,6 +9,8 @@
  * Values are the canonical JSON of the resource without resourceVersion,
  * which is the key's mod revision on every read. Creates compare the key's
  * create revision with 0, updates and conditional deletes its mod revision.
+ * Every write also compares DS_ETCD_LOCK_KEY's create revision with 0 in the
+ * same transaction: while the migration lock is there, writes fail (-EROFS).
  */
 #include "ds_internal.h"
 
@@ -23,6 +25,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct etcd_ds {
 	struct etcd *e;
@@ -216,6 +219,70 @@ static int ds_etcd_fail(struct ds *d, int r, const char *what)
 	return ds_fail(d, r, "%s: %s", what, etcd_last_error(etcd_of(d)));
 }
 
+/* --- the migration lock ------------------------------------------------------------------ */
+
+/* The comparison every write carries: the lock key is absent. */
+static const struct etcd_cmp unlocked_cmp = {
+	.key = DS_ETCD_LOCK_KEY, .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL, .revision = 0
+};
+static const struct etcd_op get_lock = { .type = ETCD_OP_GET, .key = DS_ETCD_LOCK_KEY };
+
+/* A failed write whose failure branch read the lock key as its op @i: locked? */
+static bool failed_on_lock(const struct etcd_txn_result *res, size_t i)
+{
+	return res->n > i && res->found[i];
+}
+
+static int locked_failure(struct ds *d)
+{
+	return ds_fail(d, -EROFS, DS_LOCKED_MESSAGE);
+}
+
+static int e_set_locked(struct ds *d, bool locked, bool *changed)
+{
+	if (!locked) {
+		bool deleted = false;
+		int r = etcd_delete(etcd_of(d), DS_ETCD_LOCK_KEY, &deleted, NULL);
+		if (r < 0)
+			return ds_etcd_fail(d, r, "unlock");
+		*changed = deleted;
+		return 0;
+	}
+	char value[96], ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(value, sizeof(value), "{\"lockedAt\":\"%s\"}", ts);
+	struct etcd_op put = { .type = ETCD_OP_PUT,
+			       .key = DS_ETCD_LOCK_KEY,
+			       .value = value,
+			       .value_len = strlen(value) };
+	struct etcd_txn_result res = { 0 };
+	int r = etcd_txn(etcd_of(d), &unlocked_cmp, 1, &put, 1, NULL, 0, &res);
+	if (r < 0)
+		r = ds_etcd_fail(d, r, "lock");
+	else
+		*changed = res.succeeded;
+	etcd_txn_result_clear(&res);
+	return r;
+}
+
+static int e_is_locked(struct ds *d, bool *locked)
+{
+	struct etcd_kv kv = { 0 };
+	int r = etcd_get(etcd_of(d), DS_ETCD_LOCK_KEY, &kv);
+	etcd_kv_clear(&kv);
+	if (r == -ENOENT) {
+		*locked = false;
+		return 0;
+	}
+	if (r < 0)
+		return ds_etcd_fail(d, r, "read the migration lock");
+	*locked = true;
+	return 0;
+}
+
 /* --- CRUD ----------------------------------------------------------------------------- */
 
 static int e_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
@@ -313,17 +380,20 @@ static int put_if(struct ds *d, struct br_object *o, enum etcd_cmp_target target
 	struct strbuf val = STRBUF_INIT;
 	sb_init(&val);
 	encode_value(o, &val);
-	struct etcd_cmp cmp = {
-		.key = key, .target = target, .result = ETCD_CMP_EQUAL, .revision = revision
+	struct etcd_cmp cmps[] = {
+		{ .key = key, .target = target, .result = ETCD_CMP_EQUAL, .revision = revision },
+		unlocked_cmp,
 	};
 	struct etcd_op put = {
 		.type = ETCD_OP_PUT, .key = key, .value = val.buf, .value_len = val.len
 	};
-	struct etcd_op get = { .type = ETCD_OP_GET, .key = key };
+	struct etcd_op gets[] = { { .type = ETCD_OP_GET, .key = key }, get_lock };
 	struct etcd_txn_result res = { 0 };
-	int r = etcd_txn(etcd_of(d), &cmp, 1, &put, 1, &get, 1, &res);
+	int r = etcd_txn(etcd_of(d), cmps, ARRAY_SIZE(cmps), &put, 1, gets, ARRAY_SIZE(gets), &res);
 	if (r < 0)
 		r = ds_etcd_fail(d, r, create ? "create" : "update");
+	else if (!res.succeeded && failed_on_lock(&res, 1))
+		r = locked_failure(d);
 	else if (!res.succeeded && create)
 		r = ds_fail(d, -EEXIST, "%s \"%s\" already exists", o->kind->kind, o->meta.name);
 	else if (!res.succeeded)
@@ -358,35 +428,32 @@ static int e_del(struct ds *d, const struct br_kind *k, const char *scope, const
 		sb_free(&key);
 		return ds_fail(d, r, "%s: invalid name or scope", k->kind);
 	}
-	if (revision > 0) {
-		struct etcd_cmp cmp = { .key = key.buf,
-					.target = ETCD_CMP_MOD,
-					.result = ETCD_CMP_EQUAL,
-					.revision = revision };
-		struct etcd_op del = { .type = ETCD_OP_DELETE, .key = key.buf };
-		struct etcd_op get = { .type = ETCD_OP_GET, .key = key.buf };
-		struct etcd_txn_result res = { 0 };
-		r = etcd_txn(etcd_of(d), &cmp, 1, &del, 1, &get, 1, &res);
-		if (r < 0)
-			r = ds_etcd_fail(d, r, "delete");
-		else if (!res.succeeded)
-			r = cas_failure(d, &res, k->kind, name);
-		etcd_txn_result_clear(&res);
-	} else {
-		bool deleted = false;
-		r = etcd_delete(etcd_of(d), key.buf, &deleted, NULL);
-		if (r < 0)
-			r = ds_etcd_fail(d, r, "delete");
-		else if (!deleted)
-			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
-	}
+	/* Unconditional: the key must exist (create revision above 0), like a plain delete. */
+	struct etcd_cmp cmps[] = {
+		{ .key = key.buf,
+		  .target = revision > 0 ? ETCD_CMP_MOD : ETCD_CMP_CREATE,
+		  .result = revision > 0 ? ETCD_CMP_EQUAL : ETCD_CMP_GREATER,
+		  .revision = revision > 0 ? revision : 0 },
+		unlocked_cmp,
+	};
+	struct etcd_op del = { .type = ETCD_OP_DELETE, .key = key.buf };
+	struct etcd_op gets[] = { { .type = ETCD_OP_GET, .key = key.buf }, get_lock };
+	struct etcd_txn_result res = { 0 };
+	r = etcd_txn(etcd_of(d), cmps, ARRAY_SIZE(cmps), &del, 1, gets, ARRAY_SIZE(gets), &res);
+	if (r < 0)
+		r = ds_etcd_fail(d, r, "delete");
+	else if (!res.succeeded && failed_on_lock(&res, 1))
+		r = locked_failure(d);
+	else if (!res.succeeded)
+		r = cas_failure(d, &res, k->kind, name);
+	etcd_txn_result_clear(&res);
 	sb_free(&key);
 	return r;
 }
 
 static int e_write_all(struct ds *d, struct ds_write *w, size_t n)
 {
-	struct etcd_cmp *cmps = xcalloc(n ? n : 1, sizeof(*cmps));
+	struct etcd_cmp *cmps = xcalloc(n + 1, sizeof(*cmps));
 	struct etcd_op *ops = xcalloc(n ? n : 1, sizeof(*ops));
 	struct strbuf *vals = xcalloc(n ? n : 1, sizeof(*vals));
 	char **keys = xcalloc(n ? n : 1, sizeof(*keys));
@@ -416,9 +483,12 @@ static int e_write_all(struct ds *d, struct ds_write *w, size_t n)
 	}
 	if (r == 0) {
 		struct etcd_txn_result res = { 0 };
-		r = etcd_txn(etcd_of(d), cmps, n, ops, n, NULL, 0, &res);
+		cmps[n] = unlocked_cmp;
+		r = etcd_txn(etcd_of(d), cmps, n + 1, ops, n, &get_lock, 1, &res);
 		if (r < 0) {
 			r = ds_etcd_fail(d, r, "transaction");
+		} else if (!res.succeeded && failed_on_lock(&res, 0)) {
+			r = locked_failure(d);
 		} else if (!res.succeeded) {
 			r = ds_fail(
 				d, -ECANCELED,
@@ -1056,6 +1126,8 @@ static const struct ds_backend_ops ds_etcd_ops = {
 	.update = e_update,
 	.del = e_del,
 	.write_all = e_write_all,
+	.set_locked = e_set_locked,
+	.is_locked = e_is_locked,
 	.syncer_start = e_syncer_start,
 	.syncer_stop = e_syncer_stop,
 	.syncer_status = e_syncer_status,

@@ -15,6 +15,9 @@ struct ds_backend_ops {
 	int (*del)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		   int64_t revision);
 	int (*write_all)(struct ds *d, struct ds_write *w, size_t n);
+	/* The migration lock; NULL when the backend has none (-EOPNOTSUPP). */
+	int (*set_locked)(struct ds *d, bool locked, bool *changed);
+	int (*is_locked)(struct ds *d, bool *locked);
 	int (*syncer_start)(struct ds *d, struct loop *l, const struct ds_watch_spec *specs,
 			    size_t n, const struct ds_syncer_ops *ops, void *ctx,
 			    struct ds_syncer **out);
@@ -30,6 +33,7 @@ struct ds_syncer {
 
 struct ds {
 	const struct ds_backend_ops *ops;
+	const char *type; /* the backend's type name */
 	struct strbuf err;
 	void *priv;
 };

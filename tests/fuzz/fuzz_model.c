@@ -2,7 +2,9 @@
  * The resource reader (JSON/YAML → decode → defaults → validation) on
  * arbitrary input. Beyond not crashing: whatever it accepts must read back
  * from its canonical JSON to the same canonical JSON (decode ∘ encode is the
- * identity on accepted resources, and defaults are idempotent).
+ * identity on accepted resources, and defaults are idempotent). Both readers:
+ * users' files (model_read) and datastore exports, which admit the IPAM kinds
+ * (model_read_internal, brindlectl datastore migrate import).
  */
 #include <brindle/core/model.h>
 
@@ -13,18 +15,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+typedef int (*reader)(const char *source, const char *text, size_t len, const char *default_ns,
+		      struct br_object ***objs, size_t *n, struct model_errors *errs);
+
+static void one(reader read, const uint8_t *data, size_t size)
 {
-	if (size > 64 * 1024)
-		return 0;
 	struct br_object **objs;
 	size_t n;
 	struct model_errors errs = { 0 };
-	if (model_read("fuzz", (const char *)data, size, NULL, &objs, &n, &errs) < 0) {
+	if (read("fuzz", (const char *)data, size, NULL, &objs, &n, &errs) < 0) {
 		if (errs.n == 0)
 			abort(); /* a refusal must say why */
 		model_errors_clear(&errs);
-		return 0;
+		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
@@ -33,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		model_to_json(objs[i], &a);
 		struct br_object **again;
 		size_t m;
-		if (model_read("canonical", a.buf, a.len, NULL, &again, &m, &errs) < 0 || m != 1) {
+		if (read("canonical", a.buf, a.len, NULL, &again, &m, &errs) < 0 || m != 1) {
 			fprintf(stderr, "canonical form does not read back: %s\n%s\n", a.buf,
 				errs.n ? errs.v[0] : "");
 			abort();
@@ -48,5 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sb_free(&b);
 	}
 	model_free_all(objs, n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 64 * 1024)
+		return 0;
+	one(model_read, data, size);
+	one(model_read_internal, data, size);
 	return 0;
 }

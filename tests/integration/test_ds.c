@@ -1,7 +1,7 @@
 /*
  * The datastore layer against a real etcd: typed CRUD with compare-and-swap,
  * apply semantics, and the list+watch syncer across an etcd restart and a
- * compaction (re-list with delete synthesis).
+ * compaction (re-list with delete synthesis), and the migration lock.
  */
 #include "harness.h"
 #include "etcd_harness.h"
@@ -366,12 +366,76 @@ static void test_syncer_waits_for_datastore(void **state)
 	ds_close(d);
 }
 
+/*
+ * The migration lock: every kind of write is refused while it is there, with
+ * the message the programs print; reads go on; unlocking lets writes through.
+ */
+static void test_migration_lock(void **state)
+{
+	struct ds *d = open_ds(), *other = open_ds();
+	const struct br_kind *NS = model_kind(KIND_NAMESPACE);
+	struct br_object *kept = ns_obj("lock-kept", "x"), *gone = ns_obj("lock-gone", "x");
+	assert_int_equal(ds_create(d, kept), 0);
+	assert_int_equal(ds_create(d, gone), 0);
+	bool locked = true, changed = false;
+	assert_int_equal(ds_is_locked(d, &locked), 0);
+	assert_false(locked);
+
+	assert_int_equal(ds_set_locked(d, true, &changed), 0);
+	assert_true(changed);
+	assert_int_equal(ds_set_locked(d, true, &changed), 0);
+	assert_false(changed); /* already locked: nothing written */
+	assert_int_equal(ds_is_locked(other, &locked), 0);
+	assert_true(locked);
+
+	/* Another client's writes, each path: create, update, apply, both deletes, a transaction.
+	 */
+	struct br_object *n = ns_obj("lock-new", "x");
+	assert_int_equal(ds_create(other, n), -EROFS);
+	assert_string_equal(ds_last_error(other), DS_LOCKED_MESSAGE);
+	struct br_object *got;
+	assert_int_equal(ds_get(other, NS, NULL, "lock-kept", &got), 0); /* reads go on */
+	labels_set(got->arena, &got->meta.labels, "team", "y");
+	assert_int_equal(ds_update(other, got), -EROFS);
+	bool created;
+	assert_int_equal(ds_apply(other, got, &created, &changed), -EROFS);
+	assert_int_equal(ds_delete(other, NS, NULL, "lock-gone", 0), -EROFS);
+	assert_int_equal(ds_delete(other, NS, NULL, "lock-gone", gone->revision), -EROFS);
+	struct ds_write w[] = { { DS_WRITE_CREATE, n }, { DS_WRITE_UPDATE, got } };
+	assert_int_equal(ds_write_all(other, w, 2), -EROFS);
+	assert_string_equal(ds_last_error(other), DS_LOCKED_MESSAGE);
+	/* Not found is still not found, and nothing changed. */
+	struct br_object *none;
+	assert_int_equal(ds_get(other, NS, NULL, "lock-new", &none), -ENOENT);
+	model_free(got);
+	assert_int_equal(ds_get(other, NS, NULL, "lock-kept", &got), 0);
+	assert_int_equal(got->revision, kept->revision);
+
+	assert_int_equal(ds_set_locked(d, false, &changed), 0);
+	assert_true(changed);
+	assert_int_equal(ds_set_locked(d, false, &changed), 0);
+	assert_false(changed);
+	assert_int_equal(ds_create(other, n), 0);
+	assert_int_equal(ds_delete(other, NS, NULL, "lock-gone", 0), 0);
+	assert_int_equal(ds_delete(other, NS, NULL, "lock-gone", 0), -ENOENT);
+	model_free(got);
+	model_free(n);
+	model_free(kept);
+	model_free(gone);
+	ds_close(other);
+	ds_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crud),   cmocka_unit_test(test_list_scopes),
-		cmocka_unit_test(test_apply),  cmocka_unit_test(test_corrupt_value),
-		cmocka_unit_test(test_syncer), cmocka_unit_test(test_syncer_waits_for_datastore),
+		cmocka_unit_test(test_crud),
+		cmocka_unit_test(test_list_scopes),
+		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_corrupt_value),
+		cmocka_unit_test(test_syncer),
+		cmocka_unit_test(test_syncer_waits_for_datastore),
+		cmocka_unit_test(test_migration_lock),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -853,6 +853,9 @@ bool model_same_content(const struct br_object *a, const struct br_object *b);
  */
 int model_read(const char *source, const char *text, size_t len, const char *default_ns,
 	       struct br_object ***objs, size_t *n, struct model_errors *errs) must_check;
+/* model_read that also admits the IPAM bookkeeping kinds (a datastore export). */
+int model_read_internal(const char *source, const char *text, size_t len, const char *default_ns,
+			struct br_object ***objs, size_t *n, struct model_errors *errs) must_check;
 void model_free_all(struct br_object **objs, size_t n);
 
 /* --- helpers for consumers ------------------------------------------------ */

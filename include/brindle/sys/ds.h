@@ -15,6 +15,7 @@
  *   -EEXIST     create of something that exists
  *   -ECANCELED  the resource changed since it was read (revision mismatch)
  *   -EINVAL     a stored value that does not decode (message names the key)
+ *   -EROFS      a write while the datastore is locked for migration (ds_set_locked)
  *   others      the backend is unreachable or failed
  */
 #ifndef BRINDLE_DS_H
@@ -104,6 +105,24 @@ struct ds_write {
 	struct br_object *obj; /* create, update; delete reads kind, scope, name, revision */
 };
 int ds_write_all(struct ds *d, struct ds_write *w, size_t n) must_check;
+
+/* --- the migration lock (brindlectl datastore migrate) ---------------------------------- */
+
+/*
+ * A marker in the datastore that stops every write of every client of it:
+ * while it is there ds_create, ds_update, ds_apply, ds_delete and
+ * ds_write_all fail with -EROFS and DS_LOCKED_MESSAGE, whichever program
+ * calls them (brindlectl, brindle-cni, brindle-ipam). Reads and the syncer
+ * go on. etcd: the key DS_ETCD_LOCK_KEY, checked absent inside each write's
+ * own transaction, so no write that started before the lock lands after it.
+ * Kubernetes: -EOPNOTSUPP (a migration goes from etcd to Kubernetes).
+ */
+#define DS_LOCKED_MESSAGE \
+	"the datastore is locked for migration (brindlectl datastore migrate unlock)"
+#define DS_ETCD_LOCK_KEY "/calico/brindle/v1/migration-lock"
+/* Lock (@locked) or unlock; *changed (optional) says whether it was the other way. */
+int ds_set_locked(struct ds *d, bool locked, bool *changed) must_check;
+int ds_is_locked(struct ds *d, bool *locked) must_check;
 
 /* --- the syncer --------------------------------------------------------------------------- */
 
