@@ -5,7 +5,9 @@
 # (Pods are API objects whose status it patches, wired into the kernel the way
 # brindle-cni does). Routes follow Pods; Kubernetes NetworkPolicies with pod
 # and namespace selectors are enforced on real packets, and follow label
-# changes; a deleted pod loses its route; readiness says in sync.
+# changes; Calico policy by service account (a ServiceAccount's labels) admits only
+# that account's pods; a deleted or finished pod loses its route; with the API
+# server unreachable readiness says why, and recovers.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
@@ -120,6 +122,40 @@ kc label namespace other env=qa --overwrite >/dev/null
 bt_wait_for 10 "the namespace's new label to shut it out" not_reach other intruder 10.244.1.11
 kc -n shop label pod client app=nobody --overwrite >/dev/null
 bt_wait_for 10 "the client's new label to shut it out" not_reach shop client 10.244.1.11
+
+# Calico policy by service account: a ServiceAccount's labels (profile
+# ksa.other.robot) let its pods in, and only them.
+kc apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot, namespace: other, labels: {role: robot}}
+---
+apiVersion: crd.projectcalico.org/v1
+kind: NetworkPolicy
+metadata: {name: web-from-robots, namespace: shop}
+spec:
+  selector: app == 'web'
+  types: [Ingress]
+  ingress:
+  - action: Allow
+    source: {serviceAccounts: {selector: role == 'robot'}, namespaceSelector: all()}
+YAML
+kc apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: bot, namespace: other, labels: {app: bot}}
+spec:
+  nodeName: node1
+  serviceAccountName: robot
+  containers: [{name: c, image: registry.invalid/none}]
+YAML
+kc -n other patch pod bot --subresource status --type merge \
+	-p '{"status":{"phase":"Running","podIP":"10.244.1.14","podIPs":[{"ip":"10.244.1.14"}]}}' >/dev/null
+bt_pod "$NODE" other bot 10.244.1.14
+bt_wait_for 10 "the robot's pod to reach web by its service account" reach other bot 10.244.1.11
+not_reach other intruder 10.244.1.11 || bt_fail "the service-account policy let another account in"
+kc -n other label serviceaccount robot role=retired --overwrite >/dev/null
+bt_wait_for 10 "the service account's new label to shut it out" not_reach other bot 10.244.1.11
 
 # A deleted pod loses its route.
 # (no kubelet confirms a graceful deletion: force it, as a node that is gone would need)
