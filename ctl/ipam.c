@@ -99,10 +99,24 @@ static void print_rows(const char *const *head, size_t ncol, struct row *rows, s
 			       c + 1 < ncol ? "   " : "\n");
 }
 
-static char *count_pct(struct arena *a, uint64_t part, uint64_t total)
+/* An IPv6 pool holds more than 2^64 addresses: counts of pools are 128-bit. */
+typedef unsigned __int128 u128;
+
+static char *u128_str(struct arena *a, u128 v)
 {
-	return arena_printf(a, "%" PRIu64 " (%" PRIu64 "%%)", part,
-			    total ? (part * 100 + total / 2) / total : 0);
+	char buf[48], *p = buf + sizeof(buf);
+	*--p = '\0';
+	do {
+		*--p = (char)('0' + (int)(v % 10));
+		v /= 10;
+	} while (v);
+	return arena_strdup(a, p);
+}
+
+static char *count_pct(struct arena *a, u128 part, u128 total)
+{
+	return arena_printf(a, "%s (%s%%)", u128_str(a, part),
+			    u128_str(a, total ? (part * 100 + total / 2) / total : 0));
 }
 
 static bool block_in_pool(const struct br_ippool *p, const struct br_cidr *bc)
@@ -137,8 +151,9 @@ static int ipam_show(struct ctl *c, bool blocks)
 		if (cidr_parse(p->spec.cidr, false, &pc) < 0)
 			continue;
 		unsigned host_bits = ip_bits(&pc.ip) - pc.len;
-		uint64_t total = host_bits >= 63 ? UINT64_MAX : (uint64_t)1 << host_bits;
-		uint64_t used = 0;
+		/* A /0 IPv6 pool (2^128) is shown one short: nobody will notice. */
+		u128 total = host_bits >= 128 ? ~(u128)0 : (u128)1 << host_bits;
+		u128 used = 0;
 		size_t pool_row = n++;
 		for (size_t k = 0; k < s.n_blocks; k++) {
 			const struct br_ipamblock *b = (const struct br_ipamblock *)s.blocks[k];
@@ -164,7 +179,7 @@ static int ipam_show(struct ctl *c, bool blocks)
 			p->spec.disabled ? "IP Pool (disabled)" : "IP Pool",
 			p->spec.cidr,
 			"",
-			arena_printf(a, "%" PRIu64, total),
+			u128_str(a, total),
 			count_pct(a, used, total),
 			count_pct(a, total - used, total),
 		} };

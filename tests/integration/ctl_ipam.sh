@@ -155,4 +155,14 @@ bt_expect_eq "stale claim gone" "" "$(kv get --keys-only --prefix "$HOSTS/node-g
 out=$(ctl ipam check) || bt_fail "ipam check still unhappy: $out"
 bt_expect_contains "all repaired" "0 problem(s) found." "$out"
 bt_expect_eq "no overlap left" "" "$(kv get --keys-only "$BLOCKS/10.250.0.0-28")"
+# An IPv6 pool holds 2^80 addresses: counted exactly, not wrapped around 2^64.
+ctl apply -f - >/dev/null <<'EOF'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: v6}
+spec: {cidr: "fd00:10::/48", blockSize: 122}
+EOF
+out=$(ctl ipam show)
+bt_expect_contains "an IPv6 pool's size" "1208925819614629174706176" "$out"
+case $out in *18446744073709551615*) bt_fail "a total wrapped at 2^64: $out" ;; esac
 bt_pass
