@@ -308,12 +308,11 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	if ((t->encap == LAB_ENCAP_VXLAN || t->encap == LAB_ENCAP_VXLAN_CROSS_SUBNET) &&
 	    (r = vxlan_tunnel_addr(l, b, n)) < 0)
 		return r;
-	char *felix[] = { "env",
-			  (char *)ep,
-			  arena_printf(l->a, "NODENAME=%s", n->name),
+	char *felix[] = { "env", (char *)ep, arena_printf(l->a, "NODENAME=%s", n->name),
 			  "FELIX_PROMETHEUSMETRICSENABLED=true",
 			  "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
-			  (char *)b->felix,
+			  /* the event log stays with the lab (and goes with lab down) */
+			  arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir), (char *)b->felix,
 			  NULL };
 	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
 		return fail_io("starting brindle-felix", NULL);

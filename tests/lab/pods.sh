@@ -71,6 +71,15 @@ spec:
 YAML
 lab apply "$LAB" -f "$BT_DIR/policy.yaml" >/dev/null
 lab_until 10 "the policy to deny x/a" test "$(verdict x/a z/d 80)" = denied
+# The connection event log of a lab node lives in the lab's state directory.
+lab apply "$LAB" -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: FelixConfiguration
+metadata: {name: node.node2}
+spec: {policyEventLogEnabled: true}
+YAML
+logged() { verdict x/a z/d 80 >/dev/null; grep -q '"verdict":"deny"' "$STATE/node2/policy-events.log"; }
+lab_until 10 "the denial in node2's event log in the lab's state" logged
 start=$SECONDS
 lab pod label "$LAB" x/a role=client >/dev/null || bt_fail "lab pod label failed"
 lab_until 10 "x/a labelled role=client to be allowed" test "$(verdict x/a z/d 80)" = allowed
