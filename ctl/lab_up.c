@@ -681,17 +681,33 @@ static int expected_sessions(const struct lab_topology *t, const struct lab_node
 	return k + nrr;
 }
 
-static bool felix_ready(struct lab *l, const char *node)
+/* felix's readiness; when not ready, its reasons (the body of the 503) in @why. */
+static bool felix_ready(struct lab *l, const char *node, struct strbuf *why)
 {
 	char *argv[] = { "curl",
-			 "-sf",
-			 "-o",
-			 "/dev/null",
+			 "-s",
+			 "-w",
+			 "\n%{http_code}",
 			 "--max-time",
 			 "1",
 			 "http://localhost:9099/readiness",
 			 NULL };
-	return lab_run(lab_ns_node(l->a, l->topo->name, node), argv, NULL, NULL) == 0;
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	int r = lab_run(lab_ns_node(l->a, l->topo->name, node), argv, NULL, &out);
+	const char *body = sb_str(&out);
+	const char *code = strrchr(body, '\n');
+	bool ready = r == 0 && code && streq(code + 1, "200");
+	sb_reset(why);
+	if (!ready && code && code > body) {
+		/* "datastore: ...\ndataplane: ...": one line, for the report */
+		for (const char *p = body; p < code; p++)
+			sb_addc(why, *p == '\n' ? ';' : *p);
+		while (why->len && (why->buf[why->len - 1] == ';' || why->buf[why->len - 1] == ' '))
+			sb_truncate(why, why->len - 1);
+	}
+	sb_free(&out);
+	return ready;
 }
 
 bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps)
@@ -729,8 +745,12 @@ static int wait_ready(struct lab *l, const struct lab_bins *b, int secs)
 		sb_reset(&why);
 		for (size_t i = 0; i < t->n_nodes; i++) {
 			const struct lab_node *n = &t->nodes[i];
-			if (!felix_ready(l, n->name))
-				sb_addf(&why, "  node %s: felix not ready\n", n->name);
+			struct strbuf fwhy = STRBUF_INIT;
+			sb_init(&fwhy);
+			if (!felix_ready(l, n->name, &fwhy))
+				sb_addf(&why, "  node %s: felix not ready%s%s\n", n->name,
+					fwhy.len ? ": " : " (no answer on :9099)", sb_str(&fwhy));
+			sb_free(&fwhy);
 			struct strbuf down = STRBUF_INIT;
 			sb_init(&down);
 			int est, total = bgp_sessions(l, n->name, &est, &down);
@@ -945,7 +965,9 @@ int lab_cmd_status(struct ctl *c, int argc, char **argv)
 		struct strbuf down = STRBUF_INIT;
 		sb_init(&down);
 		int est, total = bgp_sessions(&l, n->name, &est, &down);
-		bool ready = felix_ready(&l, n->name);
+		struct strbuf fwhy = STRBUF_INIT;
+		sb_init(&fwhy);
+		bool ready = felix_ready(&l, n->name, &fwhy);
 		all &= ready && total >= expected_sessions(t, n) && est == total;
 		char sessions[64];
 		if (total < 0)
@@ -954,6 +976,9 @@ int lab_cmd_status(struct ctl *c, int argc, char **argv)
 			snprintf(sessions, sizeof(sessions), "%d/%d Established", est, total);
 		printf("%-16s %-16s %-10s %s%s\n", n->name, ipstr(l.a, &n->ip),
 		       ready ? "ready" : "not ready", sessions, sb_str(&down));
+		if (fwhy.len)
+			printf("%-16s felix: %s\n", "", sb_str(&fwhy));
+		sb_free(&fwhy);
 		sb_free(&down);
 	}
 	struct lab_pod_state *pods;
