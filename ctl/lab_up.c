@@ -344,10 +344,16 @@ static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
 	int r = lab_netns_add(l, ns);
 	if (r < 0)
 		return r;
-	/* a point-to-point link: the fabric answers ARP for everything it routes (proxy ARP) */
+	/*
+	 * a point-to-point link: the fabric answers ARP for everything it routes
+	 * (proxy ARP), at once: the kernel's default proxy_delay holds each answer
+	 * back up to 0.8 s, which made a host's first probes look like denials
+	 */
 	if ((r = must("ip -n %s link add x%zu type veth peer name eth0 netns %s", fab, i, ns)) <
 		    0 ||
 	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.x%zu.proxy_arp=1", fab, i)) < 0 ||
+	    (r = must("ip netns exec %s sysctl -qw net.ipv4.neigh.x%zu.proxy_delay=0", fab, i)) <
+		    0 ||
 	    (r = must("ip -n %s link set x%zu up", fab, i)) < 0 ||
 	    (r = must("ip -n %s route add %s/32 dev x%zu", fab, ip, i)) < 0 ||
 	    (r = must("ip -n %s addr add %s/32 dev eth0", ns, ip)) < 0 ||
