@@ -46,6 +46,9 @@ int cmd_replace(struct ctl *c, int argc, char **argv);
 int cmd_get(struct ctl *c, int argc, char **argv);
 int cmd_delete(struct ctl *c, int argc, char **argv);
 
+/* validate -f FILE: check resources or a lab topology without a datastore (validate.c). */
+int cmd_validate(struct ctl *c, int argc, char **argv);
+
 /* node status (node.c). */
 int cmd_node(struct ctl *c, int argc, char **argv);
 /* IPAM (ipam.c). */

@@ -29,6 +29,7 @@ static const struct {
 	{ "replace", cmd_replace, "replace existing resources from files" },
 	{ "get", cmd_get, "show resources: get KIND [NAME...] [-n NS | -A] or get -f FILE" },
 	{ "delete", cmd_delete, "delete resources: delete KIND NAME... [-n NS] or delete -f FILE" },
+	{ "validate", cmd_validate, "check files as apply reads them, without a datastore" },
 	{ "node", cmd_node, "node status [--ready]: this node's BGP sessions from BIRD" },
 	{ "ipam", cmd_ipam, "IP addresses: ipam show [--show-blocks], ipam check, ipam release" },
 	{ "lab", cmd_lab, "a multi-node cluster in namespaces on this machine (lab --help)" },

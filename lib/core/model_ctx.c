@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_ERRORS 50
 
@@ -35,6 +36,14 @@ void model_errors_add(struct model_errors *e, const char *fmt, ...)
 
 static void verr(struct model_ctx *c, const char *field, const char *fmt, va_list ap)
 	printf_like(3, 0);
+/* @path is @failed or lies under it ("spec.x" covers "spec.x.y" and "spec.x[0]"). */
+static bool path_under(const char *path, const char *failed)
+{
+	size_t n = strlen(failed);
+	return strncmp(path, failed, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '.' || path[n] == '[');
+}
+
 static void verr(struct model_ctx *c, const char *field, const char *fmt, va_list ap)
 {
 	if (c->errs->n - c->n_errs_before >= MAX_ERRORS)
@@ -47,11 +56,38 @@ static void verr(struct model_ctx *c, const char *field, const char *fmt, va_lis
 			sb_addc(&sb, '.');
 		sb_adds(&sb, field);
 	}
+	if (c->checking) {
+		if (model_path_failed(c, sb_str(&sb))) {
+			sb_free(&sb);
+			return;
+		}
+	} else {
+		c->failed = xrealloc(c->failed, sizeof(char *) * (c->n_failed + 1));
+		c->failed[c->n_failed++] = xstrdup(sb_str(&sb));
+	}
 	if (sb.len)
 		sb_adds(&sb, ": ");
 	sb_vaddf(&sb, fmt, ap);
 	c->errs->v = xrealloc(c->errs->v, sizeof(char *) * (c->errs->n + 1));
 	c->errs->v[c->errs->n++] = sb_detach(&sb);
+}
+
+bool model_path_failed(const struct model_ctx *c, const char *path)
+{
+	for (size_t i = 0; i < c->n_failed; i++)
+		if (path_under(path, c->failed[i]))
+			return true;
+	return false;
+}
+
+void model_failed_clear(struct model_ctx *c)
+{
+	for (size_t i = 0; i < c->n_failed; i++)
+		free(c->failed[i]);
+	free(c->failed);
+	c->failed = NULL;
+	c->n_failed = 0;
+	c->checking = false;
 }
 
 void model_err(struct model_ctx *c, const char *fmt, ...)

@@ -102,7 +102,10 @@ static bool decode_field(struct model_ctx *c, const struct model_field *f, const
 		bool ok = true;
 		for (size_t k = 0; k < v->arr.n; k++) {
 			size_t m = model_push_index(c, k);
-			ok &= decode_string(c, v->arr.items[k], &items[k]);
+			if (!decode_string(c, v->arr.items[k], &items[k])) {
+				items[k] = ""; /* reported; the checks see a string */
+				ok = false;
+			}
 			model_pop(c, m);
 		}
 		*(const char ***)p = items;
@@ -520,6 +523,7 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 	c->a = a;
 	c->obj = o;
 	size_t before = c->errs->n;
+	model_failed_clear(c);
 
 	/* A kind without "spec" (EndpointSlice) has its fields at the top level. */
 	struct arena *tmp = k->spec_inline ? arena_new() : NULL;
@@ -551,39 +555,43 @@ static struct br_object *decode_resource(struct model_ctx *c, const struct br_ki
 	if (inline_spec)
 		model_decode_struct(c, k->spec, inline_spec, AT(o, k->spec_off));
 	arena_free(tmp);
-	if (c->errs->n == before) {
-		if (!o->meta.name || !*o->meta.name) {
-			model_err_at(c, "metadata.name", "required");
-		}
-		if (k->namespaced && !o->meta.namespace)
-			o->meta.namespace = c->default_ns ? arena_strdup(a, c->default_ns) : "default";
-		if (!k->namespaced && o->meta.namespace && *o->meta.namespace)
-			model_err_at(c, "metadata.namespace",
-				     "must not be set: %s is not namespaced", k->kind);
+
+	if (!o->meta.name || !*o->meta.name) {
+		if (!model_path_failed(c, "metadata.name"))
+			model_err_at(c, "metadata.name", "required"); /* and marks it failed */
+		o->meta.name = ""; /* the checks below see a name; their errors are not repeated */
 	}
-	if (c->errs->n == before) {
-		size_t m = k->spec_inline ? c->path.len : model_push(c, "spec");
-		if (k->spec)
-			model_default_struct(c, k->spec, AT(o, k->spec_off));
+	if (k->namespaced && !o->meta.namespace)
+		o->meta.namespace = c->default_ns ? arena_strdup(a, c->default_ns) : "default";
+	if (!k->namespaced && o->meta.namespace && *o->meta.namespace)
+		model_err_at(c, "metadata.namespace", "must not be set: %s is not namespaced",
+			     k->kind);
+
+	/* Default and check what did decode, so that one bad field does not hide the others'
+	 * problems; errors under a field that failed to decode are not reported twice. */
+	c->checking = true;
+	size_t m = k->spec_inline ? c->path.len : model_push(c, "spec");
+	if (k->spec)
+		model_default_struct(c, k->spec, AT(o, k->spec_off));
+	model_pop(c, m);
+	if (k->defaults)
+		k->defaults(c, o);
+	m = model_push(c, "metadata");
+	model_check_struct(c, &meta_desc, &o->meta);
+	model_pop(c, m);
+	model_check_name(c, o);
+	m = k->spec_inline ? c->path.len : model_push(c, "spec");
+	if (k->spec)
+		model_check_struct(c, k->spec, AT(o, k->spec_off));
+	model_pop(c, m);
+	if (k->status) {
+		m = model_push(c, "status");
+		model_check_struct(c, k->status, AT(o, k->status_off));
 		model_pop(c, m);
-		if (k->defaults)
-			k->defaults(c, o);
-		m = model_push(c, "metadata");
-		model_check_struct(c, &meta_desc, &o->meta);
-		model_pop(c, m);
-		model_check_name(c, o);
-		m = k->spec_inline ? c->path.len : model_push(c, "spec");
-		if (k->spec)
-			model_check_struct(c, k->spec, AT(o, k->spec_off));
-		model_pop(c, m);
-		if (k->status) {
-			m = model_push(c, "status");
-			model_check_struct(c, k->status, AT(o, k->status_off));
-			model_pop(c, m);
-		}
-		if (k->check)
-			k->check(c, o);
 	}
+	if (k->check)
+		k->check(c, o);
+	model_failed_clear(c);
 	if (c->errs->n != before) {
 		arena_free(a);
 		return NULL;
@@ -634,6 +642,7 @@ struct br_object *model_decode(const struct jv *doc, bool allow_internal, struct
 	struct model_ctx c;
 	ctx_init(&c, errs);
 	struct br_object *o = decode_doc(&c, doc, allow_internal);
+	model_failed_clear(&c);
 	sb_free(&c.path);
 	return o;
 }
@@ -651,6 +660,7 @@ struct br_object *model_decode_kind(const struct br_kind *k, const struct jv *do
 		model_err_at(&c, "kind", "expected %s, found %s", k->kind, kind ? kind : "none");
 	else
 		o = decode_resource(&c, k, doc);
+	model_failed_clear(&c);
 	sb_free(&c.path);
 	return o;
 }
@@ -870,6 +880,7 @@ static void read_doc(const char *source, size_t docno, const struct jv *doc, con
 	for (size_t i = 0; i < local.n; i++)
 		model_errors_add(errs, "%s: document %zu: %s", source, docno, local.v[i]);
 	model_errors_clear(&local);
+	model_failed_clear(&c);
 	sb_free(&c.path);
 }
 

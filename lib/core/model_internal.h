@@ -72,6 +72,11 @@ struct model_ctx {
 	const struct br_object *obj; /* the resource being processed */
 	const char *default_ns;	     /* for namespaced resources that name none */
 	size_t n_errs_before;
+	/* Paths that failed to decode in this resource. Once @checking, errors at or under
+	 * them are not reported again: a field is reported once, and every field is. */
+	char **failed;
+	size_t n_failed;
+	bool checking;
 };
 
 /* Errors and paths (model_ctx.c). */
@@ -81,6 +86,10 @@ void model_err_at(struct model_ctx *c, const char *field, const char *fmt, ...) 
 size_t model_push(struct model_ctx *c, const char *field);
 size_t model_push_index(struct model_ctx *c, size_t i);
 void model_pop(struct model_ctx *c, size_t mark);
+/* @path (full, "spec.x[0].y") is at or under a path that failed to decode. */
+bool model_path_failed(const struct model_ctx *c, const char *path);
+/* Forget the failed paths (model_ctx.failed) and leave the checking phase. */
+void model_failed_clear(struct model_ctx *c);
 /* An arena array of the @n strings that follow. */
 const char **model_strlist(struct arena *a, size_t n, ...);
 

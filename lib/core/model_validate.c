@@ -777,6 +777,7 @@ static bool int_list_decode(struct model_ctx *c, const struct jv *v, void *field
 	}
 	l->v = arena_alloc(c->a, sizeof(int64_t) * (v->arr.n ? v->arr.n : 1));
 	l->n = v->arr.n;
+	bool ok = true;
 	for (size_t i = 0; i < v->arr.n; i++) {
 		const struct jv *e = v->arr.items[i];
 		if (e->type == JV_NULL) {
@@ -785,10 +786,11 @@ static bool int_list_decode(struct model_ctx *c, const struct jv *v, void *field
 			size_t m = model_push_index(c, i);
 			model_err(c, "must be a non-negative integer or null");
 			model_pop(c, m);
-			return false;
+			l->v[i] = -1;
+			ok = false;
 		}
 	}
-	return true;
+	return ok;
 }
 
 static struct jv *int_list_encode(struct arena *a, const void *field)
@@ -813,15 +815,17 @@ static bool str_int_map_decode(struct model_ctx *c, const struct jv *v, void *fi
 		return false;
 	}
 	m->v = arena_alloc(c->a, sizeof(*m->v) * (v->obj.n ? v->obj.n : 1));
-	m->n = v->obj.n;
+	m->n = 0;
+	bool ok = true;
 	for (size_t i = 0; i < v->obj.n; i++) {
-		m->v[i].key = arena_strdup(c->a, v->obj.members[i].key);
-		if (!jv_as_int64(v->obj.members[i].value, &m->v[i].value)) {
+		if (!jv_as_int64(v->obj.members[i].value, &m->v[m->n].value)) {
 			model_err_at(c, v->obj.members[i].key, "must be an integer");
-			return false;
+			ok = false;
+			continue;
 		}
+		m->v[m->n++].key = arena_strdup(c->a, v->obj.members[i].key);
 	}
-	return true;
+	return ok;
 }
 
 static struct jv *str_int_map_encode(struct arena *a, const void *field)

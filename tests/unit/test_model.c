@@ -701,6 +701,67 @@ static void test_all_errors_reported(void **state)
 	model_errors_clear(&errs);
 }
 
+/* Every error of @text, in order, then NULL; fails the test if @text is accepted. */
+static void expect_errors(const char *text, const char *const *want)
+{
+	struct br_object **objs;
+	size_t n, k = 0;
+	struct model_errors errs = { 0 };
+	assert_int_equal(model_read("test.yaml", text, strlen(text), NULL, &objs, &n, &errs),
+			 -EINVAL);
+	for (; want[k]; k++) {
+		if (k >= errs.n)
+			fail_msg("missing error %zu: %s", k, want[k]);
+		assert_string_equal(errs.v[k], want[k]);
+	}
+	if (errs.n != k)
+		fail_msg("unexpected error: %s", errs.v[k]);
+	model_errors_clear(&errs);
+}
+
+/* A field that fails to decode (asNumber: 0) used to hide every problem found by the checks
+ * that follow decoding; now each field is reported once, and every field is. */
+static void test_decode_error_hides_nothing(void **state)
+{
+	expect_errors(BGPC_HEAD
+		      "metadata: {name: default}\n"
+		      "spec: {asNumber: 0, listenPort: 0, logSeverityScreen: Loud, bogus: 1}\n",
+		      (const char *const[]){
+			      D1 "spec.asNumber: AS number 0 is reserved",
+			      D1 "spec.bogus: unknown field",
+			      D1 "spec.logSeverityScreen: \"Loud\" is not one of Debug, Info, "
+				 "Warning, Error or Fatal",
+			      D1 "spec.listenPort: 0 is out of range (1-65535)",
+			      NULL,
+		      });
+	/* A required field that fails to decode is not also "required"; a list item that fails
+	 * is not checked again; a bad name is reported once; the rule after a bad one is
+	 * checked. */
+	expect_errors("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+		      "metadata: {name: [x]}\n"
+		      "spec:\n  types: [Ingress, [x]]\n  ingress:\n"
+		      "  - {action: Allow, protocol: TCPX}\n  - {action: Maybe}\n",
+		      (const char *const[]){
+			      D1 "metadata.name: must be a string, not a list",
+			      D1 "spec.types[1]: must be a string, not a list",
+			      D1 "spec.ingress[0].protocol: \"TCPX\" is not a protocol (TCP, UDP, "
+				 "ICMP, ICMPv6, SCTP, UDPLite or a number 1-255)",
+			      D1 "spec.ingress[1].action: \"Maybe\" is not one of Allow, Deny, "
+				 "Log or Pass",
+			      NULL,
+		      });
+	expect_errors(BGPC_HEAD "metadata: {}\nspec: {}\n",
+		      (const char *const[]){ D1 "metadata.name: required", NULL });
+	expect_errors(POOL_HEAD "spec: {cidr: [10.0.0.0/16], blockSize: x, vxlanMode: Often}\n",
+		      (const char *const[]){
+			      D1 "spec.cidr: must be a string, not a list",
+			      D1 "spec.blockSize: must be an integer",
+			      D1 "spec.vxlanMode: \"Often\" is not one of Never, Always or "
+				 "CrossSubnet",
+			      NULL,
+		      });
+}
+
 static void test_clone_and_new(void **state)
 {
 	size_t n;
@@ -756,6 +817,7 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_second_document_error),
 		cmocka_unit_test(test_all_errors_reported),
+		cmocka_unit_test(test_decode_error_hides_nothing),
 		cmocka_unit_test(test_clone_and_new),
 		cmocka_unit_test(test_helpers),
 	};
