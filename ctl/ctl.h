@@ -28,16 +28,65 @@ struct ds *ctl_ds(struct ctl *c);
 /* "Error: ..." on stderr. */
 void ctl_error(const char *fmt, ...) printf_like(1, 2);
 
-/* Flag parsing shared by commands: --flag value, --flag=value, -f value. */
-struct ctl_args {
-	int argc;
-	char **argv;
-	int i;
+/*
+ * Commands and their flags are tables: the parser reads the flags from them and --help,
+ * "brindlectl help COMMAND" and docs/brindlectl.md's test print them from the same tables.
+ * A flag table ends with an entry whose name is NULL; a command table likewise.
+ */
+struct ctl_flag {
+	const char *name;	/* "--filename" */
+	const char *short_name; /* "-f", or NULL */
+	const char *arg;	/* the value's placeholder ("FILE"); NULL: a switch */
+	const char *help;
 };
-/* If argv[i] is flag @name (or @short_name), stores its value and returns true. */
-bool ctl_flag_value(struct ctl_args *a, const char *name, const char *short_name,
-		    const char **value, bool *bad);
-bool ctl_flag_bool(struct ctl_args *a, const char *name, const char *short_name);
+
+struct ctl_cmd {
+	const char *name;
+	const char *args;    /* what follows the name besides flags: "KIND [NAME...]", or NULL */
+	const char *summary; /* one line */
+	const struct ctl_flag *flags; /* NULL: takes none */
+	const struct ctl_cmd *subs;   /* NULL: a leaf */
+	/* argv[0] is the command's own name. A command with subs and no fn is dispatched to
+	 * the sub named by the next word; one with both gets the words itself (its subs are
+	 * only for help). */
+	int (*fn)(struct ctl *c, int argc, char **argv);
+};
+
+#define CTL_MAX_FLAGS 16
+
+/* Flags and positional words of one command line; values point into argv. */
+struct ctl_parsed {
+	const char *value[CTL_MAX_FLAGS]; /* the last value; "" for a given switch; NULL: absent */
+	const char **all[CTL_MAX_FLAGS];  /* every value in order */
+	size_t n[CTL_MAX_FLAGS];	  /* how often each flag was given */
+	char **pos;
+	size_t n_pos;
+};
+
+/* Parses argv[first..] against @flags (indexed as in the table): --flag value, --flag=value,
+ * -f value, -f=value; "-" alone is a positional word. An unknown flag or a missing value is
+ * an error naming @cmd and pointing to its --help; returns CTL_USAGE then, else CTL_OK. Free
+ * with ctl_parsed_free even on error. */
+int ctl_parse(const char *cmd, const struct ctl_flag *flags, int argc, char **argv, int first,
+	      struct ctl_parsed *p) must_check;
+void ctl_parsed_free(struct ctl_parsed *p);
+
+/* Matches argv[*i] against one flag; on a match stores its value ("" for a switch), advances
+ * *i past a separate value and returns 1; returns 0 when it is not this flag, -1 (printed)
+ * when its value is missing. */
+int ctl_flag_match(const struct ctl_flag *f, int argc, char **argv, int *i,
+		   const char **value) must_check;
+
+/* Help of @cmd, reached by @path ("brindlectl ipam release"). */
+void ctl_help(FILE *f, const char *path, const struct ctl_cmd *cmd);
+
+/* Command tables of the files below; the top level is in main.c. */
+extern const struct ctl_cmd ctl_ipam_cmds[];
+extern const struct ctl_cmd ctl_datastore_cmds[];
+extern const struct ctl_cmd ctl_node_cmds[];
+extern const struct ctl_cmd ctl_manifests_cmds[];
+extern const struct ctl_cmd ctl_lab_cmds[];
+extern const struct ctl_flag ctl_apply_flags[], ctl_get_flags[], ctl_delete_flags[];
 
 /* Resource commands (resource_cmds.c). */
 int cmd_apply(struct ctl *c, int argc, char **argv);
@@ -48,17 +97,7 @@ int cmd_delete(struct ctl *c, int argc, char **argv);
 
 /* validate -f FILE: check resources or a lab topology without a datastore (validate.c). */
 int cmd_validate(struct ctl *c, int argc, char **argv);
-
-/* node status (node.c). */
-int cmd_node(struct ctl *c, int argc, char **argv);
-/* IPAM (ipam.c). */
-int cmd_ipam(struct ctl *c, int argc, char **argv);
-/* The lab (lab.c and lab_*.c, docs/lab.md). */
-int cmd_lab(struct ctl *c, int argc, char **argv);
-/* datastore migrate lock|export|import|unlock (datastore.c, docs/datastore.md). */
-int cmd_datastore(struct ctl *c, int argc, char **argv);
-/* Shipped manifests: manifests crds (manifests.c, docs/crds.md). */
-int cmd_manifests(struct ctl *c, int argc, char **argv);
+extern const struct ctl_flag ctl_validate_flags[];
 
 /* Output (print.c). */
 enum ctl_output {

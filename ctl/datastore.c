@@ -277,26 +277,31 @@ static void counts(FILE *f, const char *what, const size_t *n)
 			fprintf(f, "%s: %zu %s\n", model_kind(migrated[i])->kind, n[i], what);
 }
 
+enum {
+	IMPORT_FILENAME,
+	IMPORT_FORCE
+};
+static const struct ctl_flag import_flags[] = {
+	[IMPORT_FILENAME] = { "--filename", "-f", "FILE", "the export; - for standard input" },
+	[IMPORT_FORCE] = { "--force", NULL, NULL,
+			   "import into a datastore that holds Brindle resources already, "
+			   "replacing those of the same name" },
+	{ 0 },
+};
+
 static int cmd_import(struct ctl *c, int argc, char **argv)
 {
-	struct ctl_args a = { argc, argv, 1 };
-	const char *file = NULL;
-	bool force = false;
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--filename", "-f", &v, &bad)) {
-			if (bad)
-				return CTL_USAGE;
-			file = v;
-		} else if (ctl_flag_bool(&a, "--force", NULL)) {
-			force = true;
-		} else {
-			ctl_error("datastore migrate import: unexpected argument \"%s\"",
-				  argv[a.i]);
-			return CTL_USAGE;
-		}
+	struct ctl_parsed p;
+	int pr = ctl_parse("datastore migrate import", import_flags, argc, argv, 1, &p);
+	const char *file = p.value[IMPORT_FILENAME];
+	bool force = p.value[IMPORT_FORCE] != NULL;
+	if (pr == CTL_OK && p.n_pos) {
+		ctl_error("datastore migrate import: unexpected argument \"%s\"", p.pos[0]);
+		pr = CTL_USAGE;
 	}
+	ctl_parsed_free(&p);
+	if (pr != CTL_OK)
+		return pr;
 	if (!file) {
 		ctl_error("datastore migrate import needs -f FILE (an export; - for standard "
 			  "input)");
@@ -374,46 +379,32 @@ out:
 	return ret;
 }
 
-/* --- the command ------------------------------------------------------------------------- */
+/* --- the commands ------------------------------------------------------------------------ */
 
-static void usage(FILE *f)
+static int cmd_lock_on(struct ctl *c, int argc, char **argv)
 {
-	fprintf(f, "Usage: brindlectl datastore migrate COMMAND\n\n"
-		   "Move the cluster's data from the etcd datastore to the Kubernetes datastore:\n"
-		   "  lock                  etcd: refuse every write to the datastore from now on\n"
-		   "  export                etcd (locked): print the data to move as YAML\n"
-		   "  import -f FILE        kubernetes: create the export's objects (refuses a\n"
-		   "        [--force]       datastore that holds any already, unless --force)\n"
-		   "  unlock                etcd: allow writes again\n"
-		   "\nSee docs/datastore.md, \"Migrating from etcd to Kubernetes\".\n");
+	return cmd_lock(c, argc, argv, true);
 }
 
-int cmd_datastore(struct ctl *c, int argc, char **argv)
+static int cmd_unlock(struct ctl *c, int argc, char **argv)
 {
-	if (argc >= 2 && (streq(argv[1], "-h") || streq(argv[1], "--help"))) {
-		usage(stdout);
-		return CTL_OK;
-	}
-	if (argc < 2 || !streq(argv[1], "migrate")) {
-		ctl_error("datastore: expected \"datastore migrate COMMAND\"");
-		usage(stderr);
-		return CTL_USAGE;
-	}
-	if (argc < 3 || streq(argv[2], "-h") || streq(argv[2], "--help")) {
-		usage(argc < 3 ? stderr : stdout);
-		return argc < 3 ? CTL_USAGE : CTL_OK;
-	}
-	const char *sub = argv[2];
-	argc -= 2;
-	argv += 2;
-	if (streq(sub, "lock"))
-		return cmd_lock(c, argc, argv, true);
-	if (streq(sub, "unlock"))
-		return cmd_lock(c, argc, argv, false);
-	if (streq(sub, "export"))
-		return cmd_export(c, argc, argv);
-	if (streq(sub, "import"))
-		return cmd_import(c, argc, argv);
-	ctl_error("datastore migrate: unknown command \"%s\" (lock, export, import, unlock)", sub);
-	return CTL_USAGE;
+	return cmd_lock(c, argc, argv, false);
 }
+
+static const struct ctl_cmd migrate_cmds[] = {
+	{ "lock", NULL, "etcd: refuse every write to the datastore from now on", NULL, NULL,
+	  cmd_lock_on },
+	{ "export", NULL, "etcd (locked): print the data to move as YAML", NULL, NULL, cmd_export },
+	{ "import", NULL, "kubernetes: create the export's objects", import_flags, NULL,
+	  cmd_import },
+	{ "unlock", NULL, "etcd: allow writes again", NULL, NULL, cmd_unlock },
+	{ 0 },
+};
+
+const struct ctl_cmd ctl_datastore_cmds[] = {
+	{ "migrate", NULL,
+	  "move the cluster's data from the etcd datastore to the Kubernetes datastore "
+	  "(docs/datastore.md)",
+	  NULL, migrate_cmds, NULL },
+	{ 0 },
+};

@@ -614,67 +614,125 @@ static int ipam_release_blocks(struct ctl *c, const char *node, int64_t grace)
 	return CTL_OK;
 }
 
-static void ipam_usage(FILE *f)
-{
-	fprintf(f, "Usage:\n"
-		   "  brindlectl ipam show [--show-blocks]\n"
-		   "  brindlectl ipam check [--grace SECONDS]\n"
-		   "  brindlectl ipam release --ip ADDRESS [--force] [--grace SECONDS]\n"
-		   "  brindlectl ipam release --empty-blocks [--node NODE] [--grace SECONDS]\n");
-}
+/* --- the commands ------------------------------------------------------------------------ */
 
-int cmd_ipam(struct ctl *c, int argc, char **argv)
+enum {
+	SHOW_BLOCKS
+};
+static const struct ctl_flag show_flags[] = {
+	[SHOW_BLOCKS] = { "--show-blocks", NULL, NULL,
+			  "a row per block with the node that owns it" },
+	{ 0 },
+};
+
+enum {
+	CHECK_GRACE
+};
+static const struct ctl_flag check_flags[] = {
+	[CHECK_GRACE] = { "--grace", NULL, "SECONDS",
+			  "an address younger than this is no leak (default 300)" },
+	{ 0 },
+};
+
+enum {
+	REL_IP,
+	REL_FORCE,
+	REL_GRACE,
+	REL_EMPTY,
+	REL_NODE
+};
+static const struct ctl_flag release_flags[] = {
+	[REL_IP] = { "--ip", NULL, "ADDRESS",
+		     "free this address if its owner is known to be gone" },
+	[REL_FORCE] = { "--force", NULL, NULL, "--ip: free it whoever holds it" },
+	[REL_GRACE] = { "--grace", NULL, "SECONDS",
+			"--ip: the address's age, --empty-blocks: how long a block has been "
+			"empty (default 300)" },
+	[REL_EMPTY] = { "--empty-blocks", NULL, NULL,
+			"release empty blocks, empty orphans and empty overlapping blocks; "
+			"settle stale pending claims" },
+	[REL_NODE] = { "--node", NULL, "NODE", "--empty-blocks: only this node's" },
+	{ 0 },
+};
+
+/* The seconds of --grace; -1 when not given, -2 (printed) when not a number of seconds. */
+static long long grace_arg(const char *grace)
 {
-	if (argc < 2) {
-		ipam_usage(stderr);
-		return CTL_USAGE;
-	}
-	const char *sub = argv[1];
-	bool show_blocks = false, force = false, empty = false;
-	const char *ip = NULL, *node = NULL, *grace = NULL;
-	struct ctl_args a = { argc, argv, 2 };
-	for (; a.i < argc; a.i++) {
-		bool bad = false;
-		if (ctl_flag_bool(&a, "--show-blocks", NULL))
-			show_blocks = true;
-		else if (ctl_flag_bool(&a, "--force", NULL))
-			force = true;
-		else if (ctl_flag_bool(&a, "--empty-blocks", NULL))
-			empty = true;
-		else if (ctl_flag_value(&a, "--ip", NULL, &ip, &bad) ||
-			 ctl_flag_value(&a, "--node", NULL, &node, &bad) ||
-			 ctl_flag_value(&a, "--grace", NULL, &grace, &bad)) {
-			if (bad)
-				return CTL_USAGE;
-		} else if (streq(argv[a.i], "-h") || streq(argv[a.i], "--help")) {
-			ipam_usage(stdout);
-			return CTL_OK;
-		} else {
-			ctl_error("ipam %s: unexpected argument \"%s\"", sub, argv[a.i]);
-			return CTL_USAGE;
-		}
-	}
 	char *end = NULL;
 	long long g = grace ? strtoll(grace, &end, 10) : -1;
 	if (grace && (!*grace || *end || g < 0)) {
 		ctl_error("--grace takes a number of seconds");
-		return CTL_USAGE;
+		return -2;
 	}
-	if (streq(sub, "show"))
-		return ipam_show(c, show_blocks);
-	if (streq(sub, "check"))
-		return ipam_check(c, g >= 0 ? g : IPAM_DEFAULT_LEAK_GRACE_S);
-	if (streq(sub, "release")) {
-		if (ip && !empty)
-			return ipam_release_one(c, ip, force,
-						g >= 0 ? g : IPAM_DEFAULT_LEAK_GRACE_S);
-		if (empty && !ip)
-			return ipam_release_blocks(c, node,
-						   g >= 0 ? g : IPAM_DEFAULT_EMPTY_GRACE_S);
-		ctl_error("ipam release needs --ip ADDRESS or --empty-blocks");
-		return CTL_USAGE;
-	}
-	ctl_error("unknown ipam command \"%s\"", sub);
-	ipam_usage(stderr);
+	return g;
+}
+
+static int no_positional(const char *cmd, const struct ctl_parsed *p)
+{
+	if (!p->n_pos)
+		return CTL_OK;
+	ctl_error("%s: unexpected argument \"%s\"", cmd, p->pos[0]);
 	return CTL_USAGE;
 }
+
+static int ipam_cmd_show(struct ctl *c, int argc, char **argv)
+{
+	struct ctl_parsed p;
+	int r = ctl_parse("ipam show", show_flags, argc, argv, 1, &p);
+	if (r == CTL_OK)
+		r = no_positional("ipam show", &p);
+	if (r == CTL_OK)
+		r = ipam_show(c, p.value[SHOW_BLOCKS] != NULL);
+	ctl_parsed_free(&p);
+	return r;
+}
+
+static int ipam_cmd_check(struct ctl *c, int argc, char **argv)
+{
+	struct ctl_parsed p;
+	int r = ctl_parse("ipam check", check_flags, argc, argv, 1, &p);
+	if (r == CTL_OK)
+		r = no_positional("ipam check", &p);
+	long long g = r == CTL_OK ? grace_arg(p.value[CHECK_GRACE]) : -1;
+	if (g < -1)
+		r = CTL_USAGE;
+	if (r == CTL_OK)
+		r = ipam_check(c, g >= 0 ? g : IPAM_DEFAULT_LEAK_GRACE_S);
+	ctl_parsed_free(&p);
+	return r;
+}
+
+static int ipam_cmd_release(struct ctl *c, int argc, char **argv)
+{
+	struct ctl_parsed p;
+	int r = ctl_parse("ipam release", release_flags, argc, argv, 1, &p);
+	if (r == CTL_OK)
+		r = no_positional("ipam release", &p);
+	long long g = r == CTL_OK ? grace_arg(p.value[REL_GRACE]) : -1;
+	if (g < -1)
+		r = CTL_USAGE;
+	const char *ip = p.value[REL_IP];
+	bool empty = p.value[REL_EMPTY] != NULL;
+	if (r == CTL_OK && ip && !empty) {
+		r = ipam_release_one(c, ip, p.value[REL_FORCE] != NULL,
+				     g >= 0 ? g : IPAM_DEFAULT_LEAK_GRACE_S);
+	} else if (r == CTL_OK && empty && !ip) {
+		r = ipam_release_blocks(c, p.value[REL_NODE],
+					g >= 0 ? g : IPAM_DEFAULT_EMPTY_GRACE_S);
+	} else if (r == CTL_OK) {
+		ctl_error("ipam release needs --ip ADDRESS or --empty-blocks");
+		r = CTL_USAGE;
+	}
+	ctl_parsed_free(&p);
+	return r;
+}
+
+const struct ctl_cmd ctl_ipam_cmds[] = {
+	{ "show", NULL, "per pool (and block): addresses in total, in use and free", show_flags,
+	  NULL, ipam_cmd_show },
+	{ "check", NULL, "compare IPAM with the endpoints and nodes; exit 1 when they disagree",
+	  check_flags, NULL, ipam_cmd_check },
+	{ "release", NULL, "free an address (--ip) or empty blocks (--empty-blocks)", release_flags,
+	  NULL, ipam_cmd_release },
+	{ 0 },
+};

@@ -46,45 +46,42 @@ static int lab_cmd_delete(struct ctl *c, int argc, char **argv)
 	return lab_resources(cmd_delete, argc, argv);
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(struct ctl *c, int argc, char **argv);
-	const char *help;
-} subcommands[] = {
-	{ "up", lab_cmd_up, "up FILE [--timeout S] [--keep-on-failure]: build a lab" },
-	{ "down", lab_cmd_down, "down NAME: remove every namespace, process and file of a lab" },
-	{ "status", lab_cmd_status, "status NAME: nodes, BGP sessions, pods" },
-	{ "apply", lab_cmd_apply, "apply NAME -f FILE: resources into the lab's datastore" },
-	{ "delete", lab_cmd_delete, "delete NAME -f FILE: resources out of it" },
-	{ "ns", lab_cmd_ns, "ns add NAME NS [k=v ...] | ns label NAME NS k=v ... [k-]" },
-	{ "pod", lab_cmd_pod,
-	  "pod add NAME NS/POD --node N [--ip A] [--labels k=v,...] [--port name:proto:port]... "
-	  "[--serve proto:port]... [--host-network] | pod delete NAME NS/POD | pod label NAME "
-	  "NS/POD k=v ... [k-]" },
-	{ "exec", lab_cmd_exec,
-	  "exec NAME TARGET -- CMD...: CMD in a node, NS/POD or external host" },
-	{ "probe", lab_cmd_probe,
-	  "probe NAME --from SRC --to DST --proto tcp|udp|sctp --port N [-o json]" },
-	{ "matrix", lab_cmd_matrix,
-	  "matrix NAME [--ports P,..] [--protos tcp,..] [--from SRC,..] [--to DST,..] "
-	  "[--timeout-ms N] [-o json|table]" },
-	{ "export-clab", lab_cmd_export_clab,
-	  "export-clab NAME|--file FILE [-o FILE] [--image I]: a containerlab topology" },
+static const struct ctl_cmd ns_cmds[] = {
+	{ "add", "NAME NS [k=v ...]", "create a namespace in the lab, with labels", NULL, NULL,
+	  NULL },
+	{ "label", "NAME NS k=v ... [k-]", "set (k=v) or remove (k-) a namespace's labels", NULL,
+	  NULL, NULL },
+	{ 0 },
 };
 
-int cmd_lab(struct ctl *c, int argc, char **argv)
-{
-	if (argc < 2 || streq(argv[1], "-h") || streq(argv[1], "--help")) {
-		FILE *f = argc < 2 ? stderr : stdout;
-		fprintf(f, "Usage: brindlectl lab COMMAND\n\n");
-		for (size_t i = 0; i < ARRAY_SIZE(subcommands); i++)
-			fprintf(f, "  %s\n", subcommands[i].help);
-		fprintf(f, "\nSee docs/lab.md.\n");
-		return argc < 2 ? CTL_USAGE : CTL_OK;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(subcommands); i++)
-		if (streq(argv[1], subcommands[i].name))
-			return subcommands[i].fn(c, argc - 1, argv + 1);
-	ctl_error("lab: unknown command \"%s\" (see brindlectl lab --help)", argv[1]);
-	return CTL_USAGE;
-}
+static const struct ctl_cmd pod_cmds[] = {
+	{ "add", "NAME NS/POD", "make a pod as lab up makes the topology's", lab_pod_add_flags,
+	  NULL, NULL },
+	{ "delete", "NAME NS/POD", "remove a pod, its endpoint and its address", NULL, NULL, NULL },
+	{ "label", "NAME NS/POD k=v ... [k-]", "set (k=v) or remove (k-) a pod's labels", NULL,
+	  NULL, NULL },
+	{ 0 },
+};
+
+const struct ctl_cmd ctl_lab_cmds[] = {
+	{ "up", "FILE", "build a lab from a topology file", lab_up_flags, NULL, lab_cmd_up },
+	{ "down", "NAME", "remove every namespace, process and file of a lab", NULL, NULL,
+	  lab_cmd_down },
+	{ "status", "NAME", "nodes, BGP sessions, pods", NULL, NULL, lab_cmd_status },
+	{ "apply", "NAME", "brindlectl apply against the lab's datastore", ctl_apply_flags, NULL,
+	  lab_cmd_apply },
+	{ "delete", "NAME [KIND NAME...]", "brindlectl delete against the lab's datastore",
+	  ctl_delete_flags, NULL, lab_cmd_delete },
+	{ "ns", NULL, "the lab's namespaces", NULL, ns_cmds, lab_cmd_ns },
+	{ "pod", NULL, "the lab's pods", NULL, pod_cmds, lab_cmd_pod },
+	{ "exec", "NAME TARGET -- CMD...",
+	  "run CMD in a node, ns/pod, external host or BGP peer; its exit status is ours", NULL,
+	  NULL, lab_cmd_exec },
+	{ "probe", "NAME", "one connection from SRC to DST: allowed or denied", lab_probe_flags,
+	  NULL, lab_cmd_probe },
+	{ "matrix", "NAME", "who reaches whom: probes between every source and destination",
+	  lab_matrix_flags, NULL, lab_cmd_matrix },
+	{ "export-clab", "[NAME]", "the lab (or a topology --file) as a containerlab topology",
+	  lab_export_clab_flags, NULL, lab_cmd_export_clab },
+	{ 0 },
+};

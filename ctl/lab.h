@@ -98,6 +98,9 @@ int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, 
 
 /* --- lab_probe.c ---------------------------------------------------------- */
 int lab_cmd_probe(struct ctl *c, int argc, char **argv);
+/* Flag tables of the lab's commands (ctl.h's struct ctl_flag). */
+extern const struct ctl_flag lab_up_flags[], lab_probe_flags[], lab_matrix_flags[],
+	lab_pod_add_flags[], lab_export_clab_flags[];
 int lab_cmd_matrix(struct ctl *c, int argc, char **argv);
 
 /* --- lab_pods.c ----------------------------------------------------------- */

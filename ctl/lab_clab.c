@@ -23,6 +23,21 @@ static int usage(void)
 	return CTL_USAGE;
 }
 
+enum {
+	CLAB_FILE,
+	CLAB_OUTPUT,
+	CLAB_IMAGE,
+	CLAB_MGMT_SUBNET
+};
+const struct ctl_flag lab_export_clab_flags[] = {
+	[CLAB_FILE] = { "--file", "-f", "TOPOLOGY", "a topology file instead of a lab that is up" },
+	[CLAB_OUTPUT] = { "--output", "-o", "FILE",
+			  "where to write it (default: standard output)" },
+	[CLAB_IMAGE] = { "--image", NULL, "IMAGE", "the nodes' container image" },
+	[CLAB_MGMT_SUBNET] = { "--mgmt-subnet", NULL, "CIDR", "containerlab's management network" },
+	{ 0 },
+};
+
 static int write_out(const char *path, const struct strbuf *text)
 {
 	if (!path || streq(path, "-")) {
@@ -54,29 +69,18 @@ static int write_out(const char *path, const struct strbuf *text)
 int lab_cmd_export_clab(struct ctl *c, int argc, char **argv)
 {
 	(void)c;
-	const char *name = NULL, *file = NULL, *output = NULL;
-	struct lab_clab_options o = { 0 };
-	struct ctl_args a = { argc, argv, 1 };
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--file", "-f", &v, &bad))
-			file = v;
-		else if (ctl_flag_value(&a, "--output", "-o", &v, &bad))
-			output = v;
-		else if (ctl_flag_value(&a, "--image", NULL, &v, &bad))
-			o.image = v;
-		else if (ctl_flag_value(&a, "--mgmt-subnet", NULL, &v, &bad))
-			o.mgmt_subnet = v;
-		else if (argv[a.i][0] == '-' && argv[a.i][1])
-			return usage();
-		else if (!name)
-			name = argv[a.i];
-		else
-			return usage();
-		if (bad)
-			return CTL_USAGE;
-	}
+	struct ctl_parsed p;
+	int r = ctl_parse("lab export-clab", lab_export_clab_flags, argc, argv, 1, &p);
+	const char *name = p.n_pos ? p.pos[0] : NULL, *file = p.value[CLAB_FILE],
+		   *output = p.value[CLAB_OUTPUT];
+	struct lab_clab_options o = { .image = p.value[CLAB_IMAGE],
+				      .mgmt_subnet = p.value[CLAB_MGMT_SUBNET] };
+	size_t n_pos = p.n_pos;
+	ctl_parsed_free(&p);
+	if (r != CTL_OK)
+		return r;
+	if (n_pos > 1)
+		return usage();
 	if (!name && !file)
 		return usage();
 	if (name && !lab_name_valid(name)) {
@@ -89,7 +93,6 @@ int lab_cmd_export_clab(struct ctl *c, int argc, char **argv)
 	sb_init(&text);
 	sb_init(&err);
 	sb_init(&out);
-	int r;
 	if (file) {
 		if ((r = sb_read_file(&text, file)) < 0)
 			ctl_error("%s: %s", file, strerror(-r));

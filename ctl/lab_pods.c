@@ -185,54 +185,73 @@ static bool split_ref(struct arena *a, const char *ref, const char **ns, const c
 	return true;
 }
 
+enum {
+	POD_NODE,
+	POD_IP,
+	POD_LABELS,
+	POD_PORT,
+	POD_SERVE,
+	POD_HOST_NETWORK
+};
+const struct ctl_flag lab_pod_add_flags[] = {
+	[POD_NODE] = { "--node", NULL, "NODE", "the node the pod runs on (required)" },
+	[POD_IP] = { "--ip", NULL, "ADDRESS",
+		     "its address, in one of the lab's pools (default: IPAM chooses)" },
+	[POD_LABELS] = { "--labels", NULL, "k=v,...", "its labels; repeatable" },
+	[POD_PORT] = { "--port", NULL, "name:proto:port", "a named container port; repeatable" },
+	[POD_SERVE] = { "--serve", NULL, "proto:port", "a port it answers on; repeatable" },
+	[POD_HOST_NETWORK] = { "--host-network", NULL, NULL,
+			       "in the node's network namespace, with the node's address" },
+	{ 0 },
+};
+
 static int pod_add(struct lab *l, int argc, char **argv)
 {
 	const struct lab_topology *t = l->topo;
 	struct lab_pod *p = arena_new_array(l->a, struct lab_pod, 1);
 	if (!split_ref(l->a, argv[0], &p->namespace, &p->name))
 		return CTL_USAGE;
-	const char *node = NULL, *ip = NULL;
 	struct lab_port ports[64], serve[64];
-	struct ctl_args a = { argc, argv, 1 };
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--node", NULL, &node, &bad) ||
-		    ctl_flag_value(&a, "--ip", NULL, &ip, &bad)) {
-		} else if (ctl_flag_value(&a, "--labels", NULL, &v, &bad)) {
-			if (bad)
-				return CTL_USAGE;
-			char *copy = arena_strdup(l->a, v), *save = NULL, *kv[64];
-			int n = 0;
-			for (char *s = strtok_r(copy, ",", &save); s && n < 64;
-			     s = strtok_r(NULL, ",", &save))
-				kv[n++] = s;
-			for (int i = 0; i < n; i++)
-				if (!strchr(kv[i], '=')) {
-					ctl_error("--labels \"%s\": want k=v,...", v);
-					return CTL_USAGE;
-				}
-			if (!apply_label_args(l->a, &p->labels, kv, n, "--labels"))
-				return CTL_USAGE;
-		} else if (ctl_flag_value(&a, "--port", NULL, &v, &bad)) {
-			if (bad || p->n_ports == ARRAY_SIZE(ports) ||
-			    !parse_port(l->a, v, true, &ports[p->n_ports], "--port"))
-				return CTL_USAGE;
-			p->n_ports++;
-		} else if (ctl_flag_value(&a, "--serve", NULL, &v, &bad)) {
-			if (bad || p->n_serve == ARRAY_SIZE(serve) ||
-			    !parse_port(l->a, v, false, &serve[p->n_serve], "--serve"))
-				return CTL_USAGE;
-			p->n_serve++;
-		} else if (ctl_flag_bool(&a, "--host-network", NULL)) {
-			p->host_network = true;
-		} else {
-			ctl_error("lab pod add: unexpected \"%s\"", argv[a.i]);
-			return CTL_USAGE;
-		}
-		if (bad)
-			return CTL_USAGE;
+	struct ctl_parsed pa;
+	int r = ctl_parse("lab pod add", lab_pod_add_flags, argc, argv, 1, &pa);
+	const char *node = pa.value[POD_NODE], *ip = pa.value[POD_IP];
+	if (r == CTL_OK && pa.n_pos) {
+		ctl_error("lab pod add: unexpected \"%s\"", pa.pos[0]);
+		r = CTL_USAGE;
 	}
+	for (size_t j = 0; r == CTL_OK && j < pa.n[POD_LABELS]; j++) {
+		const char *v = pa.all[POD_LABELS][j];
+		char *copy = arena_strdup(l->a, v), *save = NULL, *kv[64];
+		int n = 0;
+		for (char *s = strtok_r(copy, ",", &save); s && n < 64;
+		     s = strtok_r(NULL, ",", &save))
+			kv[n++] = s;
+		for (int i = 0; i < n && r == CTL_OK; i++)
+			if (!strchr(kv[i], '=')) {
+				ctl_error("--labels \"%s\": want k=v,...", v);
+				r = CTL_USAGE;
+			}
+		if (r == CTL_OK && !apply_label_args(l->a, &p->labels, kv, n, "--labels"))
+			r = CTL_USAGE;
+	}
+	for (size_t j = 0; r == CTL_OK && j < pa.n[POD_PORT]; j++) {
+		if (p->n_ports == ARRAY_SIZE(ports) ||
+		    !parse_port(l->a, pa.all[POD_PORT][j], true, &ports[p->n_ports], "--port"))
+			r = CTL_USAGE;
+		else
+			p->n_ports++;
+	}
+	for (size_t j = 0; r == CTL_OK && j < pa.n[POD_SERVE]; j++) {
+		if (p->n_serve == ARRAY_SIZE(serve) ||
+		    !parse_port(l->a, pa.all[POD_SERVE][j], false, &serve[p->n_serve], "--serve"))
+			r = CTL_USAGE;
+		else
+			p->n_serve++;
+	}
+	p->host_network = pa.value[POD_HOST_NETWORK] != NULL;
+	ctl_parsed_free(&pa);
+	if (r != CTL_OK)
+		return r;
 	p->ports = arena_memdup(l->a, ports, sizeof(ports[0]) * (p->n_ports + 1));
 	p->serve = arena_memdup(l->a, serve, sizeof(serve[0]) * (p->n_serve + 1));
 	if (!node) {

@@ -241,6 +241,48 @@ static int open_lab(struct lab *l, int argc, char **argv, const char *usage)
 	return CTL_OK;
 }
 
+enum {
+	PROBE_FROM,
+	PROBE_TO,
+	PROBE_PROTO,
+	PROBE_PORT,
+	PROBE_TIMEOUT,
+	PROBE_OUTPUT
+};
+const struct ctl_flag lab_probe_flags[] = {
+	[PROBE_FROM] = { "--from", NULL, "SRC",
+			 "ns/pod, node:NAME or ip:ADDRESS (an external host)" },
+	[PROBE_TO] = { "--to", NULL, "DST", "ns/pod, node:NAME or ip:ADDRESS" },
+	[PROBE_PROTO] = { "--proto", NULL, "PROTO", "tcp, udp or sctp (default tcp)" },
+	[PROBE_PORT] = { "--port", NULL, "N", "the destination port" },
+	[PROBE_TIMEOUT] = { "--timeout-ms", NULL, "N",
+			    "how long to wait for an answer (default 1000)" },
+	[PROBE_OUTPUT] = { "--output", "-o", "FORMAT", "json (default: a line of text)" },
+	{ 0 },
+};
+
+enum {
+	MATRIX_PORTS,
+	MATRIX_PROTOS,
+	MATRIX_FROM,
+	MATRIX_TO,
+	MATRIX_TIMEOUT,
+	MATRIX_OUTPUT
+};
+const struct ctl_flag lab_matrix_flags[] = {
+	[MATRIX_PORTS] = { "--ports", NULL, "P,...",
+			   "ports to probe (default: what each destination declares; with "
+			   "--protos alone, 80)" },
+	[MATRIX_PROTOS] = { "--protos", NULL, "PROTO,...",
+			    "tcp, udp, sctp (default: as declared; with --ports alone, tcp)" },
+	[MATRIX_FROM] = { "--from", NULL, "SRC,...", "sources (default: every pod)" },
+	[MATRIX_TO] = { "--to", NULL, "DST,...", "destinations (default: every pod)" },
+	[MATRIX_TIMEOUT] = { "--timeout-ms", NULL, "N",
+			     "how long each probe waits for an answer (default 1000)" },
+	[MATRIX_OUTPUT] = { "--output", "-o", "FORMAT", "table (default) or json" },
+	{ 0 },
+};
+
 int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 {
 	static const char usage[] =
@@ -250,24 +292,20 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 	int r = open_lab(&l, argc, argv, usage);
 	if (r != CTL_OK)
 		return r;
-	const char *from = NULL, *to = NULL, *proto = "tcp", *port = NULL, *out = NULL,
-		   *tmo = "1000";
-	struct ctl_args a = { argc, argv, 2 };
-	for (; a.i < argc; a.i++) {
-		bool bad = false;
-		if (!ctl_flag_value(&a, "--from", NULL, &from, &bad) &&
-		    !ctl_flag_value(&a, "--to", NULL, &to, &bad) &&
-		    !ctl_flag_value(&a, "--proto", NULL, &proto, &bad) &&
-		    !ctl_flag_value(&a, "--port", NULL, &port, &bad) &&
-		    !ctl_flag_value(&a, "--timeout-ms", NULL, &tmo, &bad) &&
-		    !ctl_flag_value(&a, "--output", "-o", &out, &bad)) {
-			ctl_error("lab probe: unexpected argument \"%s\"", argv[a.i]);
-			bad = true;
-		}
-		if (bad) {
-			lab_free(&l);
-			return CTL_USAGE;
-		}
+	struct ctl_parsed pa;
+	r = ctl_parse("lab probe", lab_probe_flags, argc, argv, 2, &pa);
+	if (r == CTL_OK && pa.n_pos) {
+		ctl_error("lab probe: unexpected argument \"%s\"", pa.pos[0]);
+		r = CTL_USAGE;
+	}
+	const char *from = pa.value[PROBE_FROM], *to = pa.value[PROBE_TO],
+		   *proto = pa.value[PROBE_PROTO] ? pa.value[PROBE_PROTO] : "tcp",
+		   *port = pa.value[PROBE_PORT], *out = pa.value[PROBE_OUTPUT],
+		   *tmo = pa.value[PROBE_TIMEOUT] ? pa.value[PROBE_TIMEOUT] : "1000";
+	ctl_parsed_free(&pa);
+	if (r != CTL_OK) {
+		lab_free(&l);
+		return r;
 	}
 	struct probe p = { 0 };
 	unsigned timeout;
@@ -363,24 +401,20 @@ int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 	int r = open_lab(&l, argc, argv, usage);
 	if (r != CTL_OK)
 		return r;
-	const char *ports = NULL, *protos = NULL, *from = NULL, *to = NULL, *tmo = "1000",
-		   *out = "table";
-	struct ctl_args a = { argc, argv, 2 };
-	for (; a.i < argc; a.i++) {
-		bool bad = false;
-		if (!ctl_flag_value(&a, "--ports", NULL, &ports, &bad) &&
-		    !ctl_flag_value(&a, "--protos", NULL, &protos, &bad) &&
-		    !ctl_flag_value(&a, "--from", NULL, &from, &bad) &&
-		    !ctl_flag_value(&a, "--to", NULL, &to, &bad) &&
-		    !ctl_flag_value(&a, "--timeout-ms", NULL, &tmo, &bad) &&
-		    !ctl_flag_value(&a, "--output", "-o", &out, &bad)) {
-			ctl_error("lab matrix: unexpected argument \"%s\"", argv[a.i]);
-			bad = true;
-		}
-		if (bad) {
-			lab_free(&l);
-			return CTL_USAGE;
-		}
+	struct ctl_parsed pa;
+	r = ctl_parse("lab matrix", lab_matrix_flags, argc, argv, 2, &pa);
+	if (r == CTL_OK && pa.n_pos) {
+		ctl_error("lab matrix: unexpected argument \"%s\"", pa.pos[0]);
+		r = CTL_USAGE;
+	}
+	const char *ports = pa.value[MATRIX_PORTS], *protos = pa.value[MATRIX_PROTOS],
+		   *from = pa.value[MATRIX_FROM], *to = pa.value[MATRIX_TO],
+		   *tmo = pa.value[MATRIX_TIMEOUT] ? pa.value[MATRIX_TIMEOUT] : "1000",
+		   *out = pa.value[MATRIX_OUTPUT] ? pa.value[MATRIX_OUTPUT] : "table";
+	ctl_parsed_free(&pa);
+	if (r != CTL_OK) {
+		lab_free(&l);
+		return r;
 	}
 	unsigned timeout;
 	const char **port_s = NULL, **proto_s = NULL, **from_s, **to_s;

@@ -815,35 +815,36 @@ static int build(struct lab *l, const char *file, const char *text, int timeout)
 	return wait_ready(l, &b, timeout);
 }
 
+enum {
+	UP_TIMEOUT,
+	UP_KEEP
+};
+const struct ctl_flag lab_up_flags[] = {
+	[UP_TIMEOUT] = { "--timeout", NULL, "SECONDS",
+			 "wait this long for every node and pod to be ready (default 60)" },
+	[UP_KEEP] = { "--keep-on-failure", NULL, NULL,
+		      "leave a lab that failed to come up in place, to look at it" },
+	{ 0 },
+};
+
 int lab_cmd_up(struct ctl *c, int argc, char **argv)
 {
-	const char *file = NULL;
 	int timeout = 60;
-	bool keep = false;
-	struct ctl_args a = { argc, argv, 1 };
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--timeout", NULL, &v, &bad)) {
-			if (!bad && ((timeout = atoi(v)) <= 0 || timeout > 3600)) {
-				ctl_error("--timeout: \"%s\" is not a number of seconds (1-3600)",
-					  v);
-				return CTL_USAGE;
-			}
-		} else if (ctl_flag_bool(&a, "--keep-on-failure", NULL)) {
-			keep = true;
-		} else if (argv[a.i][0] == '-' && argv[a.i][1]) {
-			ctl_error("lab up: unknown flag %s", argv[a.i]);
-			return CTL_USAGE;
-		} else if (!file) {
-			file = argv[a.i];
-		} else {
-			ctl_error("lab up: one topology file only");
-			return CTL_USAGE;
-		}
-		if (bad)
-			return CTL_USAGE;
+	struct ctl_parsed p;
+	int pr = ctl_parse("lab up", lab_up_flags, argc, argv, 1, &p);
+	const char *v = p.value[UP_TIMEOUT], *file = p.n_pos ? p.pos[0] : NULL;
+	bool keep = p.value[UP_KEEP] != NULL;
+	if (pr == CTL_OK && v && ((timeout = atoi(v)) <= 0 || timeout > 3600)) {
+		ctl_error("--timeout: \"%s\" is not a number of seconds (1-3600)", v);
+		pr = CTL_USAGE;
 	}
+	if (pr == CTL_OK && p.n_pos > 1) {
+		ctl_error("lab up: one topology file only");
+		pr = CTL_USAGE;
+	}
+	ctl_parsed_free(&p);
+	if (pr != CTL_OK)
+		return pr;
 	if (!file) {
 		ctl_error("usage: brindlectl lab up FILE [--timeout SECONDS] [--keep-on-failure]");
 		return CTL_USAGE;

@@ -8,25 +8,11 @@
 
 #include <brindle/core/model_crd.h>
 
-static void manifests_usage(FILE *f)
-{
-	fprintf(f, "Usage: brindlectl manifests crds\n\n"
-		   "  crds   Calico's kinds as CustomResourceDefinitions in "
-		   "crd.projectcalico.org/v1,\n"
-		   "         generated from Brindle's resource model (deploy/crds.yaml)\n");
-}
-
-int cmd_manifests(struct ctl *c, int argc, char **argv)
+static int manifests_crds(struct ctl *c, int argc, char **argv)
 {
 	(void)c;
-	if (argc == 2 && (streq(argv[1], "-h") || streq(argv[1], "--help"))) {
-		manifests_usage(stdout);
-		return CTL_OK;
-	}
-	if (argc != 2 || !streq(argv[1], "crds")) {
-		if (argc >= 2)
-			ctl_error("unknown manifest \"%s\"", argv[1]);
-		manifests_usage(stderr);
+	if (argc > 1) {
+		ctl_error("manifests crds: unexpected argument \"%s\"", argv[1]);
 		return CTL_USAGE;
 	}
 	struct strbuf out = STRBUF_INIT;
@@ -40,3 +26,11 @@ int cmd_manifests(struct ctl *c, int argc, char **argv)
 	}
 	return CTL_OK;
 }
+
+const struct ctl_cmd ctl_manifests_cmds[] = {
+	{ "crds", NULL,
+	  "Calico's kinds as CustomResourceDefinitions in crd.projectcalico.org/v1, generated "
+	  "from Brindle's resource model (deploy/crds.yaml)",
+	  NULL, NULL, manifests_crds },
+	{ 0 },
+};

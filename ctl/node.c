@@ -100,30 +100,42 @@ static int parse_types(const char *s, unsigned *mask)
 	return *mask ? r : -EINVAL;
 }
 
+enum {
+	STATUS_BIRD_SOCKET,
+	STATUS_READY,
+	STATUS_PEERS
+};
+static const struct ctl_flag status_flags[] = {
+	[STATUS_BIRD_SOCKET] = { "--bird-socket", NULL, "PATH",
+				 "BIRD's control socket (default " BIRD_CTL_DEFAULT_SOCKET
+				 ", or BRINDLE_BIRD_SOCKET)" },
+	[STATUS_READY] = { "--ready", NULL, NULL,
+			   "exit 0 when every session of the --peers types is Established, "
+			   "else 1" },
+	[STATUS_PEERS] = { "--peers", NULL, "TYPES",
+			   "--ready: mesh, global, node, a comma-separated list, or all "
+			   "(default mesh)" },
+	{ 0 },
+};
+
 static int node_status(struct ctl *c, int argc, char **argv)
 {
 	const char *socket = getenv("BRINDLE_BIRD_SOCKET");
-	const char *peers = "mesh";
-	bool ready = false;
 	if (!socket || !*socket)
 		socket = BIRD_CTL_DEFAULT_SOCKET;
-	struct ctl_args a = { argc, argv, 2 };
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--bird-socket", NULL, &v, &bad))
-			socket = v;
-		else if (ctl_flag_value(&a, "--peers", NULL, &v, &bad))
-			peers = v;
-		else if (ctl_flag_bool(&a, "--ready", NULL))
-			ready = true;
-		else {
-			ctl_error("node status: unknown argument \"%s\"", argv[a.i]);
-			return CTL_USAGE;
-		}
-		if (bad)
-			return CTL_USAGE;
+	struct ctl_parsed p;
+	int pr = ctl_parse("node status", status_flags, argc, argv, 1, &p);
+	if (pr == CTL_OK && p.n_pos) {
+		ctl_error("node status: unknown argument \"%s\"", p.pos[0]);
+		pr = CTL_USAGE;
 	}
+	if (p.value[STATUS_BIRD_SOCKET])
+		socket = p.value[STATUS_BIRD_SOCKET];
+	const char *peers = p.value[STATUS_PEERS] ? p.value[STATUS_PEERS] : "mesh";
+	bool ready = p.value[STATUS_READY] != NULL;
+	ctl_parsed_free(&p);
+	if (pr != CTL_OK)
+		return pr;
 	unsigned mask;
 	if (parse_types(peers, &mask) < 0) {
 		ctl_error("--peers: \"%s\" is not a list of mesh, global, node or all", peers);
@@ -222,15 +234,8 @@ out:
 	return ret;
 }
 
-int cmd_node(struct ctl *c, int argc, char **argv)
-{
-	if (argc >= 2 && streq(argv[1], "status"))
-		return node_status(c, argc, argv);
-	fprintf(argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h")) ? stdout : stderr,
-		"Usage: brindlectl node status [--bird-socket PATH] [--ready [--peers TYPES]]\n"
-		"  Shows this node's BGP sessions from BIRD's control socket (default %s,\n"
-		"  or BRINDLE_BIRD_SOCKET). --ready: exit 0 when every session of the given\n"
-		"  types (mesh, global, node, all; default mesh) is Established, else 1.\n",
-		BIRD_CTL_DEFAULT_SOCKET);
-	return argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h")) ? CTL_OK : CTL_USAGE;
-}
+const struct ctl_cmd ctl_node_cmds[] = {
+	{ "status", NULL, "this node's BGP sessions, from BIRD's control socket", status_flags,
+	  NULL, node_status },
+	{ 0 },
+};

@@ -95,62 +95,95 @@ static void read_path(const char *path, const char *ns, struct objlist *out,
 	read_one(path, ns, out, errs);
 }
 
+/* The flags of apply, create, replace, get and delete, by their index in each table:
+ * -f and -n first in all, then get's own or delete's own. */
+enum {
+	F_FILENAME,
+	F_NAMESPACE,
+	F_OUTPUT,
+	F_ALL_NAMESPACES,
+	F_IGNORE_NOT_FOUND = F_OUTPUT,
+};
+
+#define FLAG_FILENAME                                                                             \
+	{                                                                                         \
+		"--filename", "-f", "FILE",                                                       \
+			"a file, - for standard input, or a directory of *.yaml, *.yml, *.json; " \
+			"repeatable"                                                              \
+	}
+#define FLAG_NAMESPACE                                                         \
+	{                                                                      \
+		"--namespace", "-n", "NS",                                     \
+			"namespace of namespaced kinds not given in the file " \
+			"(default: default)"                                   \
+	}
+
+const struct ctl_flag ctl_apply_flags[] = {
+	[F_FILENAME] = FLAG_FILENAME,
+	[F_NAMESPACE] = FLAG_NAMESPACE,
+	{ 0 },
+};
+
+const struct ctl_flag ctl_get_flags[] = {
+	[F_FILENAME] = FLAG_FILENAME,
+	[F_NAMESPACE] = FLAG_NAMESPACE,
+	[F_OUTPUT] = { "--output", "-o", "FORMAT", "yaml, json, wide or name (default: a table)" },
+	[F_ALL_NAMESPACES] = { "--all-namespaces", "-A", NULL, "every namespace" },
+	{ 0 },
+};
+
+const struct ctl_flag ctl_delete_flags[] = {
+	[F_FILENAME] = FLAG_FILENAME,
+	[F_NAMESPACE] = FLAG_NAMESPACE,
+	[F_IGNORE_NOT_FOUND] = { "--ignore-not-found", NULL, NULL,
+				 "a resource that does not exist is not an error" },
+	{ 0 },
+};
+
 struct file_opts {
+	struct ctl_parsed p;
 	const char **files;
 	size_t n_files;
 	const char *ns;
 	enum ctl_output out;
 	bool all_namespaces;
 	bool ignore_not_found;
-	const char **positional;
+	char **positional;
 	size_t n_positional;
 };
 
 static int parse_opts(const char *cmd, int argc, char **argv, struct file_opts *o, bool allow_pos,
-		      bool allow_output)
+		      const struct ctl_flag *flags)
 {
-	struct ctl_args a = { argc, argv, 1 };
-	o->files = xcalloc((size_t)argc, sizeof(char *));
-	o->positional = xcalloc((size_t)argc, sizeof(char *));
+	if (ctl_parse(cmd, flags, argc, argv, 1, &o->p) != CTL_OK)
+		return -1;
+	o->files = o->p.all[F_FILENAME];
+	o->n_files = o->p.n[F_FILENAME];
+	o->ns = o->p.value[F_NAMESPACE];
+	o->positional = o->p.pos;
+	o->n_positional = o->p.n_pos;
 	o->out = OUT_TABLE;
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--filename", "-f", &v, &bad)) {
-			if (!bad)
-				o->files[o->n_files++] = v;
-		} else if (ctl_flag_value(&a, "--namespace", "-n", &v, &bad)) {
-			o->ns = v;
-		} else if (allow_output && ctl_flag_value(&a, "--output", "-o", &v, &bad)) {
-			if (!bad && ctl_parse_output(v, &o->out) < 0) {
-				ctl_error("unknown output format \"%s\" (yaml, json, wide or name)",
-					  v);
-				return -1;
-			}
-		} else if (ctl_flag_bool(&a, "--all-namespaces", "-A")) {
-			o->all_namespaces = true;
-		} else if (ctl_flag_bool(&a, "--ignore-not-found", NULL)) {
-			o->ignore_not_found = true;
-		} else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
-			ctl_error("%s: unknown flag %s", cmd, argv[a.i]);
-			return -1;
-		} else if (allow_pos) {
-			o->positional[o->n_positional++] = argv[a.i];
-		} else {
-			ctl_error("%s: unexpected argument \"%s\" (resources come from -f FILE)",
-				  cmd, argv[a.i]);
+	if (flags == ctl_get_flags) {
+		o->all_namespaces = o->p.value[F_ALL_NAMESPACES] != NULL;
+		const char *v = o->p.value[F_OUTPUT];
+		if (v && ctl_parse_output(v, &o->out) < 0) {
+			ctl_error("unknown output format \"%s\" (yaml, json, wide or name)", v);
 			return -1;
 		}
-		if (bad)
-			return -1;
+	}
+	if (flags == ctl_delete_flags)
+		o->ignore_not_found = o->p.value[F_IGNORE_NOT_FOUND] != NULL;
+	if (!allow_pos && o->n_positional) {
+		ctl_error("%s: unexpected argument \"%s\" (resources come from -f FILE)", cmd,
+			  o->positional[0]);
+		return -1;
 	}
 	return 0;
 }
 
 static void free_opts(struct file_opts *o)
 {
-	free(o->files);
-	free(o->positional);
+	ctl_parsed_free(&o->p);
 }
 
 /* Read every -f input; on any error print them all and return -1. */
@@ -200,7 +233,7 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 	struct file_opts o = { 0 };
 	struct objlist objs = { 0 };
 	int ret = CTL_USAGE;
-	if (parse_opts(names[mode], argc, argv, &o, false, false) < 0)
+	if (parse_opts(names[mode], argc, argv, &o, false, ctl_apply_flags) < 0)
 		goto out;
 	if (!o.n_files) {
 		ctl_error("%s needs -f FILE (or -f - for standard input)", names[mode]);
@@ -286,7 +319,7 @@ int cmd_get(struct ctl *c, int argc, char **argv)
 	struct objlist in = { 0 }, found = { 0 };
 	int ret = CTL_USAGE;
 	bool single = false;
-	if (parse_opts("get", argc, argv, &o, true, true) < 0)
+	if (parse_opts("get", argc, argv, &o, true, ctl_get_flags) < 0)
 		goto out;
 	if (o.n_files && o.n_positional) {
 		ctl_error("get takes either -f FILE or KIND [NAME...], not both");
@@ -371,7 +404,7 @@ int cmd_delete(struct ctl *c, int argc, char **argv)
 	struct file_opts o = { 0 };
 	struct objlist in = { 0 };
 	int ret = CTL_USAGE;
-	if (parse_opts("delete", argc, argv, &o, true, false) < 0)
+	if (parse_opts("delete", argc, argv, &o, true, ctl_delete_flags) < 0)
 		goto out;
 	if (o.n_files && o.n_positional) {
 		ctl_error("delete takes either -f FILE or KIND NAME..., not both");

@@ -16,18 +16,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int usage(FILE *f)
-{
-	fprintf(f, "Usage: brindlectl validate -f FILE [-f FILE...] [-n NS]\n"
-		   "       brindlectl validate --topology -f FILE [-f FILE...]\n\n"
-		   "Checks resources as apply reads them (every kind apply takes; -f - for "
-		   "standard input,\n"
-		   "a directory for its *.yaml, *.yml and *.json), or lab topology files, and "
-		   "prints\n"
-		   "every problem. Needs no datastore and writes nothing. Exit 0 when every file "
-		   "is valid.\n");
-	return f == stdout ? CTL_OK : CTL_USAGE;
-}
+enum {
+	V_FILENAME,
+	V_NAMESPACE,
+	V_TOPOLOGY
+};
+
+const struct ctl_flag ctl_validate_flags[] = {
+	[V_FILENAME] = { "--filename", "-f", "FILE",
+			 "a file, - for standard input, or a directory of *.yaml, *.yml, *.json; "
+			 "repeatable" },
+	[V_NAMESPACE] = { "--namespace", "-n", "NS",
+			  "namespace of namespaced kinds not given in the file (default: "
+			  "default)" },
+	[V_TOPOLOGY] = { "--topology", NULL, NULL,
+			 "the files are lab topologies: lab up's checks, nothing built" },
+	{ 0 },
+};
 
 static bool manifest_name(const char *name)
 {
@@ -135,50 +140,31 @@ static size_t validate_path(const char *path, const char *ns, bool topology, str
 int cmd_validate(struct ctl *c, int argc, char **argv)
 {
 	(void)c;
-	struct ctl_args a = { argc, argv, 1 };
-	const char **files = xcalloc((size_t)argc, sizeof(char *));
-	size_t n_files = 0;
-	const char *ns = NULL;
-	bool topology = false;
-	int ret = CTL_USAGE;
-	for (; a.i < argc; a.i++) {
-		const char *v;
-		bool bad = false;
-		if (ctl_flag_value(&a, "--filename", "-f", &v, &bad)) {
-			if (!bad)
-				files[n_files++] = v;
-		} else if (ctl_flag_value(&a, "--namespace", "-n", &v, &bad)) {
-			ns = v;
-		} else if (ctl_flag_bool(&a, "--topology", NULL)) {
-			topology = true;
-		} else if (ctl_flag_bool(&a, "--help", "-h")) {
-			ret = usage(stdout);
-			goto out;
-		} else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
-			ctl_error("validate: unknown flag %s (see brindlectl validate --help)",
-				  argv[a.i]);
-			goto out;
-		} else {
-			ctl_error("validate: unexpected argument \"%s\" (files come from -f FILE)",
-				  argv[a.i]);
-			goto out;
-		}
-		if (bad)
-			goto out;
+	struct ctl_parsed p;
+	int ret = ctl_parse("validate", ctl_validate_flags, argc, argv, 1, &p);
+	if (ret != CTL_OK)
+		goto out;
+	ret = CTL_USAGE;
+	if (p.n_pos) {
+		ctl_error("validate: unexpected argument \"%s\" (files come from -f FILE; see "
+			  "brindlectl validate --help)",
+			  p.pos[0]);
+		goto out;
 	}
-	if (n_files == 0) {
-		usage(stderr);
+	if (p.n[V_FILENAME] == 0) {
+		ctl_error("validate: no file (-f FILE; see brindlectl validate --help)");
 		goto out;
 	}
 	struct seen seen = { 0 };
 	size_t problems = 0;
-	for (size_t i = 0; i < n_files; i++)
-		problems += validate_path(files[i], ns, topology, &seen);
+	for (size_t i = 0; i < p.n[V_FILENAME]; i++)
+		problems += validate_path(p.all[V_FILENAME][i], p.value[V_NAMESPACE],
+					  p.value[V_TOPOLOGY] != NULL, &seen);
 	model_free_all(seen.v, seen.n);
 	if (problems)
 		ctl_error("%zu problem%s found", problems, problems == 1 ? "" : "s");
 	ret = problems ? CTL_FAIL : CTL_OK;
 out:
-	free(files);
+	ctl_parsed_free(&p);
 	return ret;
 }
