@@ -297,6 +297,43 @@ char *kdd_wep_name(struct arena *a, const char *node, const char *pod)
 	return cni_wep_name(a, node, "k8s", pod, "eth0");
 }
 
+/* @n characters of @s with each "--" read as '-' into *out; false for a lone '-' or nothing. */
+static bool unescape_part(struct arena *a, const char *s, size_t n, const char **out)
+{
+	char *u = arena_alloc(a, n + 1);
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		u[w++] = s[i];
+		if (s[i] == '-' && (i + 1 >= n || s[++i] != '-'))
+			return false;
+	}
+	u[w] = '\0';
+	*out = u;
+	return n > 0;
+}
+
+bool kdd_wep_name_parse(struct arena *a, const char *wep, const char **node, const char **pod)
+{
+	/*
+	 * A separator is a dash no other dash pairs with: the last of the run
+	 * before "eth0", and the "-k8s-" whose both sides read back (only one
+	 * can: a dash of it would be a part's unpaired one for any other).
+	 */
+	if (!str_has_suffix(wep, "-eth0"))
+		return false;
+	size_t body = strlen(wep) - strlen("-eth0");
+	for (const char *p = wep; (p = strstr(p, "-k8s-")) && (size_t)(p - wep) + 5 < body; p++) {
+		size_t i = (size_t)(p - wep);
+		const char *n, *q;
+		if (unescape_part(a, wep, i, &n) && unescape_part(a, p + 5, body - i - 5, &q)) {
+			*node = n;
+			*pod = q;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* One address of the pod as a network: a bare address becomes /32 or /128. */
 static void add_pod_ip(struct kmap *m, struct jv *nets, const char *path, const char *text)
 {

@@ -190,7 +190,8 @@ int ds_apply(struct ds *d, struct br_object *o, bool *created, bool *changed)
 		o->meta.uid = arena_strdup(o->arena, cur->meta.uid);
 		o->meta.creation_timestamp = arena_strdup(o->arena, cur->meta.creation_timestamp);
 		o->revision = cur->revision;
-		bool same = model_same_content(cur, o);
+		bool same = d->ops->same_content ? d->ops->same_content(cur, o)
+						 : model_same_content(cur, o);
 		model_free(cur);
 		*created = false;
 		if (same) {

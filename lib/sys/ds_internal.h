@@ -15,6 +15,12 @@ struct ds_backend_ops {
 	int (*del)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		   int64_t revision);
 	int (*write_all)(struct ds *d, struct ds_write *w, size_t n);
+	/*
+	 * Whether an update of @cur to @o would write nothing (ds_apply's
+	 * "unchanged"); NULL: model_same_content. For a backend that stores
+	 * only part of a kind.
+	 */
+	bool (*same_content)(const struct br_object *cur, const struct br_object *o);
 	/* The migration lock; NULL when the backend has none (-EOPNOTSUPP). */
 	int (*set_locked)(struct ds *d, bool locked, bool *changed);
 	int (*is_locked)(struct ds *d, bool *locked);

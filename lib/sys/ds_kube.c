@@ -14,12 +14,21 @@
  * only NetworkPolicy is written here (the others belong to kubectl and their
  * controllers: a write from the model's subset would drop their other fields).
  *
- * What is not here yet, and fails with a message saying so: the kinds
- * Kubernetes derives (Node from core Nodes, WorkloadEndpoint from Pods,
- * Profile from Namespaces and ServiceAccounts: lib/core/kdd_map.c maps them),
- * and several writes in one transaction (the API has none: IPAM on
- * Kubernetes needs Calico's write order instead). The syncer, which does
- * serve the derived kinds, is ds_kube_sync.c.
+ * The kinds Kubernetes derives (lib/core/kdd_map.c maps them, as the syncer
+ * ds_kube_sync.c does) are read from their sources:
+ *
+ *   Node              core Nodes; an update writes the BGP, tunnel and
+ *                     WireGuard fields as the Node's annotations (a merge
+ *                     patch of nodes/<n>/status, as calico-node writes them)
+ *   WorkloadEndpoint  Pods; the name <node>-k8s-<pod>-eth0 gives the pod; a
+ *                     hostNetwork or unscheduled pod is none
+ *   Profile           Namespaces (kns.<ns>) and ServiceAccounts (ksa.<ns>.<sa>)
+ *
+ * Their other writes fail with a message saying who writes them.
+ *
+ * What is not here yet, and fails with a message saying so: several writes
+ * in one transaction (the API has none: IPAM on Kubernetes needs Calico's
+ * write order instead).
  */
 #include "ds_internal.h"
 
@@ -27,6 +36,7 @@
 #include <brindle/core/kdd_crd.h>
 #include <brindle/core/kdd_map.h>
 #include <brindle/core/kube_codec.h>
+#include <brindle/core/labels.h>
 #include <brindle/sys/kube_client.h>
 #include <brindle/sys/kube_conn.h>
 
@@ -45,6 +55,12 @@ struct kds {
 static bool is_native(const struct br_kind *k)
 {
 	return !streq(k->group, "projectcalico.org");
+}
+
+/* A kind Kubernetes derives from its own objects (no CRD). */
+static bool is_derived(const struct br_kind *k)
+{
+	return k->id == KIND_NODE || k->id == KIND_WORKLOADENDPOINT || k->id == KIND_PROFILE;
 }
 
 static struct kube_client *client_of(struct ds *d)
@@ -78,11 +94,70 @@ static bool has_legacy_name(const struct br_kind *k, const char *name)
 	       strncmp(name, "default.", 8) != 0;
 }
 
+/* A name that is one path segment (names from the command line are not checked yet). */
+static bool plain_name(const char *s)
+{
+	return *s && !streq(s, ".") && !streq(s, "..") && !strpbrk(s, "/?#%");
+}
+
+/*
+ * Where a derived kind is read: a Node's core Node, an endpoint's Pod (from
+ * its name), a Profile's Namespace (kns.) or ServiceAccount (ksa.); for the
+ * Profile collection, the ServiceAccounts when @accounts. A name that cannot
+ * be one is -ENOENT, saying what the names are.
+ */
+static int derived_path(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+			bool accounts, struct strbuf *out)
+{
+	struct arena *a = arena_new();
+	const char *ns = NULL, *obj = NULL, *plural = NULL, *names = "";
+	if (k->id == KIND_NODE) {
+		plural = "nodes";
+		obj = name;
+	} else if (k->id == KIND_WORKLOADENDPOINT) {
+		const char *node;
+		plural = "pods";
+		ns = scope && *scope ? scope : NULL;
+		if (name && !kdd_wep_name_parse(a, name, &node, &obj))
+			names = " (the endpoint of a pod is <node>-k8s-<pod>-eth0, each '-' "
+				"doubled)";
+	} else if (!name) {
+		plural = accounts ? "serviceaccounts" : "namespaces";
+	} else if (str_has_prefix(name, KDD_NS_PROFILE_PREFIX)) {
+		plural = "namespaces";
+		obj = name + strlen(KDD_NS_PROFILE_PREFIX);
+	} else if (str_has_prefix(name, KDD_SA_PROFILE_PREFIX)) {
+		const char *rest = name + strlen(KDD_SA_PROFILE_PREFIX), *dot = strchr(rest, '.');
+		plural = "serviceaccounts";
+		if (dot) {
+			ns = arena_strndup(a, rest, (size_t)(dot - rest));
+			obj = dot + 1;
+		}
+	}
+	int r = 0;
+	if (!name)
+		kube_path(out, "v1", ns, plural, NULL);
+	else if (k->id == KIND_WORKLOADENDPOINT && !ns)
+		r = ds_fail(d, -EINVAL, "%s %s: no namespace", k->kind, name);
+	else if (!plural || !obj || !plain_name(obj) || (ns && !plain_name(ns)))
+		r = ds_fail(d, -ENOENT, "%s \"%s\" not found%s", k->kind, name,
+			    k->id == KIND_PROFILE
+				    ? " (on the Kubernetes datastore the profiles are "
+				      "kns.<namespace> and ksa.<namespace>.<serviceaccount>)"
+				    : names);
+	else
+		kube_path(out, "v1", ns, plural, obj);
+	arena_free(a);
+	return r;
+}
+
 /* The path, under the legacy name when @legacy. */
 static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		       bool legacy, struct strbuf *out)
 {
 	const char *crd_kind, *plural;
+	if (is_derived(k))
+		return derived_path(d, k, scope, name, false, out);
 	if (is_native(k)) {
 		const char *ns = k->namespaced ? scope : NULL;
 		if (k->namespaced && name && (!ns || !*ns))
@@ -91,11 +166,8 @@ static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope,
 		return 0;
 	}
 	if (!kdd_crd_names(k, &crd_kind, &plural))
-		return ds_fail(
-			d, -EOPNOTSUPP,
-			"%s is not served by the Kubernetes datastore yet (Brindle derives it "
-			"from Kubernetes objects in a later version)",
-			k->kind);
+		return ds_fail(d, -EOPNOTSUPP, "%s is not served by the Kubernetes datastore",
+			       k->kind);
 	const char *ns = k->namespaced ? scope : NULL;
 	if (k->namespaced && name && (!ns || !*ns))
 		return ds_fail(d, -EINVAL, "%s %s: no namespace", k->kind, name);
@@ -114,12 +186,49 @@ static int path_for_as(struct ds *d, const struct br_kind *k, const char *scope,
 	return r;
 }
 
-/* The object in @cr, or -EINVAL with the errors. */
+/*
+ * A derived kind from the Kubernetes object it comes from: 0 and *out (NULL
+ * for a pod that is no endpoint), or -EINVAL with @errs. Warnings (values
+ * ignored) are the syncer's to log; a reader just does without them.
+ */
+static int derive(const struct br_kind *k, const struct jv *obj, struct br_object **out,
+		  struct model_errors *errs)
+{
+	struct model_errors warns = { 0 };
+	int r;
+	*out = NULL;
+	if (k->id == KIND_NODE) {
+		struct br_node *n = NULL;
+		r = kdd_node_to_calico(obj, &n, errs, &warns);
+		*out = n ? &n->o : NULL;
+	} else if (k->id == KIND_WORKLOADENDPOINT) {
+		enum kdd_pod_state st;
+		struct br_workloadendpoint *w = NULL;
+		r = kdd_pod_to_wep(obj, &st, &w, errs);
+		*out = w ? &w->o : NULL;
+	} else {
+		/* A list's items carry no kind: a ServiceAccount is the namespaced one. */
+		struct br_profile *p = NULL;
+		r = *kube_meta_str(obj, "namespace")
+			    ? kdd_serviceaccount_to_profile(obj, &p, errs, &warns)
+			    : kdd_namespace_to_profile(obj, &p, errs, &warns);
+		*out = p ? &p->o : NULL;
+	}
+	model_errors_clear(&warns);
+	return r;
+}
+
+/* The object in @cr (NULL: a pod that is no endpoint), or -EINVAL with the errors. */
 static int decode(struct ds *d, const struct br_kind *k, const struct jv *cr,
 		  struct br_object **out)
 {
 	struct model_errors errs = { 0 };
-	if (is_native(k)) {
+	if (is_derived(k)) {
+		if (derive(k, cr, out, &errs) < 0)
+			*out = NULL;
+		else if (!*out)
+			return 0;
+	} else if (is_native(k)) {
 		if (kdd_decode(k, cr, out, &errs) < 0)
 			*out = NULL;
 	} else {
@@ -153,9 +262,14 @@ static int k_get(struct ds *d, const struct br_kind *k, const char *scope, const
 	}
 	if (r == 0)
 		r = decode(d, k, v, out);
-	/* A BlockAffinity is found by node and CIDR: one of another node is not it. */
-	if (r == 0 && k->id == KIND_BLOCKAFFINITY && scope &&
-	    !streq(((struct br_blockaffinity *)*out)->spec.node, scope)) {
+	/*
+	 * A BlockAffinity is found by node and CIDR: one of another node is not it.
+	 * A pod is an endpoint only when scheduled, on the node its name says.
+	 */
+	if (r == 0 && (!*out ||
+		       (k->id == KIND_BLOCKAFFINITY && scope &&
+			!streq(((struct br_blockaffinity *)*out)->spec.node, scope)) ||
+		       (k->id == KIND_WORKLOADENDPOINT && !streq((*out)->meta.name, name)))) {
 		model_free(*out);
 		*out = NULL;
 		r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
@@ -170,6 +284,7 @@ struct list_ctx {
 	const char *scope;
 	struct br_object **objs;
 	size_t n, cap;
+	size_t base; /* objs[base..n) came from the collection being listed */
 	int err;
 };
 
@@ -178,7 +293,7 @@ static int list_item(void *ctx, const struct jv *cr)
 	struct list_ctx *lc = ctx;
 	struct br_object *o;
 	int r = decode(lc->d, lc->k, cr, &o);
-	if (r < 0)
+	if (r < 0 || !o)
 		return r;
 	if (lc->k->id == KIND_BLOCKAFFINITY && lc->scope &&
 	    !streq(((struct br_blockaffinity *)o)->spec.node, lc->scope)) {
@@ -196,9 +311,20 @@ static int list_item(void *ctx, const struct jv *cr)
 static void list_restart(void *ctx)
 {
 	struct list_ctx *lc = ctx;
-	model_free_all(lc->objs, lc->n);
-	lc->objs = NULL;
-	lc->n = lc->cap = 0;
+	for (size_t i = lc->base; i < lc->n; i++)
+		model_free(lc->objs[i]);
+	lc->n = lc->base;
+}
+
+/* One collection's objects into @lc. */
+static int list_path(struct list_ctx *lc, const char *path)
+{
+	lc->base = lc->n;
+	int r = kube_list(client_of(lc->d), path, 0, list_item, list_restart, lc, NULL);
+	/* A decode failure has set the error already. */
+	if (r < 0 && r != -EINVAL)
+		r = kube_fail(lc->d, r, "list");
+	return r;
 }
 
 static const char *scope_of(const struct br_object *o)
@@ -224,11 +350,14 @@ static int k_list(struct ds *d, const struct br_kind *k, const char *scope, stru
 	sb_init(&path);
 	int r = path_for(d, k, k->namespaced ? scope : NULL, NULL, &path);
 	struct list_ctx lc = { .d = d, .k = k, .scope = scope };
-	if (r == 0) {
-		r = kube_list(client_of(d), sb_str(&path), 0, list_item, list_restart, &lc, NULL);
-		/* A decode failure has set the error already. */
-		if (r < 0 && r != -EINVAL)
-			r = kube_fail(d, r, "list");
+	if (r == 0)
+		r = list_path(&lc, sb_str(&path));
+	/* Profiles come from Namespaces, then ServiceAccounts. */
+	if (r == 0 && k->id == KIND_PROFILE) {
+		sb_reset(&path);
+		r = derived_path(d, k, NULL, NULL, true, &path);
+		if (r == 0)
+			r = list_path(&lc, sb_str(&path));
 	}
 	sb_free(&path);
 	if (r < 0) {
@@ -292,8 +421,105 @@ static void set_cr_name(struct arena *a, struct jv *cr, const char *name)
 			md->obj.members[i].value = jv_string(a, name);
 }
 
+/* Who writes a derived kind, for the refusal of a write through the datastore. */
+static int derived_write(struct ds *d, const struct br_kind *k, const char *name, bool del)
+{
+	if (k->id == KIND_NODE && del)
+		return ds_fail(d, -EOPNOTSUPP,
+			       "on the Kubernetes datastore a Node is the Kubernetes Node of that "
+			       "name: kubectl delete node %s",
+			       name);
+	if (k->id == KIND_NODE)
+		return ds_fail(d, -EOPNOTSUPP,
+			       "on the Kubernetes datastore a Node is the Kubernetes Node of that "
+			       "name (the kubelet registers it); brindlectl only sets an existing "
+			       "Node's BGP, tunnel and WireGuard fields");
+	if (k->id == KIND_WORKLOADENDPOINT)
+		return ds_fail(
+			d, -EOPNOTSUPP,
+			"on the Kubernetes datastore workload endpoints are derived from Pods "
+			"and read-only (the kubelet and the CNI plugin write the pod)");
+	return ds_fail(d, -EOPNOTSUPP,
+		       "on the Kubernetes datastore profiles are derived from Namespaces "
+		       "(kns.<namespace>) and ServiceAccounts (ksa.<namespace>.<serviceaccount>) "
+		       "and read-only: change their labels with kubectl label "
+		       "namespace|serviceaccount");
+}
+
+/*
+ * A Node's BGP, tunnel and WireGuard fields are annotations of the core Node,
+ * set and cleared by one merge patch of nodes/<n>/status (as calico-node
+ * writes them, so the role needs no write of the Node's spec), at the
+ * revision read. Its labels are the Node's own: a change is refused, naming
+ * kubectl label. Addresses, orchRefs and status are derived: not written.
+ */
+static int node_update(struct ds *d, struct br_node *n)
+{
+	struct br_object *o = &n->o, *cur = NULL;
+	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
+	sb_init(&path);
+	sb_init(&body);
+	struct arena *a = arena_new();
+	int r = k_get(d, o->kind, NULL, o->meta.name, &cur);
+	if (r == 0 && o->meta.labels.n && !labels_equal(&o->meta.labels, &cur->meta.labels))
+		r = ds_fail(d, -EOPNOTSUPP,
+			    "on the Kubernetes datastore a Node's labels are the Kubernetes Node's "
+			    "(kubectl label node %s KEY=VALUE); brindlectl only sets a Node's BGP, "
+			    "tunnel and WireGuard fields",
+			    o->meta.name);
+	struct jv *answer = NULL;
+	if (r == 0) {
+		struct jv *patch = jv_object(a), *md = jv_object(a);
+		jv_add(a, md, "annotations", kdd_node_annotations(a, n));
+		const char *rv = o->meta.resource_version;
+		if ((!rv || !*rv) && o->revision > 0)
+			rv = arena_printf(a, "%" PRId64, o->revision);
+		if (rv && *rv)
+			jv_add(a, md, "resourceVersion", jv_string(a, rv));
+		jv_add(a, patch, "metadata", md);
+		json_write(&body, patch, false);
+		kube_path(&path, "v1", NULL, "nodes", o->meta.name);
+		sb_adds(&path, "/status");
+		r = kube_request(client_of(d), "PATCH", sb_str(&path),
+				 "application/merge-patch+json", &body, &answer);
+		if (r == -ECANCELED)
+			r = ds_fail(
+				d, -ECANCELED,
+				"Node \"%s\" was modified by someone else; read it again and retry",
+				o->meta.name);
+		else if (r == -ENOENT)
+			r = ds_fail(d, -ENOENT, "Node \"%s\" not found", o->meta.name);
+		else if (r < 0)
+			r = kube_fail(d, r, "update");
+		else
+			take_meta(o, answer);
+	}
+	model_free(cur);
+	arena_free(a);
+	sb_free(&path);
+	sb_free(&body);
+	return r;
+}
+
+/* A Node is unchanged when what node_update writes is: its annotations (and labels, if given). */
+static bool k_same_content(const struct br_object *cur, const struct br_object *o)
+{
+	if (o->kind->id != KIND_NODE)
+		return model_same_content(cur, o);
+	struct arena *a = arena_new();
+	bool same = jv_equal(kdd_node_annotations(a, (const struct br_node *)cur),
+			     kdd_node_annotations(a, (const struct br_node *)o)) &&
+		    (!o->meta.labels.n || labels_equal(&cur->meta.labels, &o->meta.labels));
+	arena_free(a);
+	return same;
+}
+
 static int write_obj(struct ds *d, struct br_object *o, bool create)
 {
+	if (o->kind->id == KIND_NODE && !create)
+		return node_update(d, (struct br_node *)o);
+	if (is_derived(o->kind))
+		return derived_write(d, o->kind, o->meta.name, false);
 	const struct br_kind *k = o->kind;
 	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT, err = STRBUF_INIT;
 	sb_init(&path);
@@ -366,6 +592,8 @@ static int k_update(struct ds *d, struct br_object *o)
 static int k_del(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		 int64_t revision)
 {
+	if (is_derived(k))
+		return derived_write(d, k, name, true);
 	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
 	sb_init(&path);
 	sb_init(&body);
@@ -445,6 +673,7 @@ static const struct ds_backend_ops ds_kube_ops = {
 	.update = k_update,
 	.del = k_del,
 	.write_all = k_write_all,
+	.same_content = k_same_content,
 	.syncer_start = k_syncer_start,
 	.syncer_stop = ds_kube_syncer_stop,
 	.syncer_status = ds_kube_syncer_status,

@@ -4,7 +4,8 @@
  * same document. Beyond not crashing: a refusal says why and names the
  * object; what maps is a valid resource (it decodes again, unchanged, the way
  * the etcd path reads it); a mapped pod's state matches its addresses; and a
- * mapped Node's annotations map back to the same spec.
+ * mapped Node's annotations map back to the same spec; an endpoint name
+ * that parses spells itself again.
  */
 #include <brindle/core/json.h>
 #include <brindle/core/kdd_map.h>
@@ -77,11 +78,24 @@ static void node_round_trip(const struct br_node *n)
 	arena_free(a);
 }
 
+/* The input as an endpoint name: what parses spells the name again. */
+static void wep_name_round_trip(struct arena *a, const uint8_t *data, size_t size)
+{
+	char *s = arena_alloc(a, size + 1);
+	memcpy(s, data, size);
+	s[size] = '\0';
+	const char *node, *pod;
+	if (kdd_wep_name_parse(a, s, &node, &pod))
+		must(streq(kdd_wep_name(a, node, pod), s),
+		     "an endpoint name that parses differently");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 64 * 1024)
 		return 0;
 	struct arena *a = arena_new();
+	wep_name_round_trip(a, data, size);
 	struct jv *doc;
 	if (json_parse(a, (const char *)data, size, &doc, NULL) < 0) {
 		arena_free(a);
@@ -97,6 +111,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		must(!w || st != KDD_POD_FINISHED || w->spec.n_ip_networks == 0,
 		     "a finished pod with addresses");
 		must(!w || w->spec.n_profiles >= 1, "an endpoint without its namespace's profile");
+		const char *node, *pod;
+		must(!w || (kdd_wep_name_parse(a, w->o.meta.name, &node, &pod) &&
+			    streq(node, w->spec.node) && streq(pod, w->spec.pod)),
+		     "an endpoint's name that does not read back as its node and pod");
 	}
 	check(r, w ? &w->o : NULL, &errs, NULL, "Pod");
 	model_free(w ? &w->o : NULL);

@@ -209,11 +209,7 @@ YAML
 fi
 bt_expect_contains "namespaces are kubectl's" "written with kubectl" "$err"
 
-# Kinds derived from Kubernetes objects are not served yet: said clearly.
-if err=$(bctl "$BOB" get workloadendpoints -A 2>&1); then
-	bt_fail "workloadendpoints listed on the Kubernetes datastore"
-fi
-bt_expect_contains "not served yet" "not served by the Kubernetes datastore yet" "$err"
+# (The kinds derived from Kubernetes objects: tests/kube/ctl_kdd_derived.sh.)
 
 # delete.
 bctl "$ALICE" delete ippool pool-a >/dev/null

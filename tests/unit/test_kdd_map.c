@@ -176,6 +176,44 @@ static void test_pod_from_apiserver(void **state)
 	model_free(&w->o);
 }
 
+/* An endpoint's name read back: the node and pod of kdd_wep_name, nothing else. */
+static void test_wep_name_parse(void **state)
+{
+	(void)state;
+	const char *node, *pod;
+	assert_true(kdd_wep_name_parse(A, "ip--10--1-k8s-web--1-eth0", &node, &pod));
+	assert_string_equal(node, "ip-10-1");
+	assert_string_equal(pod, "web-1");
+	assert_true(kdd_wep_name_parse(A, "n1-k8s-web.a-eth0", &node, &pod));
+	assert_string_equal(node, "n1");
+	assert_string_equal(pod, "web.a");
+	/* Whatever kdd_wep_name spells parses back, dashes at the ends of the parts too. */
+	const char *names[][2] = { { "a", "b" },	  { "a--b", "c---d" }, { "k8s", "eth0" },
+				   { "a-", "-b" },	  { "-", "-" },	       { "x-k8s", "k8s-y" },
+				   { "n-k8s-p", "eth0-" } };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *w = kdd_wep_name(A, names[i][0], names[i][1]);
+		assert_true(kdd_wep_name_parse(A, w, &node, &pod));
+		assert_string_equal(node, names[i][0]);
+		assert_string_equal(pod, names[i][1]);
+	}
+	const char *bad[] = { "",
+			      "web",
+			      "n1-k8s-web",
+			      "n1-k8s-web-eth1",
+			      "n1-cni-web-eth0",
+			      "-k8s-web-eth0",
+			      "n1-k8s--eth0",
+			      "n1-k8s-web-eth0-",
+			      "n1-k8s-web-eth0-x",
+			      "n1-k8s-web-eth0--" };
+	node = pod = "unchanged";
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_false(kdd_wep_name_parse(A, bad[i], &node, &pod));
+		assert_string_equal(node, "unchanged");
+	}
+}
+
 static void test_pod_not_endpoints(void **state)
 {
 	(void)state;
@@ -728,6 +766,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pod_from_apiserver, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wep_name_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_not_endpoints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_list_item, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_finished, setup, teardown),

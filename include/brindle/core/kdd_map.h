@@ -72,6 +72,12 @@ int kdd_pod_to_wep(const struct jv *pod, enum kdd_pod_state *state,
 /* A pod's endpoint name: node, "k8s", pod and "eth0", each '-' doubled, joined by '-'. */
 char *kdd_wep_name(struct arena *a, const char *node, const char *pod);
 
+/*
+ * The reverse: the node and pod of endpoint name @wep (strings in @a), or
+ * false when @wep is not such a name, spelt as kdd_wep_name spells it.
+ */
+bool kdd_wep_name_parse(struct arena *a, const char *wep, const char **node, const char **pod);
+
 /* --- Profiles ← Namespace, ServiceAccount -------------------------------------------------- */
 
 /*
