@@ -93,8 +93,9 @@ bt_wait_for 20 "BIRD to answer" birdc -s "$BT_DIR/node1/bird.ctl" show status
 ready_ok() { ip netns exec "$NODE" curl -sf -o /dev/null --max-time 2 http://127.0.0.1:9098/readiness; }
 bt_wait_for 30 "confd ready" ready_ok
 
-conf() { cat "$BT_DIR/node1"/bird*.conf; }
-has() { conf | grep -qF -- "$1"; }
+# (grep on the files, not `cat | grep -q`: with pipefail, grep's early exit
+# makes cat fail on a broken pipe and a match read as a miss)
+has() { grep -qF -- "$1" "$BT_DIR/node1"/bird*.conf; }
 bt_wait_for 10 "the mesh peer from node2's annotation" has "192.168.100.12"
 bt_wait_for 10 "the service cluster range" has "route 10.96.0.0/16 blackhole"
 bt_wait_for 30 "the Local service's /32 while node1 has a ready endpoint" \

@@ -209,7 +209,9 @@ static void on_event(void *ctx, const struct kube_event *e)
 	struct watch_rec *r = ctx;
 	static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
 	snprintf(r->last_rv, sizeof(r->last_rv), "%s", e->resource_version);
-	if (e->type == KUBE_EVENT_BOOKMARK)
+	/* The root-CA publisher adds its ConfigMap to every namespace, in its own time. */
+	if (e->type == KUBE_EVENT_BOOKMARK ||
+	    strcmp(kube_meta_str(e->object, "name"), "kube-root-ca.crt") == 0)
 		return;
 	size_t len = strlen(r->log);
 	snprintf(r->log + len, sizeof(r->log) - len, "%s %s=%s;", names[e->type],
