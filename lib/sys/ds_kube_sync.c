@@ -390,7 +390,7 @@ static void on_ended(void *ctx, int err, const char *why)
 		return;
 	}
 	if (err == -ESTALE) {
-		log_warn("datastore: resync (compacted): %s: %s", src->what, why);
+		/* (the daemon logs it, with its metric) */
 		if (src->s->ops.resync)
 			src->s->ops.resync(src->s->ctx, DS_RESYNC_COMPACTED, why);
 		src->relist = true;

@@ -42,7 +42,7 @@ struct http_call {
 	int cb_err;	   /* why our write callback stopped the transfer */
 	char own_why[128]; /* and what it said (curl's error buffer says "Failed writing") */
 	bool cancelled, finished;
-	bool in_done; /* its done callback runs: collect frees it afterwards */
+	bool in_done;		  /* its done callback runs: collect frees it afterwards */
 	int keepalive_count;	  /* set on its sockets (on_sockopt) */
 	unsigned user_timeout_ms; /* likewise */
 	struct http_result res;
@@ -306,8 +306,12 @@ static struct http_call *call_new(struct http_agent *a, const struct http_reques
 		curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, c);
 	}
 	/* HTTP/2 over TLS when offered (many watches, one connection); 1.1 in the clear. */
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	if (req->own_connection) {
+		curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	} else {
+		curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+		curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	}
 	set_tls(a, c, req);
 	const char *method = req->method ? req->method : "GET";
 	if (req->body) {

@@ -347,6 +347,8 @@ static int list_page_request(struct kube_list_op *op)
 		.accept = "application/json",
 		.connect_timeout_ms = MIN(op->c->timeout_ms, CONNECT_TIMEOUT_MS),
 		.timeout_ms = op->c->timeout_ms * 3, /* a page of 500 big objects takes a while */
+		/* not beside the watches on one HTTP/2 connection: see http.h */
+		.own_connection = true,
 		.keepalive_idle_s = KEEPALIVE_IDLE_S,
 		.keepalive_interval_s = KEEPALIVE_INTERVAL_S,
 		.keepalive_count = KEEPALIVE_COUNT,

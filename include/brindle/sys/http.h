@@ -82,7 +82,14 @@ struct http_request {
 	long keepalive_count;	   /* unanswered probes that end the connection; 0: the kernel's */
 	long user_timeout_ms;	   /* TCP_USER_TIMEOUT: unacknowledged data ends it; 0: none */
 	size_t max_body;	   /* kept body limit (when not streaming); 0: 64 MiB */
-	http_data_fn on_data;	   /* stream the body here instead of keeping it */
+	/*
+	 * A bulk answer (a list page of megabytes) that must not share an HTTP/2
+	 * connection with streams: it goes over HTTP/1.1, on a connection of its
+	 * own (kept for the next such request). With libcurl 7.88 a large
+	 * response multiplexed beside watches was seen to stall mid-body.
+	 */
+	bool own_connection;
+	http_data_fn on_data; /* stream the body here instead of keeping it */
 	void *ctx;
 };
 
