@@ -1,9 +1,9 @@
 /*
- * brindle-ipam: Brindle's block IPAM as a CNI IPAM plugin, for main plugins
- * that delegate address management (bridge, ptp, ...). brindle-cni does the
- * same in process. ADD returns the handle's address (the same one on a
- * retry), DEL releases everything of the handle "<network>.<containerID>",
- * CHECK verifies that the handle still holds prevResult's addresses.
+ * brindle-ipam: Brindle's block IPAM as a CNI IPAM plugin (a /32, no gateway,
+ * no routes: docs/cni.md says why ptp and bridge cannot use that). brindle-cni
+ * does the same in process; the lab takes VXLAN tunnel addresses from it. ADD returns the handle's
+ * address (the same one on a retry), DEL releases everything of the handle
+ * "<network>.<containerID>", CHECK verifies that the handle still holds prevResult's addresses.
  */
 #include "plugin.h"
 

@@ -26,18 +26,17 @@
 #include <brindle/core/metrics.h>
 #include <brindle/version.h>
 #include <brindle/sys/clock.h>
+#include <brindle/sys/install.h>
+#include <brindle/paths.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef BRINDLE_TEMPLATES_DIR
-#define BRINDLE_TEMPLATES_DIR "/usr/local/share/brindle/bgp-templates"
-#endif
 
 struct opts {
 	const char *node;
@@ -450,6 +449,24 @@ static void setup_metrics(struct confd *c)
 
 /* --- options ---------------------------------------------------------------------------------- */
 
+/*
+ * The templates that go with this binary: the source tree's when it runs from
+ * the build tree, else those of the prefix it is installed in.
+ */
+static const char *default_templates(void)
+{
+	static char path[PATH_MAX];
+	if (!path[0]) {
+		struct arena *a = arena_new();
+		const char *t = install_in_build_tree(a)
+					? BRINDLE_SOURCE_DIR "/bgp-templates"
+					: install_find(a, BRINDLE_INSTALL_TEMPLATES, R_OK | X_OK);
+		snprintf(path, sizeof(path), "%s", t);
+		arena_free(a);
+	}
+	return path;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -474,7 +491,7 @@ static void usage(FILE *f)
 		"  --datastore-type, --etcd-endpoints, --etcd-ca-cert-file, --etcd-cert-file,\n"
 		"  --etcd-key-file        as for brindlectl (BRINDLE_DATASTORE_TYPE, ...)\n"
 		"See docs/confd.md.\n",
-		BRINDLE_TEMPLATES_DIR, BIRD_CTL_DEFAULT_SOCKET, SECRETS_DEFAULT_DIR,
+		default_templates(), BIRD_CTL_DEFAULT_SOCKET, SECRETS_DEFAULT_DIR,
 		SECRETS_DEFAULT_ENV_PREFIX);
 }
 
@@ -506,7 +523,7 @@ static int parse_args(int argc, char **argv, struct opts *o, struct ds_config *c
 	const char *endpoints = NULL;
 	o->node = env_or("NODENAME", NULL);
 	o->output_dir = env_or("BRINDLE_CONFD_OUTPUT_DIR", "/etc/brindle/bird");
-	o->templates = env_or("BRINDLE_CONFD_TEMPLATES", BRINDLE_TEMPLATES_DIR);
+	o->templates = env_or("BRINDLE_CONFD_TEMPLATES", default_templates());
 	o->bird = env_or("BRINDLE_BIRD", "bird");
 	o->bird_socket = env_or("BRINDLE_BIRD_SOCKET", BIRD_CTL_DEFAULT_SOCKET);
 	o->secrets_dir = env_or("BRINDLE_SECRETS_DIR", SECRETS_DEFAULT_DIR);
@@ -659,7 +676,10 @@ static int run(struct confd *c, const struct ds_config *cfg)
 	sb_init(&err);
 	int ret = 1;
 	if (templates_load(c->o.templates, &c->templates, &err) < 0) {
-		log_error("%s", sb_str(&err));
+		log_error("%s: give the template directory with --templates DIR (or "
+			  "BRINDLE_CONFD_TEMPLATES): the source tree's bgp-templates, or "
+			  "<prefix>/" BRINDLE_INSTALL_TEMPLATES " after cmake --install",
+			  sb_str(&err));
 		goto out;
 	}
 	struct stat st;

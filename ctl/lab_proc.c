@@ -10,6 +10,8 @@
 #include "lab.h"
 
 #include <brindle/core/util.h>
+#include <brindle/paths.h>
+#include <brindle/sys/install.h>
 #include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
@@ -66,49 +68,39 @@ int lab_load(struct lab *l)
 	return r;
 }
 
-static const char *exe_dir(struct arena *a)
+/*
+ * A program of the lab: the build tree's (@rel under it) when brindlectl runs
+ * from the build tree, else the one under brindlectl's own install prefix
+ * (@installed, a path of the install layout), else under the configured
+ * prefix, else @fallback (a name looked up in PATH, or a path).
+ */
+static const char *find_bin(struct arena *a, const char *rel, const char *installed,
+			    const char *fallback)
 {
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return ".";
-	buf[n] = '\0';
-	char *slash = strrchr(buf, '/');
-	if (slash)
-		*slash = '\0';
-	return arena_strdup(a, buf);
-}
-
-/* @rel (build-tree layout, relative to ctl/) or @name next to brindlectl, else from PATH. */
-static const char *find_bin(struct arena *a, const char *dir, const char *rel, const char *name)
-{
-	const char *cands[] = { arena_printf(a, "%s/../%s", dir, rel),
-				arena_printf(a, "%s/%s", dir, name),
-				arena_printf(a, "%s/../sbin/%s", dir, name) };
-	for (size_t i = 0; i < ARRAY_SIZE(cands); i++)
-		if (access(cands[i], X_OK) == 0)
-			return cands[i];
-	return name;
+	if (install_in_build_tree(a)) {
+		const char *p = arena_printf(a, "%s/%s", BRINDLE_BUILD_DIR, rel);
+		if (access(p, X_OK) == 0)
+			return p;
+	}
+	const char *p = install_find(a, installed, X_OK);
+	return access(p, X_OK) == 0 ? p : fallback;
 }
 
 void lab_find_bins(struct arena *a, struct lab_bins *b)
 {
-	const char *dir = exe_dir(a);
-	b->felix = find_bin(a, dir, "felix/brindle-felix", "brindle-felix");
-	b->confd = find_bin(a, dir, "confd/brindle-confd", "brindle-confd");
-	b->cni = find_bin(a, dir, "cni/brindle-cni", "brindle-cni");
-	b->probe = find_bin(a, dir, "lab/brindle-probe", "brindle-probe");
-	const char *slash = strrchr(b->cni, '/');
-	b->cni_dir = slash ? arena_strndup(a, b->cni, (size_t)(slash - b->cni)) : "/opt/cni/bin";
-	const char *t = getenv("BRINDLE_CONFD_TEMPLATES");
-	if (t && t[0])
-		b->templates = t;
-#ifdef BRINDLE_LAB_TEMPLATES
-	else if (access(BRINDLE_LAB_TEMPLATES, R_OK) == 0)
-		b->templates = BRINDLE_LAB_TEMPLATES;
-#endif
-	else
-		b->templates = arena_printf(a, "%s/../share/brindle/bgp-templates", dir);
+	const char *sbin = BRINDLE_INSTALL_SBINDIR, *bin = BRINDLE_INSTALL_BINDIR;
+	const char *cni = BRINDLE_INSTALL_CNI_BIN_DIR;
+	b->felix = find_bin(a, "felix/brindle-felix", arena_printf(a, "%s/brindle-felix", sbin),
+			    "brindle-felix");
+	b->confd = find_bin(a, "confd/brindle-confd", arena_printf(a, "%s/brindle-confd", sbin),
+			    "brindle-confd");
+	b->probe = find_bin(a, "lab/brindle-probe", arena_printf(a, "%s/brindle-probe", bin),
+			    "brindle-probe");
+	/* A runtime's CNI_PATH: brindle-ipam is looked up next to brindle-cni. */
+	b->cni = find_bin(a, "cni/brindle-cni", arena_printf(a, "%s/brindle-cni", cni),
+			  "/opt/cni/bin/brindle-cni");
+	b->cni_dir = arena_strndup(a, b->cni, (size_t)(strrchr(b->cni, '/') - b->cni));
+	/* brindle-confd finds the templates that go with it (or BRINDLE_CONFD_TEMPLATES). */
 }
 
 static int enter_netns(const char *ns)

@@ -294,8 +294,6 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 			  (char *)n->name,
 			  "--output-dir",
 			  (char *)dir,
-			  "--templates",
-			  (char *)b->templates,
 			  "--bird-socket",
 			  (char *)sock,
 			  "--secrets-dir",
