@@ -216,11 +216,6 @@ static int read_inputs(const struct file_opts *o, struct objlist *objs)
 	return 0;
 }
 
-static const char *scope_of(const struct br_object *o)
-{
-	return o->kind->namespaced ? o->meta.namespace : NULL;
-}
-
 enum write_mode {
 	W_APPLY,
 	W_CREATE,
@@ -261,7 +256,7 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 			what = "created";
 		} else {
 			struct br_object *cur;
-			r = ds_get(d, obj->kind, scope_of(obj), obj->meta.name, &cur);
+			r = ds_get(d, obj->kind, ds_scope(obj), obj->meta.name, &cur);
 			if (r == 0) {
 				/* A resourceVersion in the file makes the replace conditional. */
 				int64_t want =
@@ -339,7 +334,7 @@ int cmd_get(struct ctl *c, int argc, char **argv)
 	if (o.n_files) {
 		for (size_t i = 0; i < in.n; i++) {
 			struct br_object *cur;
-			if (ds_get(d, in.v[i]->kind, scope_of(in.v[i]), in.v[i]->meta.name, &cur) <
+			if (ds_get(d, in.v[i]->kind, ds_scope(in.v[i]), in.v[i]->meta.name, &cur) <
 			    0) {
 				ctl_error("%s", ds_last_error(d));
 				ret = CTL_FAIL;
@@ -437,7 +432,7 @@ int cmd_delete(struct ctl *c, int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		const struct br_kind *kk = o.n_files ? in.v[i]->kind : k;
 		const char *name = o.n_files ? in.v[i]->meta.name : o.positional[i + 1];
-		const char *scope = o.n_files ? scope_of(in.v[i])
+		const char *scope = o.n_files ? ds_scope(in.v[i])
 					      : (kk->namespaced ? (o.ns ? o.ns : "default") : NULL);
 		char kref[128];
 		ctl_kind_ref(kk, kref, sizeof(kref));

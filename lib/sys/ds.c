@@ -168,9 +168,7 @@ int ds_update(struct ds *d, struct br_object *o)
 
 int ds_apply(struct ds *d, struct br_object *o, bool *created, bool *changed)
 {
-	const char *scope = o->kind->namespaced ? o->meta.namespace : NULL;
-	if (o->kind->id == KIND_BLOCKAFFINITY)
-		scope = ((const struct br_blockaffinity *)o)->spec.node;
+	const char *scope = ds_scope(o);
 	for (int attempt = 0; attempt < 10; attempt++) {
 		struct br_object *cur = NULL;
 		int r = ds_get(d, o->kind, scope, o->meta.name, &cur);

@@ -47,3 +47,9 @@ void ds_stamp_new(struct br_object *o)
 	}
 }
 
+const char *ds_scope(const struct br_object *o)
+{
+	if (o->kind->id == KIND_BLOCKAFFINITY)
+		return ((const struct br_blockaffinity *)o)->spec.node;
+	return o->kind->namespaced ? o->meta.namespace : NULL;
+}

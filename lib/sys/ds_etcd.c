@@ -95,18 +95,11 @@ static int key_for(const struct br_kind *k, const char *scope, const char *name,
 	}
 }
 
-static const char *scope_of(const struct br_object *o)
-{
-	if (o->kind->id == KIND_BLOCKAFFINITY)
-		return ((const struct br_blockaffinity *)o)->spec.node;
-	return o->kind->namespaced ? o->meta.namespace : NULL;
-}
-
 static char *ds_etcd_key(const struct br_object *o)
 {
 	struct strbuf sb = STRBUF_INIT;
 	sb_init(&sb);
-	if (key_for(o->kind, scope_of(o), o->meta.name, &sb) < 0) {
+	if (key_for(o->kind, ds_scope(o), o->meta.name, &sb) < 0) {
 		sb_free(&sb);
 		return NULL;
 	}
@@ -203,7 +196,7 @@ static struct br_object *decode_value(struct ds *d, const struct br_kind *k,
 	char buf[512];
 	const char *scope, *name;
 	if (parse_key(k, kv->key, buf, sizeof(buf), &scope, &name) < 0 ||
-	    !streq(name, o->meta.name) || (scope && !streq(scope, scope_of(o)))) {
+	    !streq(name, o->meta.name) || (scope && !streq(scope, ds_scope(o)))) {
 		sb_addf(why, "%s: holds %s %s, which belongs under another key", kv->key, k->kind,
 			o->meta.name);
 		model_free(o);

@@ -327,18 +327,11 @@ static int list_path(struct list_ctx *lc, const char *path)
 	return r;
 }
 
-static const char *scope_of(const struct br_object *o)
-{
-	if (o->kind->id == KIND_BLOCKAFFINITY)
-		return ((const struct br_blockaffinity *)o)->spec.node;
-	return o->kind->namespaced ? o->meta.namespace : NULL;
-}
-
 static int by_scope_name(const void *pa, const void *pb)
 {
 	const struct br_object *a = *(struct br_object *const *)pa;
 	const struct br_object *b = *(struct br_object *const *)pb;
-	const char *sa = scope_of(a) ? scope_of(a) : "", *sb = scope_of(b) ? scope_of(b) : "";
+	const char *sa = ds_scope(a) ? ds_scope(a) : "", *sb = ds_scope(b) ? ds_scope(b) : "";
 	int c = strcmp(sa, sb);
 	return c ? c : strcmp(a->meta.name, b->meta.name);
 }
@@ -525,7 +518,7 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 	sb_init(&path);
 	sb_init(&body);
 	sb_init(&err);
-	int r = path_for(d, k, scope_of(o), create ? NULL : o->meta.name, &path);
+	int r = path_for(d, k, ds_scope(o), create ? NULL : o->meta.name, &path);
 	struct arena *a = arena_new();
 	struct jv *cr = NULL;
 	if (r == 0 && is_native(k) && k->id != KIND_K8S_NETWORKPOLICY)
@@ -549,7 +542,7 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 		r = kube_request(client_of(d), method, sb_str(&path), NULL, &body, &answer);
 		if (r == -ENOENT && !create && has_legacy_name(k, o->meta.name)) {
 			sb_reset(&path);
-			r = path_for_as(d, k, scope_of(o), o->meta.name, true, &path);
+			r = path_for_as(d, k, ds_scope(o), o->meta.name, true, &path);
 			if (r == 0) {
 				set_cr_name(a, cr, arena_printf(a, "default.%s", o->meta.name));
 				sb_reset(&body);
@@ -637,7 +630,7 @@ static int k_write_all(struct ds *d, struct ds_write *w, size_t n)
 		case DS_WRITE_UPDATE:
 			return k_update(d, w[0].obj);
 		case DS_WRITE_DELETE:
-			return k_del(d, w[0].obj->kind, scope_of(w[0].obj), w[0].obj->meta.name,
+			return k_del(d, w[0].obj->kind, ds_scope(w[0].obj), w[0].obj->meta.name,
 				     w[0].obj->revision);
 		}
 	}

@@ -127,13 +127,6 @@ static void entry_free(struct entry *e)
 	free(e);
 }
 
-static const char *scope_of(const struct br_object *o)
-{
-	if (o->kind->id == KIND_BLOCKAFFINITY)
-		return ((const struct br_blockaffinity *)o)->spec.node;
-	return o->kind->namespaced ? o->meta.namespace : NULL;
-}
-
 static bool str_eq(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && streq(a, b));
@@ -193,7 +186,7 @@ static int map_obj(struct ksrc *src, const struct jv *obj, struct br_object **ou
 		sb_addf(err, "%s", errs.n ? errs.v[0] : "cannot be mapped");
 	else if (r == 1 && !*out)
 		r = 0;
-	if (r == 1 && src->scope && !str_eq(scope_of(*out), src->scope)) {
+	if (r == 1 && src->scope && !str_eq(ds_scope(*out), src->scope)) {
 		model_free(*out);
 		*out = NULL;
 		r = 0;
@@ -269,7 +262,7 @@ static void apply_obj(struct ksrc *src, const struct jv *obj, bool deleted)
 		withdraw(src, e);
 		goto out;
 	}
-	const char *scope = scope_of(o);
+	const char *scope = ds_scope(o);
 	/* Another identity (a pod moved to another node): withdraw the old one first. */
 	if (e->name && (!streq(e->name, o->meta.name) || !str_eq(e->scope, scope)))
 		withdraw(src, e);
@@ -501,13 +494,12 @@ static void update_status(struct ksync *s)
 	}
 	if (st == DS_IN_SYNC && next)
 		loop_timer_arm(s->grace, next - now + 1, 0);
-	bool changed = st != s->status || !streq(sb_str(&why), sb_str(&s->why));
-	bool status_changed = st != s->status;
+	bool changed = st != s->status;
 	s->status = st;
 	sb_reset(&s->why);
 	sb_adds(&s->why, sb_str(&why));
 	sb_free(&why);
-	if (changed && status_changed)
+	if (changed)
 		s->ops.status(s->ctx, st, st == DS_IN_SYNC ? NULL : sb_str(&s->why));
 }
 

@@ -66,6 +66,10 @@ int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *sto
 			    const char *list, struct strbuf *err) must_check;
 void ds_config_free_storage(struct ds_config_storage *storage);
 
+/* The scope of @o's identity (see the top of this file): namespace, a BlockAffinity's node, or
+ * NULL. */
+const char *ds_scope(const struct br_object *o);
+
 int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err) must_check;
 void ds_close(struct ds *d);
 const char *ds_last_error(const struct ds *d);
