@@ -95,18 +95,23 @@ const char *kube_server(const struct kube_client *c)
 	return c->server;
 }
 
-/* The errno and message of a non-2xx answer whose body is @body. */
-static int answer_error(struct kube_client *c, const char *method, const char *path, long status,
-			const struct strbuf *body)
+/*
+ * The errno of a non-2xx answer whose body (a Status, or anything) is
+ * @body; appends "<prefix>: <message>" to @why.
+ */
+static int status_error(long status, const char *body, size_t len, const char *prefix,
+			struct strbuf *why)
 {
+	struct arena *a = arena_new();
 	struct jv *v = NULL;
-	if (body->len && json_parse(c->arena, body->buf, body->len, &v, NULL) < 0)
+	if (len && json_parse(a, body, len, &v, NULL) < 0)
 		v = NULL;
 	struct strbuf msg = STRBUF_INIT;
 	sb_init(&msg);
 	int r = kube_status_errno(status, v, &msg);
-	set_error(c, "%s %s: %s", method, path, sb_str(&msg));
+	sb_addf(why, "%s: %s", prefix, sb_str(&msg));
 	sb_free(&msg);
+	arena_free(a);
 	return r;
 }
 
@@ -140,7 +145,13 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		return r;
 	}
 	if (res.status < 200 || res.status > 299) {
-		r = answer_error(c, method, path, res.status, &res.body);
+		struct strbuf prefix = STRBUF_INIT;
+		sb_init(&prefix);
+		sb_addf(&prefix, "%s %s", method, path);
+		sb_reset(&c->error);
+		r = status_error(res.status, res.body.buf, res.body.len, sb_str(&prefix),
+				 &c->error);
+		sb_free(&prefix);
 		http_result_clear(&res);
 		return r;
 	}
@@ -256,23 +267,18 @@ static void list_page_done(void *ctx, const struct http_result *res)
 {
 	struct kube_list_op *op = ctx;
 	op->call = NULL;
-	struct kube_client *c = op->c;
 	int r = 0;
 	sb_reset(&op->why);
 	if (res->err) {
 		sb_addf(&op->why, "GET %s: %s", sb_str(&op->url), res->why);
 		r = res->err;
 	} else if (res->status < 200 || res->status > 299) {
-		struct arena *a = arena_new();
-		struct jv *v = NULL;
-		if (res->body.len && json_parse(a, res->body.buf, res->body.len, &v, NULL) < 0)
-			v = NULL;
-		struct strbuf msg = STRBUF_INIT;
-		sb_init(&msg);
-		r = kube_status_errno(res->status, v, &msg);
-		sb_addf(&op->why, "GET %s: %s", op->path, sb_str(&msg));
-		sb_free(&msg);
-		arena_free(a);
+		struct strbuf prefix = STRBUF_INIT;
+		sb_init(&prefix);
+		sb_addf(&prefix, "GET %s", op->path);
+		r = status_error(res->status, res->body.buf, res->body.len, sb_str(&prefix),
+				 &op->why);
+		sb_free(&prefix);
 		if (r == -ESTALE && op->cont.len && op->restarts++ < LIST_RESTARTS) {
 			sb_reset(&op->cont);
 			op->first = true;
@@ -328,7 +334,6 @@ static void list_page_done(void *ctx, const struct http_result *res)
 			sb_addf(&op->why, "GET %s: cannot continue", op->path);
 		}
 	}
-	(void)c;
 	list_finish(op, r);
 }
 
@@ -503,18 +508,9 @@ static void on_done(void *ctx, const struct http_result *res)
 	enter(w);
 	if (!w->ended && !w->stopped) {
 		if (res->status && res->status != 200) {
-			struct arena *a = arena_new();
-			struct jv *v = NULL;
-			if (json_parse(a, w->errbody.buf ? w->errbody.buf : "", w->errbody.len, &v,
-				       NULL) < 0)
-				v = NULL;
-			struct strbuf msg = STRBUF_INIT;
-			sb_init(&msg);
-			int err = kube_status_errno(res->status, v, &msg);
 			sb_reset(&w->why);
-			sb_addf(&w->why, "%s: %s", sb_str(&w->url), sb_str(&msg));
-			sb_free(&msg);
-			arena_free(a);
+			int err = status_error(res->status, w->errbody.buf, w->errbody.len,
+					       sb_str(&w->url), &w->why);
 			end(w, err, sb_str(&w->why));
 		} else if (res->err && res->err != -ECANCELED) {
 			sb_reset(&w->why);

@@ -67,7 +67,11 @@ struct kube_event {
 	int error;
 	long code;
 };
-/* One line of a watch stream ({"type":..,"object":{..}}). @msg gets an ERROR's message. */
+/*
+ * One line of a watch stream ({"type":..,"object":{..}}). -EPROTO with the
+ * reason in @err when it is malformed; for an ERROR event, 0 with the
+ * Status's message in @err.
+ */
 int kube_decode_event(const struct jv *v, struct kube_event *out, struct strbuf *err) must_check;
 
 /* metadata.name / namespace / resourceVersion / uid of an object ("" when absent). */
