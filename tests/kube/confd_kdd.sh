@@ -21,12 +21,9 @@ ip -n "$NODE" link add eth0 type veth peer name eth0 netns "$BT_PREFIX-peer"
 ip -n "$NODE" addr add 192.168.100.11/24 dev eth0
 ip -n "$NODE" link set eth0 up
 
-kc apply -f "$BT_SOURCE_DIR/deploy/crds.yaml" >/dev/null
-kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-node.yaml" >/dev/null
-bt_wait_for 60 "the CRDs" kc wait --for condition=established --timeout=2s \
-	crd/bgpconfigurations.crd.projectcalico.org crd/ippools.crd.projectcalico.org
-NODECFG=$(kube_testenv user "$K" brindle-node)
-kc create clusterrolebinding brindle-node --clusterrole brindle-node --user brindle-node >/dev/null
+kube_brindle_crds "$K"
+kube_brindle_node "$K"
+NODECFG=$KUBE_NODECFG
 
 kc apply -f - >/dev/null <<'YAML'
 apiVersion: v1

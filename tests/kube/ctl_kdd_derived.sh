@@ -16,11 +16,7 @@ NS=$BT_PREFIX-cp
 kube_up "$BT_DIR/cp" "$NS"
 K=$BT_DIR/cp
 kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
-kc apply -f "$BT_SOURCE_DIR/deploy/crds.yaml" >/dev/null
-bt_wait_for 60 "the CRDs to be established" \
-	kc wait --for condition=established --timeout=2s crd/ippools.crd.projectcalico.org \
-	crd/ipamblocks.crd.projectcalico.org crd/ipamhandles.crd.projectcalico.org \
-	crd/blockaffinities.crd.projectcalico.org
+kube_brindle_crds "$K"
 kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindlectl.yaml" >/dev/null
 ALICE=$(kube_testenv user "$K" alice)
 BOB=$(kube_testenv user "$K" bob)

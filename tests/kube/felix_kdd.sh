@@ -29,12 +29,9 @@ ip -n "$BT_PREFIX-peer" link set eth0 up
 ip -n "$NODE" route add default via 192.168.100.1
 ip netns exec "$NODE" sysctl -qw net.ipv4.ip_forward=1
 
-kc apply -f "$BT_SOURCE_DIR/deploy/crds.yaml" >/dev/null
-kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-node.yaml" >/dev/null
-bt_wait_for 60 "the CRDs" kc wait --for condition=established --timeout=2s \
-	crd/ippools.crd.projectcalico.org crd/felixconfigurations.crd.projectcalico.org
-NODECFG=$(kube_testenv user "$K" brindle-node)
-kc create clusterrolebinding brindle-node --clusterrole brindle-node --user brindle-node >/dev/null
+kube_brindle_crds "$K"
+kube_brindle_node "$K"
+NODECFG=$KUBE_NODECFG
 
 kc apply -f - >/dev/null <<'YAML'
 apiVersion: v1

@@ -22,16 +22,7 @@ NS=$BT_PREFIX-cp
 kube_up "$BT_DIR/cp" "$NS"
 K=$BT_DIR/cp
 kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
-kc apply -f "$BT_SOURCE_DIR/deploy/crds.yaml" >/dev/null
-crds=""
-for p in ippools bgpconfigurations bgppeers felixconfigurations networkpolicies \
-	globalnetworkpolicies networksets globalnetworksets hostendpoints ipamconfigs \
-	ipamblocks blockaffinities ipamhandles; do
-	crds+=" crd/$p.crd.projectcalico.org"
-done
-# shellcheck disable=SC2086
-bt_wait_for 60 "the CRDs to be established" \
-	kc wait --for condition=established --timeout=2s $crds
+kube_brindle_crds "$K"
 kc create namespace shop >/dev/null
 kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindlectl.yaml" >/dev/null
 ALICE=$(kube_testenv user "$K" alice)

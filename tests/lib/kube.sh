@@ -6,6 +6,9 @@
 #   kube_kubectl KUBECONFIG ARGS...   kubectl against it (in its namespace)
 #   kube_testenv ARGS...         scripts/kube-testenv itself
 #   kube_state DIR NAME          a value of DIR/state (API_PORT, ...)
+#   kube_brindle_crds DIR        Brindle's CRDs (deploy/crds.yaml) applied, every one established
+#   kube_brindle_node DIR        the brindle-node ClusterRole bound to a user of that name;
+#                                sets KUBE_NODECFG to its kubeconfig
 # Sets KUBE_BIN, KUBE_VERSION, ETCD_VERSION.
 
 KUBE_TESTENV=$BT_SOURCE_DIR/scripts/kube-testenv
@@ -44,4 +47,18 @@ kube_kubectl() {
 	else
 		"$KUBE_BIN/kubectl" --kubeconfig "$kubeconfig" "$@"
 	fi
+}
+
+kube_brindle_crds() {
+	local crds=$BT_SOURCE_DIR/deploy/crds.yaml
+	kube_kubectl "$1/admin.kubeconfig" apply -f "$crds" >/dev/null
+	bt_wait_for 60 "Brindle's CRDs to be established" \
+		kube_kubectl "$1/admin.kubeconfig" wait --for condition=established --timeout=2s -f "$crds"
+}
+
+kube_brindle_node() {
+	kube_kubectl "$1/admin.kubeconfig" apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-node.yaml" >/dev/null
+	KUBE_NODECFG=$(kube_testenv user "$1" brindle-node)
+	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-node \
+		--clusterrole brindle-node --user brindle-node >/dev/null
 }
