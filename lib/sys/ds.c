@@ -213,12 +213,42 @@ int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const ch
 	return d->ops->del(d, k, scope, name, revision);
 }
 
-int ds_write_all(struct ds *d, struct ds_write *w, size_t n)
+int ds_write_seq(struct ds *d, struct ds_write *w, size_t n, size_t *done)
 {
+	size_t ok = 0;
+	int r = 0;
 	for (size_t i = 0; i < n; i++)
 		if (w[i].op == DS_WRITE_CREATE)
 			ds_stamp_new(w[i].obj);
-	return d->ops->write_all(d, w, n);
+	if (d->ops->write_all) {
+		r = d->ops->write_all(d, w, n);
+		ok = r == 0 ? n : 0;
+	} else {
+		for (; ok < n; ok++) {
+			struct br_object *o = w[ok].obj;
+			switch (w[ok].op) {
+			case DS_WRITE_CREATE:
+				r = d->ops->create(d, o);
+				break;
+			case DS_WRITE_UPDATE:
+				r = d->ops->update(d, o);
+				break;
+			case DS_WRITE_DELETE:
+				r = d->ops->del(d, o->kind, ds_scope(o), o->meta.name, o->revision);
+				break;
+			}
+			if (r < 0)
+				break;
+		}
+	}
+	if (done)
+		*done = ok;
+	return r;
+}
+
+bool ds_has_transactions(const struct ds *d)
+{
+	return d->ops->write_all != NULL;
 }
 
 static int no_lock(struct ds *d)

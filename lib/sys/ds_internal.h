@@ -14,6 +14,7 @@ struct ds_backend_ops {
 	int (*update)(struct ds *d, struct br_object *o);
 	int (*del)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		   int64_t revision);
+	/* All of @w in one transaction; NULL when the backend has none (ds_write_seq). */
 	int (*write_all)(struct ds *d, struct ds_write *w, size_t n);
 	/*
 	 * Whether an update of @cur to @o would write nothing (ds_apply's

@@ -26,9 +26,8 @@
  *
  * Their other writes fail with a message saying who writes them.
  *
- * What is not here yet, and fails with a message saying so: several writes
- * in one transaction (the API has none: IPAM on Kubernetes needs Calico's
- * write order instead).
+ * The API has no transactions of several objects: ds_write_seq writes them
+ * one by one, and IPAM orders its writes as Calico does (lib/sys/ipam.c).
  */
 #include "ds_internal.h"
 
@@ -621,25 +620,6 @@ static int k_del(struct ds *d, const struct br_kind *k, const char *scope, const
 	return r;
 }
 
-static int k_write_all(struct ds *d, struct ds_write *w, size_t n)
-{
-	if (n == 1) {
-		switch (w[0].op) {
-		case DS_WRITE_CREATE:
-			return k_create(d, w[0].obj);
-		case DS_WRITE_UPDATE:
-			return k_update(d, w[0].obj);
-		case DS_WRITE_DELETE:
-			return k_del(d, w[0].obj->kind, ds_scope(w[0].obj), w[0].obj->meta.name,
-				     w[0].obj->revision);
-		}
-	}
-	return ds_fail(d, -EOPNOTSUPP,
-		       "the Kubernetes datastore has no transactions of several objects (%zu "
-		       "writes asked); IPAM on Kubernetes is not supported yet",
-		       n);
-}
-
 static const struct ds_backend_ops ds_kube_ops;
 
 static int k_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
@@ -665,7 +645,6 @@ static const struct ds_backend_ops ds_kube_ops = {
 	.create = k_create,
 	.update = k_update,
 	.del = k_del,
-	.write_all = k_write_all,
 	.same_content = k_same_content,
 	.syncer_start = k_syncer_start,
 	.syncer_stop = ds_kube_syncer_stop,

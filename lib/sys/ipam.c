@@ -313,11 +313,35 @@ static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count
 }
 
 /*
- * Write @b together with @handle listing @b with @add more addresses, in one
- * transaction, so an address never exists without the handle that leads to
- * it. *@absent: the handle was just seen not to exist, so it is created
- * without reading it again (a racing creator makes the transaction fail, and
- * the attempt starts over); cleared once it exists.
+ * After a handle was counted up for @block but the block's own write failed
+ * (a datastore without transactions): count it down again, so the handle
+ * does not outlive its addresses. Best effort: a count left over is
+ * harmless (addresses are found through the blocks, and releasing the
+ * handle deletes it) and ipam check reports it. Keeps op->err as it was.
+ */
+static void uncount_handle(struct op *op, const char *handle, const char *block, int64_t n)
+{
+	for (int i = 0; i < 3; i++) {
+		struct br_object *o;
+		if (ds_get(op->d, model_kind(KIND_IPAMHANDLE), NULL, handle, &o) < 0)
+			return;
+		struct br_ipamhandle *h = (struct br_ipamhandle *)o;
+		handle_set(h, block, handle_count(h, block) - n);
+		int r = h->spec.block.n ? ds_update(op->d, o)
+					: ds_delete(op->d, o->kind, NULL, handle, o->revision);
+		model_free(o);
+		if (r != -ECANCELED)
+			return;
+	}
+}
+
+/*
+ * Write @b together with @handle listing @b with @add more addresses: the
+ * handle first, then the block (one transaction on etcd), so an address
+ * never exists without the handle that leads to it. *@absent: the handle was
+ * just seen not to exist, so it is created without reading it again (a
+ * racing creator makes the write fail, and the attempt starts over);
+ * cleared once it exists.
  */
 static int commit_with_handle(struct op *op, const char *handle, struct br_ipamblock *b,
 			      int64_t add, bool *absent)
@@ -336,11 +360,17 @@ static int commit_with_handle(struct op *op, const char *handle, struct br_ipamb
 	int64_t have = handle_count(h, block);
 	handle_set(h, block, (have > 0 ? have : 0) + add);
 	struct ds_write w[2] = { { hop, &h->o }, { DS_WRITE_UPDATE, &b->o } };
-	r = ds_write_all(op->d, w, 2);
+	size_t done;
+	r = ds_write_seq(op->d, w, 2, &done);
 	model_free(&h->o);
-	if (r == 0)
+	if (done >= 1)
 		*absent = false;
-	return r < 0 ? op_ds_error(op, r) : 0;
+	if (r < 0) {
+		r = op_ds_error(op, r);
+		if (done == 1)
+			uncount_handle(op, handle, block, add);
+	}
+	return r;
 }
 
 /* Addresses a handle holds, found through the blocks it lists. */
@@ -432,7 +462,9 @@ static void claim_view_free(struct claim_view *v)
 static int claim_view_read(struct op *op, struct claim_view *v)
 {
 	*v = (struct claim_view){ 0 };
-	int r = get_handle(op, IPAM_CLAIMS_MARKER, &v->marker);
+	/* Without transactions the marker cannot serialise claims: see claim_without_txn. */
+	int r = ds_has_transactions(op->d) ? get_handle(op, IPAM_CLAIMS_MARKER, &v->marker)
+					   : -ENOENT;
 	if (r == -ENOENT) {
 		v->marker = NULL;
 		r = 0;
@@ -472,10 +504,60 @@ static struct br_cidr *view_taken(const struct claim_view *v, size_t *n)
 }
 
 /*
+ * The claim's second phase where writes cannot be grouped (the Kubernetes
+ * API), in Calico's order: @b created (-EEXIST: someone else's now), then
+ * every block read again, and only then @a confirmed. A block that now
+ * overlaps @b was created by a claim racing this one: this claim yields
+ * (deletes @b while still unchanged, withdraws @a: -ECANCELED, decided
+ * again). Of two racing claims at least one sees the other's block (each
+ * reads after its own create), so two overlapping blocks are never both
+ * confirmed; both may yield, and their jittered retries part them.
+ * Stopped half way, the pending affinity is finished or withdrawn by the
+ * node's next operation or a sweep (finish_claim, settle_pending).
+ */
+static int claim_without_txn(struct op *op, struct br_blockaffinity *a, struct br_ipamblock *b,
+			     const struct br_cidr *c)
+{
+	int r = ds_create(op->d, &b->o);
+	if (r < 0)
+		return op_ds_error(op, r);
+	step_done("claim-created");
+	struct objs blocks;
+	if ((r = list(op, KIND_IPAMBLOCK, NULL, &blocks)) < 0)
+		return r;
+	bool clash = false;
+	for (size_t i = 0; i < blocks.n && !clash; i++) {
+		struct br_cidr o;
+		clash = !streq(blocks.v[i]->meta.name, b->o.meta.name) &&
+			ipam_block_name_parse(blocks.v[i]->meta.name, &o) == 0 &&
+			cidr_overlaps(&o, c);
+	}
+	objs_free(&blocks);
+	if (clash) {
+		r = ds_delete(op->d, b->o.kind, NULL, b->o.meta.name, b->o.revision);
+		if (r < 0)
+			return op_ds_error(op, r);
+		return give_up_claim(op, a);
+	}
+	r = set_affinity_state(op, a, "confirmed");
+	if (r == -ECANCELED || r == -ENOENT) {
+		/*
+		 * Withdrawn meanwhile (a sweep took it for stale): the block is
+		 * nobody's. Deleted unless it changed since; then the next attempt
+		 * or a sweep decides.
+		 */
+		int del = ds_delete(op->d, b->o.kind, NULL, b->o.meta.name, b->o.revision);
+		(void)del;
+	}
+	return r;
+}
+
+/*
  * The claim's second phase, one transaction: @c's block created for @a's
  * node, @a confirmed (if still at the revision read), the claims marker of
  * @v moved (if still at the revision read). Any of them changed: nothing is
- * written (-ECANCELED, -EEXIST), and the claim is decided again.
+ * written (-ECANCELED, -EEXIST), and the claim is decided again. Without
+ * transactions: claim_without_txn.
  */
 static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaffinity *a,
 			  const struct br_cidr *c, bool strict, struct br_ipamblock **out)
@@ -485,6 +567,14 @@ static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaf
 	struct br_ipamblock *b =
 		(struct br_ipamblock *)model_new(model_kind(KIND_IPAMBLOCK), NULL, name);
 	ipam_block_init(b, c, a->spec.node, strict);
+	if (!ds_has_transactions(op->d)) {
+		int r = claim_without_txn(op, a, b, c);
+		if (r < 0 || !out)
+			model_free(&b->o);
+		else
+			*out = b;
+		return r;
+	}
 	a->spec.state = arena_strdup(a->o.arena, "confirmed");
 	enum ds_write_op mop = DS_WRITE_UPDATE;
 	if (!v->marker) {
@@ -502,7 +592,7 @@ static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaf
 	struct ds_write w[3] = { { DS_WRITE_CREATE, &b->o },
 				 { DS_WRITE_UPDATE, &a->o },
 				 { mop, &v->marker->o } };
-	int r = ds_write_all(op->d, w, 3);
+	int r = ds_write_seq(op->d, w, 3, NULL);
 	if (r < 0 || !out) {
 		model_free(&b->o);
 		return r < 0 ? op_ds_error(op, r) : 0;
@@ -1056,7 +1146,10 @@ int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assign
 
 /* --- releasing ------------------------------------------------------------------------------ */
 
-/* Every block of the handle freed and the handle deleted, in one transaction. */
+/*
+ * Every block of the handle freed, then the handle deleted (one transaction
+ * on etcd). Stopped half way, the handle still leads to what is left.
+ */
 static int release_attempt(struct op *op, const char *handle, int64_t now, size_t *released)
 {
 	struct br_ipamhandle *h;
@@ -1086,7 +1179,7 @@ static int release_attempt(struct op *op, const char *handle, int64_t now, size_
 	}
 	if (r == 0) {
 		w[nw++] = (struct ds_write){ DS_WRITE_DELETE, &h->o };
-		r = ds_write_all(op->d, w, nw);
+		r = ds_write_seq(op->d, w, nw, NULL);
 		if (r < 0)
 			r = op_ds_error(op, r);
 		else
@@ -1123,9 +1216,9 @@ int ipam_release_handle(struct ds *d, const char *handle, int64_t now, long time
 }
 
 /*
- * Free @ip in @b (read just now) and count it off its handle, in one
- * transaction; the handle goes when it holds nothing more. *hid gets the
- * handle (caller frees).
+ * Free @ip in @b (read just now), then count it off its handle (one
+ * transaction on etcd); the handle goes when it holds nothing more. *hid
+ * gets the handle (caller frees).
  */
 static int release_in_block(struct op *op, struct br_ipamblock *b, const struct br_ip *ip,
 			    int64_t now, char **hid)
@@ -1146,7 +1239,7 @@ static int release_in_block(struct op *op, struct br_ipamblock *b, const struct 
 		w[nw++] = (struct ds_write){ hd->spec.block.n ? DS_WRITE_UPDATE : DS_WRITE_DELETE,
 					     &hd->o };
 	}
-	r = ds_write_all(op->d, w, nw);
+	r = ds_write_seq(op->d, w, nw, NULL);
 	model_free(hd ? &hd->o : NULL);
 	return r < 0 ? op_ds_error(op, r) : 0;
 }
@@ -1349,14 +1442,18 @@ static int sweep_one(struct sweep *w, struct br_blockaffinity *a)
 		model_free(&b->o);
 		return 0;
 	}
-	/* Withdraw the route first, then block and claim together if both are unchanged. */
+	/*
+	 * Withdraw the route first, then the block and the claim if both are
+	 * unchanged (one transaction on etcd; the block first elsewhere: an
+	 * affinity left without its block is withdrawn by the next sweep).
+	 */
 	step_done("sweep-decided");
 	if (!streq(a->spec.state, "pendingDeletion"))
 		r = set_affinity_state(op, a, "pendingDeletion");
 	if (r == 0) {
 		step_done("sweep-withdrawn");
 		struct ds_write wr[2] = { { DS_WRITE_DELETE, &b->o }, { DS_WRITE_DELETE, &a->o } };
-		r = ds_write_all(op->d, wr, 2);
+		r = ds_write_seq(op->d, wr, 2, NULL);
 		r = r < 0 ? op_ds_error(op, r) : 0;
 		if (r == 0)
 			w->out->empty++;

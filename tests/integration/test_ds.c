@@ -402,7 +402,7 @@ static void test_migration_lock(void **state)
 	assert_int_equal(ds_delete(other, NS, NULL, "lock-gone", 0), -EROFS);
 	assert_int_equal(ds_delete(other, NS, NULL, "lock-gone", gone->revision), -EROFS);
 	struct ds_write w[] = { { DS_WRITE_CREATE, n }, { DS_WRITE_UPDATE, got } };
-	assert_int_equal(ds_write_all(other, w, 2), -EROFS);
+	assert_int_equal(ds_write_seq(other, w, 2, NULL), -EROFS);
 	assert_string_equal(ds_last_error(other), DS_LOCKED_MESSAGE);
 	/* Not found is still not found, and nothing changed. */
 	struct br_object *none;

@@ -12,12 +12,20 @@
  * (refused). Races are forced, not hoped for: two operations run in child
  * processes, one stopped between two of its steps (ipam_test_hook) while the
  * other runs, for every such pair of steps.
+ *
+ * The same tests run against the Kubernetes API (IPAM in Calico's CRDs, no
+ * transactions: Calico's write order) when BRINDLE_TEST_KUBECONFIG names an
+ * admin kubeconfig with Brindle's CRDs installed: tests/kube/ipam_kdd.sh
+ * does that with the real kube-apiserver. The datastore is emptied before
+ * each test then; etcd's restart test does not apply.
  */
 #include "harness.h"
 #include "etcd_harness.h"
 
 #include <brindle/sys/ds.h>
 #include <brindle/sys/ipam.h>
+#include <brindle/sys/kube_client.h>
+#include <brindle/sys/kube_conn.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -30,20 +38,54 @@
 #include <unistd.h>
 
 static struct etcd_proc *proc;
+static const char *kubeconfig; /* BRINDLE_TEST_KUBECONFIG: the Kubernetes API instead */
+
+static int connect_ds(long timeout_ms, struct ds **out, struct strbuf *err)
+{
+	const char *ep = proc ? etcd_proc_endpoint(proc) : NULL;
+	struct ds_config cfg = { .type = "etcdv3",
+				 .etcd_endpoints = &ep,
+				 .n_etcd_endpoints = 1,
+				 .timeout_ms = timeout_ms };
+	if (kubeconfig)
+		cfg = (struct ds_config){ .type = "kubernetes",
+					  .kubeconfig = kubeconfig,
+					  .timeout_ms = timeout_ms };
+	return ds_open(&cfg, out, err);
+}
 
 static struct ds *open_ds(void)
 {
-	const char *ep = etcd_proc_endpoint(proc);
-	struct ds_config cfg = {
-		.type = "etcdv3", .etcd_endpoints = &ep, .n_etcd_endpoints = 1, .timeout_ms = 3000
-	};
 	struct ds *d;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (ds_open(&cfg, &d, &err) < 0)
+	if (connect_ds(3000, &d, &err) < 0)
 		fail_msg("ds_open: %s", sb_str(&err));
 	sb_free(&err);
 	return d;
+}
+
+/* One admin request to the Kubernetes API (core Nodes, which the datastore does not write). */
+static int kube_admin(const char *method, const char *path, const char *body)
+{
+	struct kube_conn conn;
+	struct kube_client *c = NULL;
+	struct strbuf err = STRBUF_INIT, b = STRBUF_INIT;
+	sb_init(&err);
+	sb_init(&b);
+	if (kube_conn_load(kubeconfig, &conn, &err) < 0 ||
+	    kube_client_new(NULL, conn.server, &conn.auth, 5000, &c, &err) < 0)
+		fail_msg("%s: %s", kubeconfig, sb_str(&err));
+	if (body)
+		sb_adds(&b, body);
+	int r = kube_request(c, method, path, NULL, body ? &b : NULL, NULL);
+	if (r < 0 && r != -EEXIST && r != -ENOENT)
+		fail_msg("%s %s: %s", method, path, kube_last_error(c));
+	kube_client_free(c);
+	kube_conn_free(&conn);
+	sb_free(&err);
+	sb_free(&b);
+	return r;
 }
 
 static void apply(struct ds *d, const char *yaml)
@@ -106,9 +148,17 @@ static struct br_ipamblock *get_block(struct ds *d, const char *name)
 	return r == 0 ? (struct br_ipamblock *)o : NULL;
 }
 
+static void wipe(struct ds *d);
+static void add_node_labelled(struct ds *d, const char *name, const char *label);
+
 static int setup(void **state)
 {
-	return etcd_proc_start(NULL, &proc) < 0 ? -1 : 0;
+	if (!kubeconfig)
+		return etcd_proc_start(NULL, &proc) < 0 ? -1 : 0;
+	struct ds *d = open_ds();
+	wipe(d);
+	ds_close(d);
+	return 0;
 }
 
 static int teardown(void **state)
@@ -247,8 +297,7 @@ static void test_requested_and_pools(void **state)
 	add_pool(d, "off", "10.30.0.0/24", 26, "disabled: true");
 	add_pool(d, "rack1", "10.31.0.0/24", 26, "nodeSelector: rack == 'r1'");
 	add_pool(d, "open", "10.32.0.0/24", 26, NULL);
-	apply(d, "apiVersion: projectcalico.org/v3\nkind: Node\n"
-		 "metadata: {name: node-r1, labels: {rack: r1}}\nspec: {}\n");
+	add_node_labelled(d, "node-r1", "rack: r1");
 	struct br_ip ip;
 	/* A disabled pool is skipped; a nodeSelector decides per node. */
 	assert_int_equal(assign(d, "node-x", "net.x", &ip, &err), 0);
@@ -359,14 +408,10 @@ static void child_main(int i, int fd, int deadline_s, bool release_on_error)
 	time_t end = time(NULL) + deadline_s;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	const char *ep = etcd_proc_endpoint(proc);
-	struct ds_config cfg = {
-		.type = "etcdv3", .etcd_endpoints = &ep, .n_etcd_endpoints = 1, .timeout_ms = 1000
-	};
 	struct ds *d = NULL;
 	/* With a restart: churn first (assign, release) so etcd goes away mid-work. */
 	int rounds = release_on_error ? 15 : 0;
-	if (ds_open(&cfg, &d, &err) == 0) {
+	if (connect_ds(1000, &d, &err) == 0) {
 		for (int round = 0; round <= rounds && time(NULL) < end;) {
 			char h[48];
 			if (round < rounds)
@@ -520,6 +565,8 @@ static void test_parallel_two_nodes(void **state)
 
 static void test_etcd_restart(void **state)
 {
+	if (kubeconfig)
+		skip();
 	struct ds *d = open_ds();
 	add_pool(d, "rs", "10.60.0.0/24", 28, NULL);
 	ds_close(d);
@@ -651,13 +698,31 @@ static void check_invariants(struct ds *d, const char *when)
 	model_free_all(handles, nh);
 }
 
+/* A Node with one label (@label "key: value", or NULL); a core Node on Kubernetes. */
+static void add_node_labelled(struct ds *d, const char *name, const char *label)
+{
+	char buf[256], k[64] = "", v[64] = "";
+	if (label && sscanf(label, "%63[^:]: %63s", k, v) != 2)
+		fail_msg("bad test label %s", label);
+	if (kubeconfig) {
+		snprintf(buf, sizeof(buf),
+			 "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+			 "\"labels\":{%s%s%s%s%s}}}",
+			 name, label ? "\"" : "", k, label ? "\":\"" : "", v, label ? "\"" : "");
+		kube_admin("POST", "/api/v1/nodes", buf);
+		return;
+	}
+	snprintf(
+		buf, sizeof(buf),
+		"apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s, labels: {%s}}\n"
+		"spec: {}\n",
+		name, label ? label : "");
+	apply(d, buf);
+}
+
 static void add_node(struct ds *d, const char *name)
 {
-	char buf[256];
-	snprintf(buf, sizeof(buf),
-		 "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s}\nspec: {}\n",
-		 name);
-	apply(d, buf);
+	add_node_labelled(d, name, NULL);
 }
 
 /*
@@ -855,16 +920,11 @@ static void racer_start(struct racer *r, race_op fn, int stop_at)
 		racer_stop_at = stop_at;
 		racer_steps = 0;
 		ipam_test_hook = racer_hook;
-		const char *ep = etcd_proc_endpoint(proc);
-		struct ds_config cfg = { .type = "etcdv3",
-					 .etcd_endpoints = &ep,
-					 .n_etcd_endpoints = 1,
-					 .timeout_ms = 3000 };
 		struct ds *d;
 		struct strbuf err = STRBUF_INIT;
 		sb_init(&err);
 		struct racer_msg m = { .kind = 'D', .rc = -EIO };
-		if (ds_open(&cfg, &d, &err) == 0) {
+		if (connect_ds(3000, &d, &err) == 0) {
 			m.rc = fn(d);
 			ds_close(d);
 		}
@@ -916,6 +976,12 @@ static void wipe(struct ds *d)
 			const char *scope = kinds[k] == KIND_BLOCKAFFINITY
 						    ? ((struct br_blockaffinity *)v[i])->spec.node
 						    : NULL;
+			if (kubeconfig && kinds[k] == KIND_NODE) {
+				char path[300];
+				snprintf(path, sizeof(path), "/api/v1/nodes/%s", v[i]->meta.name);
+				kube_admin("DELETE", path, NULL);
+				continue;
+			}
 			assert_int_equal(ds_delete(d, v[i]->kind, scope, v[i]->meta.name, 0), 0);
 		}
 		model_free_all(v, n);
@@ -1203,6 +1269,9 @@ static void test_interrupted_claims(void **state)
 
 int main(void)
 {
+	kubeconfig = getenv("BRINDLE_TEST_KUBECONFIG");
+	if (kubeconfig && !*kubeconfig)
+		kubeconfig = NULL;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_claim_assign_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_borrow_and_strict, setup, teardown),

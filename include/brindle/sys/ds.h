@@ -93,11 +93,17 @@ int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const ch
 	      int64_t revision) must_check;
 
 /*
- * Several writes that take effect together or not at all (one etcd
- * transaction): each create must find its key absent, each update and
- * delete its object at the revision given. On success every written object's
- * revision is updated. -ECANCELED when any condition failed (nothing was
- * written). IPAM uses this to move an address and its handle in one step.
+ * Several writes, in the order given, each with its own condition: a create
+ * must find its object absent (-EEXIST), an update or delete its object at
+ * the revision given (-ECANCELED; -ENOENT when it is gone). The first write
+ * that fails stops the rest. On success every written object's revision is
+ * updated.
+ *
+ * Where the backend has transactions (etcd) the writes land together or
+ * not at all: *done is 0 or @n. Where it has none (the Kubernetes API) they
+ * land one by one and *done says how many did, so a caller orders them such
+ * that every prefix is a state it can recover from (IPAM: Calico's order,
+ * docs/ipam.md). @done may be NULL.
  */
 enum ds_write_op {
 	DS_WRITE_CREATE,
@@ -108,14 +114,16 @@ struct ds_write {
 	enum ds_write_op op;
 	struct br_object *obj; /* create, update; delete reads kind, scope, name, revision */
 };
-int ds_write_all(struct ds *d, struct ds_write *w, size_t n) must_check;
+int ds_write_seq(struct ds *d, struct ds_write *w, size_t n, size_t *done) must_check;
+/* Whether ds_write_seq's writes land together (the backend has transactions). */
+bool ds_has_transactions(const struct ds *d);
 
 /* --- the migration lock (brindlectl datastore migrate) ---------------------------------- */
 
 /*
  * A marker in the datastore that stops every write of every client of it:
  * while it is there ds_create, ds_update, ds_apply, ds_delete and
- * ds_write_all fail with -EROFS and DS_LOCKED_MESSAGE, whichever program
+ * ds_write_seq fail with -EROFS and DS_LOCKED_MESSAGE, whichever program
  * calls them (brindlectl, brindle-cni, brindle-ipam). Reads and the syncer
  * go on. etcd: the key DS_ETCD_LOCK_KEY, checked absent inside each write's
  * own transaction, so no write that started before the lock lands after it.

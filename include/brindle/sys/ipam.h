@@ -13,22 +13,26 @@
  * Invariants kept by the protocol (see docs/ipam.md):
  *  - an ordinal is handed out by a compare-and-swap update of its block, so
  *    two writers never both succeed with the same address;
- *  - a block and the handle of the addresses it hands out or frees are
- *    written in one transaction, so a handle always lists every block that
+ *  - a handle is written before the block whose addresses it gains, and
+ *    after the block whose addresses it loses (in one transaction where the
+ *    datastore has them: etcd), so a handle always lists every block that
  *    holds its addresses and releasing it finds them all;
  *  - assigning for a handle that already holds addresses returns them:
  *    an ADD retried by the runtime allocates nothing new;
  *  - a node claims a block in two phases: a pending BlockAffinity, then the
- *    block created with that node's affinity and the affinity confirmed, in
- *    one transaction; an empty block and its affinity are deleted in one
- *    transaction too. So a block never exists without its node's affinity
- *    (no orphan) through our writes. Only a confirmed affinity routes or
- *    allocates; leftover pending ones are finished or withdrawn by the
- *    node's next operation, and by ipam_release_empty_blocks();
+ *    block created with that node's affinity and the affinity confirmed
+ *    (one transaction on etcd; the block first on Kubernetes). An empty
+ *    block and its affinity are deleted together, the block first. Only a
+ *    confirmed affinity routes or allocates; leftover pending ones are
+ *    finished or withdrawn by the node's next operation, and by
+ *    ipam_release_empty_blocks(), which also removes a block left without
+ *    its affinity;
  *  - no two blocks overlap: a new block overlaps no existing one of any
- *    size (pools may overlap, a pool's blockSize may change), and block
+ *    size (pools may overlap, a pool's blockSize may change). On etcd block
  *    creations are serialised by a marker every creation updates (see
- *    IPAM_CLAIMS_MARKER), so two claims cannot both miss each other.
+ *    IPAM_CLAIMS_MARKER), so two claims cannot both miss each other; on
+ *    Kubernetes each claim reads the blocks again after creating its own and
+ *    yields to an overlapping one before it confirms.
  *
  * Addresses are IPv4 today; the block layer is family-agnostic.
  */

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# IPAM on the Kubernetes API: the whole of tests/integration/test_ipam_ds.c
+# (claims, retried ADDs, borrowing and StrictAffinity, requested addresses,
+# empty blocks, 40 processes of two nodes allocating at once, overlapping
+# pools, orphans, every forced interleaving of a sweep and a claim and of two
+# overlapping claims, interrupted claims) against the real kube-apiserver,
+# with IPAM stored in Calico's CRDs. The API has no transactions, so this is
+# Calico's write order and the claim that yields to an overlapping block
+# (lib/sys/ipam.c), checked by the same invariants as on etcd.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/kube.sh"
+
+bt_netns cp
+NS=$BT_PREFIX-cp
+kube_up "$BT_DIR/cp" "$NS"
+K=$BT_DIR/cp
+kube_brindle_crds "$K"
+
+BRINDLE_TEST_KUBECONFIG=$K/admin.kubeconfig \
+	timeout 600 ip netns exec "$NS" "$BT_BUILD_DIR/tests/test_ipam_ds" ||
+	bt_fail "IPAM on the Kubernetes API failed (output above)"
+bt_pass
