@@ -275,30 +275,39 @@ __attribute__((noreturn)) static void cmd_del(struct plugin *p)
 	names_of(p, &n);
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	struct br_object *o = NULL;
-	int r = ds_get(p->ds, model_kind(KIND_WORKLOADENDPOINT), p->id.namespace, n.wep, &o);
+	bool ours = false;
+	int r = -ECANCELED;
+	/*
+	 * Deleted at the revision read, so another sandbox's endpoint is never
+	 * taken; read again when it changed (on Kubernetes the revision is the
+	 * pod's, which the kubelet changes too).
+	 */
+	for (int attempt = 0; attempt < 5 && r == -ECANCELED; attempt++) {
+		struct br_object *o = NULL;
+		r = ds_get(p->ds, model_kind(KIND_WORKLOADENDPOINT), p->id.namespace, n.wep, &o);
+		if (r < 0 && r != -ENOENT) {
+			/* Unsure whose endpoint it is: refuse rather than guess. */
+			char *details = arena_strdup(p->a, ds_last_error(p->ds));
+			sb_free(&err);
+			plugin_fail(p, CNI_ERR_DATASTORE, "cannot read the WorkloadEndpoint",
+				    details);
+		}
+		const struct br_workloadendpoint *wep = (const struct br_workloadendpoint *)o;
+		ours = wep && streq(wep->spec.container_id, p->container_id);
+		if (wep && !ours)
+			log_info("DEL %s: endpoint %s belongs to container %s; keeping it",
+				 p->container_id, n.wep,
+				 wep->spec.container_id ? wep->spec.container_id : "(none)");
+		r = ours ? ds_delete(p->ds, o->kind, o->meta.namespace, o->meta.name, o->revision)
+			 : 0;
+		model_free(o);
+	}
 	if (r < 0 && r != -ENOENT) {
-		/* Unsure whose endpoint it is: refuse rather than guess. */
 		char *details = arena_strdup(p->a, ds_last_error(p->ds));
 		sb_free(&err);
-		plugin_fail(p, CNI_ERR_DATASTORE, "cannot read the WorkloadEndpoint", details);
+		plugin_fail(p, r == -ECANCELED ? CNI_ERR_TRY_AGAIN : CNI_ERR_DATASTORE,
+			    "cannot delete the WorkloadEndpoint", details);
 	}
-	const struct br_workloadendpoint *wep = (const struct br_workloadendpoint *)o;
-	bool ours = wep && streq(wep->spec.container_id, p->container_id);
-	if (wep && !ours)
-		log_info("DEL %s: endpoint %s belongs to container %s; keeping it", p->container_id,
-			 n.wep, wep->spec.container_id ? wep->spec.container_id : "(none)");
-	if (ours) {
-		r = ds_delete(p->ds, o->kind, o->meta.namespace, o->meta.name, o->revision);
-		if (r < 0 && r != -ENOENT) {
-			char *details = arena_strdup(p->a, ds_last_error(p->ds));
-			model_free(o);
-			sb_free(&err);
-			plugin_fail(p, r == -ECANCELED ? CNI_ERR_TRY_AGAIN : CNI_ERR_DATASTORE,
-				    "cannot delete the WorkloadEndpoint", details);
-		}
-	}
-	model_free(o);
 	r = dp_teardown(p->netns, p->ifname, ours ? n.host_if : NULL, &err);
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));

@@ -6,8 +6,11 @@
  */
 #include "plugin.h"
 
-#include <brindle/sys/log.h>
+#include <brindle/core/kdd_map.h>
+#include <brindle/core/kube_codec.h>
 #include <brindle/sys/clock.h>
+#include <brindle/sys/kube_client.h>
+#include <brindle/sys/log.h>
 #include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
@@ -269,6 +272,7 @@ void plugin_open_ds(struct plugin *p)
 				 .etcd_ca_file = c->etcd_ca_cert_file,
 				 .etcd_cert_file = c->etcd_cert_file,
 				 .etcd_key_file = c->etcd_key_file,
+				 .kubeconfig = c->kubeconfig,
 				 .timeout_ms = 5000 };
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
@@ -340,6 +344,68 @@ static void plugin_unlock(struct plugin *p)
 	}
 }
 
+/*
+ * On the Kubernetes datastore the pod must exist (a runtime's ADD for a pod
+ * the API does not know is an error, not an address for nobody), and its
+ * Calico annotations (or its namespace's) choose fixed addresses or pools
+ * over the network configuration's. Fails (and exits) on errors.
+ */
+static void pod_ipam(struct plugin *p, struct ipam_request *req)
+{
+	struct kube_client *kc = ds_kube_client(p->ds);
+	if (!kc)
+		return;
+	if (!streq(p->id.orchestrator, "k8s"))
+		plugin_fail(p, CNI_ERR_INVALID_ENV,
+			    "on the Kubernetes datastore CNI_ARGS must name the pod",
+			    "K8S_POD_NAMESPACE and K8S_POD_NAME");
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&path);
+	sb_init(&err);
+	struct jv *got = NULL, *pod = NULL, *ns = NULL;
+	const char *what = arena_printf(p->a, "pod %s/%s", p->id.namespace, p->id.pod);
+	kube_path(&path, "v1", p->id.namespace, "pods", p->id.pod);
+	int r = kube_request(kc, "GET", sb_str(&path), NULL, NULL, &got);
+	if (r == 0) {
+		pod = jv_copy(p->a, got);
+		what = arena_printf(p->a, "namespace %s", p->id.namespace);
+		sb_reset(&path);
+		kube_path(&path, "v1", NULL, "namespaces", p->id.namespace);
+		r = kube_request(kc, "GET", sb_str(&path), NULL, NULL, &got);
+		if (r == 0)
+			ns = jv_copy(p->a, got);
+	}
+	sb_free(&path);
+	if (r < 0) {
+		char *details = arena_printf(p->a, "%s: %s", what,
+					     r == -ENOENT ? "does not exist" : kube_last_error(kc));
+		sb_free(&err);
+		plugin_fail(p,
+			    r == -ENOENT			      ? CNI_ERR_UNKNOWN_CONTAINER
+			    : r == -ETIMEDOUT || r == -ECONNREFUSED ? CNI_ERR_TRY_AGAIN
+								      : CNI_ERR_DATASTORE,
+			    "cannot read the pod from the Kubernetes API", details);
+	}
+	struct kdd_pod_ipam *want = arena_alloc(p->a, sizeof(*want));
+	if (kdd_pod_ipam(p->a, pod, ns, want, &err) < 0) {
+		char *details = arena_strdup(p->a, sb_str(&err));
+		sb_free(&err);
+		plugin_fail(p, CNI_ERR_INVALID_CONFIG, "the pod's IPAM annotations cannot be used",
+			    details);
+	}
+	sb_free(&err);
+	if (want->n_ips) {
+		req->ips = want->ips;
+		req->n_ips = want->n_ips;
+		log_info("%s/%s: the addresses of its annotation cni.projectcalico.org/ipAddrs",
+			 p->id.namespace, p->id.pod);
+	} else if (want->n_pools) {
+		req->pools = want->pools;
+		req->n_pools = want->n_pools;
+		log_info("pools from %s", want->pools_from);
+	}
+}
+
 void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_added *added)
 {
 	const struct cni_conf *c = p->conf;
@@ -366,6 +432,7 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 				    .now = now,
 				    .timeout_ms =
 					    c->ipam_timeout_s ? c->ipam_timeout_s * 1000 : 0 };
+	pod_ipam(p, &req);
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	plugin_lock(p);

@@ -222,6 +222,21 @@ enum write_mode {
 	W_REPLACE
 };
 
+/*
+ * On Kubernetes an endpoint is its pod: the datastore writes only the CNI
+ * plugin's annotations of it, which brindlectl must not fake. Refused with
+ * who writes what.
+ */
+static bool refuse_endpoint_write(struct ds *d, const struct br_kind *k, const char *ref)
+{
+	if (k->id != KIND_WORKLOADENDPOINT || !ds_kube_client(d))
+		return false;
+	ctl_error("%s: on the Kubernetes datastore workload endpoints are derived from Pods and "
+		  "read-only (the kubelet and the CNI plugin write the pod)",
+		  ref);
+	return true;
+}
+
 static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 {
 	static const char *const names[] = { "apply", "create", "replace" };
@@ -245,6 +260,10 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 		struct br_object *obj = objs.v[i];
 		char ref[256];
 		ctl_resource_ref(obj, ref, sizeof(ref));
+		if (refuse_endpoint_write(d, obj->kind, ref)) {
+			ret = CTL_FAIL;
+			continue;
+		}
 		int r;
 		const char *what = NULL;
 		if (mode == W_APPLY) {
@@ -436,6 +455,10 @@ int cmd_delete(struct ctl *c, int argc, char **argv)
 					      : (kk->namespaced ? (o.ns ? o.ns : "default") : NULL);
 		char kref[128];
 		ctl_kind_ref(kk, kref, sizeof(kref));
+		if (refuse_endpoint_write(d, kk, kref)) {
+			ret = CTL_FAIL;
+			continue;
+		}
 		int r = ds_delete(d, kk, scope, name, 0);
 		if (r == -ENOENT && o.ignore_not_found)
 			continue;

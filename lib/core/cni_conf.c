@@ -323,6 +323,10 @@ static int parse_root(struct parser *p, const struct jv *root)
 		return bad(p, CNI_ERR_INVALID_CONFIG, "name: must not contain '/'");
 	if (c->mtu && c->mtu < 68)
 		return bad(p, CNI_ERR_INVALID_CONFIG, "mtu: must be at least 68");
+	const struct jv *kube = obj_field(p, root, "kubernetes", "", &r);
+	if (r < 0 ||
+	    (kube && (r = str_field(p, kube, "kubeconfig", "kubernetes.", &c->kubeconfig, false)) < 0))
+		return r;
 	c->ips = arena_new_array(c->a, struct br_ip, CNI_MAX_IPS);
 	const struct jv *ipam = obj_field(p, root, "ipam", "", &r);
 	if (r < 0 || (ipam && (r = parse_ipam(p, ipam)) < 0))

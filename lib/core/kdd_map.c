@@ -346,29 +346,14 @@ static void add_pod_ip(struct kmap *m, struct jv *nets, const char *path, const 
 	jv_push(m->a, nets, jv_string(m->a, cidr_str(&c, buf)));
 }
 
-/* The first non-empty source of addresses, as Calico reads them. */
+/*
+ * The first non-empty source of addresses, in Calico's order: the CNI
+ * plugin's annotations (there before the kubelet reports the pod's status),
+ * then status.podIPs, then status.podIP.
+ */
 static struct jv *pod_ips(struct kmap *m, const struct jv *meta, const struct jv *status)
 {
 	struct jv *nets = jv_array(m->a);
-	const struct jv *ips = get_arr(m, status, "status", "podIPs");
-	for (size_t i = 0; ips && i < ips->arr.n; i++) {
-		const char *path = arena_printf(m->a, "status.podIPs[%zu]", i);
-		const struct jv *item = ips->arr.items[i];
-		if (item->type != JV_OBJECT) {
-			kerr(m, path, "must be an object, not a %s", jv_type_name(item->type));
-			continue;
-		}
-		const char *ip = get_str(m, item, path, "ip");
-		if (*ip)
-			add_pod_ip(m, nets, path_of(m, path, "ip"), ip);
-	}
-	if (nets->arr.n || kmap_failed(m))
-		return nets;
-	const char *ip = get_str(m, status, "status", "podIP");
-	if (*ip) {
-		add_pod_ip(m, nets, "status.podIP", ip);
-		return nets;
-	}
 	const char *list = annotation(m, meta, ANN_CNI "podIPs");
 	if (list && *list) {
 		const char *path = "metadata.annotations." ANN_CNI "podIPs";
@@ -382,9 +367,28 @@ static struct jv *pod_ips(struct kmap *m, const struct jv *meta, const struct jv
 		}
 		return nets;
 	}
-	ip = annotation(m, meta, ANN_CNI "podIP");
-	if (ip && *ip)
+	const char *ip = annotation(m, meta, ANN_CNI "podIP");
+	if (ip && *ip) {
 		add_pod_ip(m, nets, "metadata.annotations." ANN_CNI "podIP", ip);
+		return nets;
+	}
+	const struct jv *ips = get_arr(m, status, "status", "podIPs");
+	for (size_t i = 0; ips && i < ips->arr.n; i++) {
+		const char *path = arena_printf(m->a, "status.podIPs[%zu]", i);
+		const struct jv *item = ips->arr.items[i];
+		if (item->type != JV_OBJECT) {
+			kerr(m, path, "must be an object, not a %s", jv_type_name(item->type));
+			continue;
+		}
+		const char *one = get_str(m, item, path, "ip");
+		if (*one)
+			add_pod_ip(m, nets, path_of(m, path, "ip"), one);
+	}
+	if (nets->arr.n || kmap_failed(m))
+		return nets;
+	ip = get_str(m, status, "status", "podIP");
+	if (*ip)
+		add_pod_ip(m, nets, "status.podIP", ip);
 	return nets;
 }
 
@@ -864,5 +868,99 @@ int kdd_decode(const struct br_kind *k, const struct jv *doc, struct br_object *
 		return -EINVAL;
 	o->revision = revision_of(doc);
 	*out = o;
+	return 0;
+}
+
+/* --- what a pod asks of IPAM ----------------------------------------------------------------- */
+
+/*
+ * Annotation @key of @obj (@what names it) as a JSON list of strings; NULL
+ * with *n 0 when it is not set or empty.
+ */
+static const struct jv *annotation_list(struct arena *a, const struct jv *obj, const char *what,
+					const char *key, int *r, struct strbuf *err)
+{
+	const struct jv *anns = jv_get(jv_get(obj, "metadata"), "annotations");
+	const struct jv *v = anns && anns->type == JV_OBJECT ? jv_get(anns, key) : NULL;
+	*r = 0;
+	if (!v || v->type != JV_STRING || !v->s.len)
+		return NULL;
+	struct jv *list;
+	struct strbuf perr = STRBUF_INIT;
+	sb_init(&perr);
+	if (json_parse(a, v->s.text, v->s.len, &list, &perr) < 0 || list->type != JV_ARRAY) {
+		sb_addf(err, "%s: metadata.annotations[%s]: not a JSON list of strings%s%s", what,
+			key, perr.len ? ": " : "", sb_str(&perr));
+		*r = -EINVAL;
+	}
+	for (size_t i = 0; *r == 0 && i < list->arr.n; i++)
+		if (list->arr.items[i]->type != JV_STRING) {
+			sb_addf(err, "%s: metadata.annotations[%s][%zu]: must be a string", what,
+				key, i);
+			*r = -EINVAL;
+		}
+	sb_free(&perr);
+	return *r == 0 ? list : NULL;
+}
+
+static const char *md_str(struct arena *a, const struct jv *md, const char *key)
+{
+	const struct jv *v = jv_get(md, key);
+	return v && v->type == JV_STRING ? arena_strndup(a, v->s.text, v->s.len) : "";
+}
+
+/* "pod shop/web-1", "namespace shop": for messages. */
+static const char *obj_name(struct arena *a, const char *kind, const struct jv *obj)
+{
+	const struct jv *md = jv_get(obj, "metadata");
+	const char *ns = md_str(a, md, "namespace"), *name = md_str(a, md, "name");
+	return *ns ? arena_printf(a, "%s %s/%s", kind, ns, name)
+		   : arena_printf(a, "%s %s", kind, name);
+}
+
+int kdd_pod_ipam(struct arena *a, const struct jv *pod, const struct jv *ns,
+		 struct kdd_pod_ipam *out, struct strbuf *err)
+{
+	*out = (struct kdd_pod_ipam){ 0 };
+	const char *pod_name = obj_name(a, "pod", pod);
+	int r;
+	const struct jv *ips = annotation_list(a, pod, pod_name, ANN_CNI "ipAddrs", &r, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; ips && i < ips->arr.n; i++) {
+		const struct jv *s = ips->arr.items[i];
+		const char *text = arena_strndup(a, s->s.text, s->s.len), *why = NULL;
+		struct br_ip ip;
+		if (i >= KDD_POD_MAX_IPS)
+			why = arena_printf(a, "more than %d addresses", KDD_POD_MAX_IPS);
+		else if (ip_parse(text, &ip) < 0)
+			why = arena_printf(a, "\"%s\" is not an IP address", text);
+		else if (ip.family != AF_INET)
+			why = "IPv6 addresses are not assigned yet (IPv4 only)";
+		if (why) {
+			sb_addf(err, "%s: metadata.annotations[" ANN_CNI "ipAddrs][%zu]: %s", pod_name,
+				i, why);
+			return -EINVAL;
+		}
+		out->ips[out->n_ips++] = ip;
+	}
+	if (out->n_ips)
+		return 0;
+	const struct jv *pools = annotation_list(a, pod, pod_name, ANN_CNI "ipv4pools", &r, err);
+	out->pools_from = pod_name;
+	if (r == 0 && !pools && ns) {
+		out->pools_from = obj_name(a, "namespace", ns);
+		pools = annotation_list(a, ns, out->pools_from, ANN_CNI "ipv4pools", &r, err);
+	}
+	if (r < 0)
+		return r;
+	if (!pools || !pools->arr.n) {
+		out->pools_from = NULL;
+		return 0;
+	}
+	out->pools = arena_alloc(a, sizeof(*out->pools) * pools->arr.n);
+	for (size_t i = 0; i < pools->arr.n; i++)
+		out->pools[out->n_pools++] =
+			arena_strndup(a, pools->arr.items[i]->s.text, pools->arr.items[i]->s.len);
 	return 0;
 }

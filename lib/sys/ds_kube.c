@@ -21,7 +21,8 @@
  *                     WireGuard fields as the Node's annotations (a merge
  *                     patch of nodes/<n>/status, as calico-node writes them)
  *   WorkloadEndpoint  Pods; the name <node>-k8s-<pod>-eth0 gives the pod; a
- *                     hostNetwork or unscheduled pod is none
+ *                     hostNetwork or unscheduled pod is none. A write sets
+ *                     the CNI plugin's annotations of the pod (wep_patch)
  *   Profile           Namespaces (kns.<ns>) and ServiceAccounts (ksa.<ns>.<sa>)
  *
  * Their other writes fail with a message saying who writes them.
@@ -426,11 +427,6 @@ static int derived_write(struct ds *d, const struct br_kind *k, const char *name
 			       "on the Kubernetes datastore a Node is the Kubernetes Node of that "
 			       "name (the kubelet registers it); brindlectl only sets an existing "
 			       "Node's BGP, tunnel and WireGuard fields");
-	if (k->id == KIND_WORKLOADENDPOINT)
-		return ds_fail(
-			d, -EOPNOTSUPP,
-			"on the Kubernetes datastore workload endpoints are derived from Pods "
-			"and read-only (the kubelet and the CNI plugin write the pod)");
 	return ds_fail(d, -EOPNOTSUPP,
 		       "on the Kubernetes datastore profiles are derived from Namespaces "
 		       "(kns.<namespace>) and ServiceAccounts (ksa.<namespace>.<serviceaccount>) "
@@ -493,6 +489,68 @@ static int node_update(struct ds *d, struct br_node *n)
 	return r;
 }
 
+/*
+ * A WorkloadEndpoint written on Kubernetes is what the CNI plugin tells of
+ * the pod: its addresses and container ID as Calico's annotations
+ * (cni.projectcalico.org/podIP, /podIPs, /containerID), in one merge patch
+ * of pods/<pod>/status (as Calico's plugin writes them, so its role needs no
+ * write of the pod itself). The rest of the endpoint is the pod's own. A
+ * create takes over what an earlier sandbox of the pod left; an update, and
+ * a delete (@w NULL: the addresses set to "", Calico's "released"), are at
+ * the revision read (the pod's resourceVersion). A pod that does not exist
+ * is -ENOENT.
+ */
+static int wep_patch(struct ds *d, const char *ns, const char *name, struct br_workloadendpoint *w,
+		     int64_t revision)
+{
+	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
+	sb_init(&path);
+	sb_init(&body);
+	struct arena *a = arena_new();
+	const struct br_kind *k = model_kind(KIND_WORKLOADENDPOINT);
+	int r = derived_path(d, k, ns, name, false, &path);
+	struct jv *answer = NULL;
+	if (r == 0) {
+		struct jv *patch = jv_object(a), *md = jv_object(a), *ann = jv_object(a);
+		struct strbuf ips = STRBUF_INIT;
+		sb_init(&ips);
+		for (size_t i = 0; w && i < w->spec.n_ip_networks; i++)
+			sb_addf(&ips, "%s%s", i ? "," : "", w->spec.ip_networks[i]);
+		const char *first = w && w->spec.n_ip_networks ? w->spec.ip_networks[0] : "";
+		jv_add(a, ann, "cni.projectcalico.org/podIP", jv_string(a, first));
+		jv_add(a, ann, "cni.projectcalico.org/podIPs", jv_string(a, sb_str(&ips)));
+		if (w && w->spec.container_id)
+			jv_add(a, ann, "cni.projectcalico.org/containerID",
+			       jv_string(a, w->spec.container_id));
+		sb_free(&ips);
+		jv_add(a, md, "annotations", ann);
+		if (revision > 0)
+			jv_add(a, md, "resourceVersion",
+			       jv_string(a, arena_printf(a, "%" PRId64, revision)));
+		jv_add(a, patch, "metadata", md);
+		json_write(&body, patch, false);
+		sb_adds(&path, "/status");
+		r = kube_request(client_of(d), "PATCH", sb_str(&path),
+				 "application/merge-patch+json", &body, &answer);
+		if (r == -ECANCELED)
+			r = ds_fail(d, -ECANCELED,
+				    "the pod of WorkloadEndpoint \"%s\" was modified by someone "
+				    "else; read it again and retry",
+				    name);
+		else if (r == -ENOENT)
+			r = ds_fail(d, -ENOENT, "the pod of WorkloadEndpoint %s/%s does not exist",
+				    ns ? ns : "", name);
+		else if (r < 0)
+			r = kube_fail(d, r, w ? "write the pod's addresses" : "release the pod's addresses");
+		else if (w)
+			take_meta(&w->o, answer);
+	}
+	arena_free(a);
+	sb_free(&path);
+	sb_free(&body);
+	return r;
+}
+
 /* A Node is unchanged when what node_update writes is: its annotations (and labels, if given). */
 static bool k_same_content(const struct br_object *cur, const struct br_object *o)
 {
@@ -510,6 +568,9 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 {
 	if (o->kind->id == KIND_NODE && !create)
 		return node_update(d, (struct br_node *)o);
+	if (o->kind->id == KIND_WORKLOADENDPOINT)
+		return wep_patch(d, o->meta.namespace, o->meta.name, (struct br_workloadendpoint *)o,
+				 create ? 0 : o->revision);
 	if (is_derived(o->kind))
 		return derived_write(d, o->kind, o->meta.name, false);
 	const struct br_kind *k = o->kind;
@@ -584,6 +645,8 @@ static int k_update(struct ds *d, struct br_object *o)
 static int k_del(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		 int64_t revision)
 {
+	if (k->id == KIND_WORKLOADENDPOINT)
+		return wep_patch(d, scope, name, NULL, revision);
 	if (is_derived(k))
 		return derived_write(d, k, name, true);
 	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
@@ -621,6 +684,11 @@ static int k_del(struct ds *d, const struct br_kind *k, const char *scope, const
 }
 
 static const struct ds_backend_ops ds_kube_ops;
+
+struct kube_client *ds_kube_client(struct ds *d)
+{
+	return d->ops == &ds_kube_ops ? client_of(d) : NULL;
+}
 
 static int k_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_spec *specs, size_t n,
 			  const struct ds_syncer_ops *ops, void *ctx, struct ds_syncer **out)

@@ -7,7 +7,7 @@
  * Network configuration (docs/cni.md has the full table):
  *   cniVersion, name, type, mtu, nodename, log_level, log_file_path,
  *   datastore_type, etcd_endpoints, etcd_ca_cert_file, etcd_cert_file,
- *   etcd_key_file, ipam {type, ipv4_pools, empty_block_grace_seconds,
+ *   etcd_key_file, kubernetes {kubeconfig}, ipam {type, ipv4_pools, empty_block_grace_seconds,
  *   ipam_lock_file, timeout_seconds}, prevResult, runtimeConfig.ips, and
  *   the CNI conventions' args:
  *     args.cni.labels  [{key, value}]        pod labels for the WorkloadEndpoint
@@ -78,6 +78,7 @@ struct cni_conf {
 	const char *etcd_ca_cert_file;
 	const char *etcd_cert_file;
 	const char *etcd_key_file;
+	const char *kubeconfig; /* kubernetes.kubeconfig (Calico's), for datastore_type kubernetes */
 	/* ipam */
 	const char *ipam_type;
 	const char **ipv4_pools;

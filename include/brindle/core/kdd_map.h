@@ -23,6 +23,8 @@
 
 #include <brindle/core/jv.h>
 #include <brindle/core/model.h>
+#include <brindle/core/net.h>
+#include <brindle/core/strbuf.h>
 
 #define KDD_NS_PROFILE_PREFIX "kns."  /* kns.<namespace> */
 #define KDD_SA_PROFILE_PREFIX "ksa."  /* ksa.<namespace>.<serviceaccount> */
@@ -59,9 +61,9 @@ enum kdd_pod_state {
  * /orchestrator=k8s and /serviceaccount), spec orchestrator, node, pod,
  * endpoint, containerID (annotation cni.projectcalico.org/containerID),
  * interfaceName (the CNI plugin's cni_host_veth_name), profiles
- * [kns.<ns>, ksa.<ns>.<sa>], ipNetworks (the first non-empty of
- * status.podIPs, status.podIP, annotations cni.projectcalico.org/podIPs and
- * /podIP, as /32 and /128), ports (containers' and initContainers' ports
+ * [kns.<ns>, ksa.<ns>.<sa>], ipNetworks (the first non-empty of the
+ * annotations cni.projectcalico.org/podIPs and /podIP, status.podIPs,
+ * status.podIP, as /32 and /128), ports (containers' and initContainers' ports
  * with a name or a hostPort), serviceAccountName; uid, resourceVersion
  * (and revision) and creationTimestamp are the pod's. *state always; *out
  * NULL for KDD_POD_SKIP.
@@ -126,6 +128,29 @@ int kdd_node_to_calico(const struct jv *node, struct br_node **out, struct model
  * patch {"metadata":{"annotations": <this>}} sets and clears them at once.
  */
 struct jv *kdd_node_annotations(struct arena *a, const struct br_node *n);
+
+/* --- what a pod asks of IPAM ----------------------------------------------------------------- */
+
+/*
+ * Calico's IPAM annotations, for the CNI plugin on the Kubernetes datastore:
+ * fixed addresses from the pod's cni.projectcalico.org/ipAddrs (a JSON list
+ * of IPv4 addresses; when set, the pools annotations do not apply), else
+ * the pools to assign from: the pod's cni.projectcalico.org/ipv4pools, else
+ * its namespace's (a JSON list of pool names or CIDRs). ipv6pools is not
+ * read (pods get IPv4 addresses only). @ns may be NULL. Strings live in @a.
+ * -EINVAL when an annotation cannot be used, @err naming the object and
+ * annotation; nothing set is not an error (n_pools and n_ips 0).
+ */
+#define KDD_POD_MAX_IPS 16
+struct kdd_pod_ipam {
+	const char **pools;
+	size_t n_pools;
+	const char *pools_from; /* "pod <ns>/<name>" or "namespace <ns>": for messages */
+	struct br_ip ips[KDD_POD_MAX_IPS];
+	size_t n_ips;
+};
+int kdd_pod_ipam(struct arena *a, const struct jv *pod, const struct jv *ns,
+		 struct kdd_pod_ipam *out, struct strbuf *err) must_check;
 
 /* --- Kubernetes kinds the model stores as they are ---------------------------------------------
  */

@@ -118,6 +118,14 @@ int ds_write_seq(struct ds *d, struct ds_write *w, size_t n, size_t *done) must_
 /* Whether ds_write_seq's writes land together (the backend has transactions). */
 bool ds_has_transactions(const struct ds *d);
 
+/*
+ * The Kubernetes datastore's API client, for what only Kubernetes has (the
+ * CNI plugin reads the pod it sets up); NULL on other datastores. Owned by
+ * @d.
+ */
+struct kube_client;
+struct kube_client *ds_kube_client(struct ds *d);
+
 /* --- the migration lock (brindlectl datastore migrate) ---------------------------------- */
 
 /*
