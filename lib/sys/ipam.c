@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -279,10 +280,34 @@ static const struct br_ippool *pool_of_block(const struct br_ippool *const *pool
 
 /* --- handles ------------------------------------------------------------------------------ */
 
+/*
+ * A handle counts its addresses per block keyed by the block's CIDR
+ * ("10.244.0.0/26"), as Calico keys them; earlier Brindle releases keyed
+ * them by block name ("10.244.0.0-26"), which is still read. @block is a
+ * block name.
+ */
+static bool handle_key_is(const char *key, const char *block)
+{
+	const char *dash = strrchr(block, '-');
+	size_t at = dash ? (size_t)(dash - block) : 0;
+	return streq(key, block) || (dash && strncmp(key, block, at) == 0 && key[at] == '/' &&
+				     streq(key + at + 1, dash + 1));
+}
+
+/* The block name of a handle's key, in @buf. */
+static const char *handle_key_block(const char *key, char buf[IPAM_BLOCK_NAME_LEN])
+{
+	snprintf(buf, IPAM_BLOCK_NAME_LEN, "%s", key);
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '-';
+	return buf;
+}
+
 static int64_t handle_count(const struct br_ipamhandle *h, const char *block)
 {
 	for (size_t i = 0; i < h->spec.block.n; i++)
-		if (streq(h->spec.block.v[i].key, block))
+		if (handle_key_is(h->spec.block.v[i].key, block))
 			return h->spec.block.v[i].value;
 	return -1;
 }
@@ -294,7 +319,7 @@ static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count
 	__typeof__(h->spec.block.v) v = arena_alloc(a, sizeof(*v) * (n + 1));
 	bool done = false;
 	for (size_t i = 0; i < n; i++) {
-		if (streq(h->spec.block.v[i].key, block)) {
+		if (handle_key_is(h->spec.block.v[i].key, block)) {
 			done = true;
 			if (count <= 0)
 				continue;
@@ -305,7 +330,11 @@ static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count
 		}
 	}
 	if (!done && count > 0) {
-		v[m].key = arena_strdup(a, block);
+		char *key = arena_strdup(a, block);
+		char *dash = strrchr(key, '-');
+		if (dash)
+			*dash = '/';
+		v[m].key = key;
 		v[m++].value = count;
 	}
 	h->spec.block.v = (void *)v;
@@ -380,7 +409,8 @@ static int handle_ips(struct op *op, const struct br_ipamhandle *h, struct br_ip
 	size_t got = 0;
 	for (size_t i = 0; i < h->spec.block.n; i++) {
 		struct br_ipamblock *b;
-		int r = get_block(op, h->spec.block.v[i].key, &b);
+		char name[IPAM_BLOCK_NAME_LEN];
+		int r = get_block(op, handle_key_block(h->spec.block.v[i].key, name), &b);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
@@ -1163,7 +1193,8 @@ static int release_attempt(struct op *op, const char *handle, int64_t now, size_
 	struct ds_write *w = xcalloc(nb + 1, sizeof(*w));
 	for (size_t i = 0; i < nb && r == 0; i++) {
 		struct br_ipamblock *b;
-		r = get_block(op, h->spec.block.v[i].key, &b);
+		char name[IPAM_BLOCK_NAME_LEN];
+		r = get_block(op, handle_key_block(h->spec.block.v[i].key, name), &b);
 		if (r == -ENOENT) {
 			r = 0;
 			continue;

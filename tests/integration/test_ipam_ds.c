@@ -807,6 +807,23 @@ static void test_release_ip_holder(void **state)
 	free(hid);
 	assert_null(get_obj(d, KIND_IPAMHANDLE, NULL, "net.h2"));
 	check_invariants(d, "after release --ip");
+
+	/* A handle counts per block CIDR, as Calico's do. */
+	assert_int_equal(assign_in(d, "node-a", "net.h3", NULL, &ip, &err), 0);
+	struct br_ipamhandle *h =
+		(struct br_ipamhandle *)get_obj(d, KIND_IPAMHANDLE, NULL, "net.h3");
+	assert_non_null(h);
+	assert_int_equal(h->spec.block.n, 1);
+	assert_string_equal(h->spec.block.v[0].key, "10.92.0.0/26");
+	/* One keyed by block name, as earlier releases wrote it, still leads to its addresses. */
+	h->spec.block.v[0].key = "10.92.0.0-26";
+	assert_int_equal(ds_update(d, &h->o), 0);
+	model_free(&h->o);
+	assert_int_equal(ipam_handle_ips(d, "net.h3", held, 2, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ipam_release_ip(d, &ip, "net.h3", 2000, NULL, &err), 0);
+	assert_null(get_obj(d, KIND_IPAMHANDLE, NULL, "net.h3"));
+	check_invariants(d, "after a legacy handle's release");
 	sb_free(&err);
 	ds_close(d);
 }

@@ -117,6 +117,7 @@ bt_expect_eq "podIP annotation" 10.244.0.0/32 "$(annotation shop web-1 cni.proje
 bt_expect_eq "podIPs annotation" 10.244.0.0/32 "$(annotation shop web-1 cni.projectcalico.org/podIPs)"
 bt_expect_eq "containerID annotation" "$C1" "$(annotation shop web-1 cni.projectcalico.org/containerID)"
 bt_expect_eq "the handle" "k8s-pod-network.$C1" "$(kc get ipamhandle "k8s-pod-network.$C1" -o jsonpath='{.spec.handleID}')"
+bt_expect_eq "the handle counts per block CIDR" '{"10.244.0.0/26":1}' "$(kc get ipamhandle "k8s-pod-network.$C1" -o jsonpath='{.spec.block}')"
 bt_expect_eq "the block's affinity" "host:node-a" "$(kc get ipamblock 10-244-0-0-26 -o jsonpath='{.spec.affinity}')"
 ip -n "$NS" link show "$(veth_of shop web-1)" >/dev/null || bt_fail "no host veth"
 bt_expect_contains "the pod's route" "10.244.0.0 dev $(veth_of shop web-1)" "$(ip -n "$NS" route)"

@@ -6,7 +6,8 @@
 # Calico's names (a hostNetwork or unscheduled pod is none), Namespaces and
 # ServiceAccounts as Profiles kns./ksa.; writes of endpoints and profiles are
 # refused saying why; an admin sets a Node's BGP fields (its annotations);
-# ipam show and check read the IPAM CRs with the endpoints; node status needs
+# ipam show and check read the IPAM CRs with the endpoints, ipam release
+# repairs them under brindle-ctl-ipam; node status needs
 # no datastore.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
@@ -237,6 +238,28 @@ bt_expect_contains "the pool" "10.244.0.0/16" "$got"
 bt_expect_contains "the block" "10.244.1.0/30" "$got"
 got=$(bctl "$BOB" ipam check 2>&1) || bt_fail "ipam check found problems: $got"
 bt_expect_contains "ipam check" "1 address(es) allocated; 0 problem(s) found." "$got"
+
+# ipam release: only with brindle-ctl-ipam; an address in use only with --force.
+refused "release by a read-only identity" "forbidden" \
+	bctl "$BOB" ipam release --ip 10.244.1.1 --force
+CAROL=$(kube_testenv user "$K" carol)
+kc create clusterrolebinding carol-brindle --clusterrole brindle-ctl-admin --user carol >/dev/null
+kc create clusterrolebinding carol-ipam --clusterrole brindle-ctl-ipam --user carol >/dev/null
+refused "release of an address in use" "use --force" bctl "$CAROL" ipam release --ip 10.244.1.1
+bctl "$CAROL" ipam release --ip 10.244.1.1 --force >/dev/null ||
+	bt_fail "ipam release --force failed"
+bt_expect_eq "the address freed" "[null,null,null,null]" \
+	"$(kc get ipamblock 10-244-1-0-30 -o jsonpath='{.spec.allocations}')"
+if kc get ipamhandle k8s-pod-network.c0ffee >/dev/null 2>&1; then
+	bt_fail "the handle outlived its last address"
+fi
+bctl "$CAROL" ipam release --empty-blocks --grace 0 >/dev/null ||
+	bt_fail "ipam release --empty-blocks failed"
+bctl "$CAROL" ipam release --empty-blocks --grace 0 >/dev/null ||
+	bt_fail "ipam release --empty-blocks failed"
+if kc get ipamblock 10-244-1-0-30 >/dev/null 2>&1; then
+	bt_fail "the empty block outlived ipam release --empty-blocks"
+fi
 
 # node status reads BIRD's socket, not the datastore.
 refused "node status without BIRD" "BIRD) is not running" \
