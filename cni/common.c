@@ -436,12 +436,7 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	plugin_lock(p);
-	/* What the handle held before, so that a failed ADD gives back only what it added. */
-	struct br_ip held[CNI_MAX_IPS];
-	size_t n_held = 0;
-	int r = added ? ipam_handle_ips(p->ds, p->handle, held, CNI_MAX_IPS, &n_held, &err) : 0;
-	if (r == 0)
-		r = ipam_assign(p->ds, &req, out, &err);
+	int r = ipam_assign(p->ds, &req, out, &err);
 	plugin_unlock(p);
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
@@ -449,15 +444,11 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 		plugin_fail(p, plugin_ipam_code(r), "IPAM could not assign an address", details);
 	}
 	sb_free(&err);
+	/* What the handle held before, so that a failed ADD gives back only what it added. */
 	if (added) {
-		*added = (struct plugin_added){ .new_handle = n_held == 0 };
-		for (size_t i = 0; i < out->n && added->n < CNI_MAX_IPS; i++) {
-			bool had = false;
-			for (size_t k = 0; k < n_held; k++)
-				had |= ip_equal(&held[k], &out->ips[i]);
-			if (!had)
-				added->ips[added->n++] = out->ips[i];
-		}
+		*added = (struct plugin_added){ .new_handle = out->held == 0 };
+		for (size_t i = out->held; i < out->n && added->n < CNI_MAX_IPS; i++)
+			added->ips[added->n++] = out->ips[i];
 	}
 	char ip[IP_STRLEN];
 	log_info("%s: %s %s for %s/%s on %s", p->handle, out->reused ? "kept" : "assigned",

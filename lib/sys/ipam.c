@@ -1091,6 +1091,7 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 		model_free(&h->o);
 		if (r < 0)
 			return r;
+		out->held = out->n;
 		if (out->n >= want) {
 			out->reused = true;
 			return 0;

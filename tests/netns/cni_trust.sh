@@ -222,7 +222,7 @@ attack_c() {
 	bt_expect_eq "(c) the dataplane is as before" "$(sed 1d <<<"$BEFORE3")" \
 		"$(snapshot "$P1" "$P3" | sed 1d)"
 	HANDLE3=$(etcd_get "$HANDLES/testnet.$C3")
-	bt_expect_contains "(c) the handle still holds the earlier address" '"block":{"10.244.0.0-26":1}' "$HANDLE3"
+	bt_expect_contains "(c) the handle still holds the earlier address" '"block":{"10.244.0.0/26":1}' "$HANDLE3"
 	bt_expect_eq "(c) the handle is as before the ADD" \
 		"$(sed 's/"resourceVersion":"[0-9]*",\?//' <<<"$HANDLE3_BEFORE")" \
 		"$(sed 's/"resourceVersion":"[0-9]*",\?//' <<<"$HANDLE3")"

@@ -203,6 +203,7 @@ struct ipam_assigned {
 	struct br_ip ips[16];
 	size_t n;
 	bool reused;	/* the handle already held them (a retried ADD) */
+	size_t held;	/* ips[0..held) the handle held before this call */
 	char pool[256]; /* the pool of the first address */
 };
 
