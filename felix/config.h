@@ -46,6 +46,14 @@ struct felix_config {
 	struct felix_failsafe failsafe_out[32];
 	size_t n_failsafe_out;
 	uint64_t route_grace_ms; /* CNI routes of endpoints not known yet */
+	/*
+	 * Coalescing datastore changes into one apply: apply once they have been
+	 * quiet for apply_settle_ms, or apply_max_delay_ms after the first one
+	 * not applied yet, whichever comes first (FELIX_APPLYSETTLE,
+	 * FELIX_APPLYMAXDELAY; Brindle's, not Calico's).
+	 */
+	uint64_t apply_settle_ms;
+	uint64_t apply_max_delay_ms;
 	char log_prefix[24];	 /* of Log rules ("calico-packet") */
 	/* the connection event log: a file in a directory only the environment sets */
 	bool event_log_enabled;

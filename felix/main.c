@@ -57,6 +57,8 @@ struct felix {
 	enum ds_sync_status sync;
 	bool ever_in_sync;
 	bool dirty;
+	uint64_t pending_since_ms; /* the first datastore change not applied yet; 0: none */
+	uint64_t last_change_ms;   /* the latest datastore change */
 	bool last_apply_ok;
 	uint64_t applies;
 	uint64_t trimmed_at_resync;
@@ -89,6 +91,28 @@ static void on_update(void *ctx, const struct ds_update *u)
 	}
 	calc_update(f->calc, u);
 	f->dirty = true;
+	f->last_change_ms = now_ms();
+	if (!f->pending_since_ms)
+		f->pending_since_ms = f->last_change_ms;
+}
+
+/*
+ * Whether datastore changes are still arriving: then the apply waits (the
+ * wake timer is armed for when it may go), so a burst of events becomes one
+ * apply, or one per apply_max_delay_ms while it lasts. A change alone waits
+ * apply_settle_ms.
+ */
+static bool settling(struct felix *f, uint64_t now)
+{
+	if (!f->pending_since_ms)
+		return false;
+	uint64_t quiet = f->last_change_ms + f->cfg.apply_settle_ms;
+	uint64_t bound = f->pending_since_ms + f->cfg.apply_max_delay_ms;
+	uint64_t at = quiet < bound ? quiet : bound;
+	if (now >= at)
+		return false;
+	loop_timer_arm(f->wake, at - now, 0);
+	return true;
 }
 
 static void on_status(void *ctx, enum ds_sync_status st, const char *why)
@@ -295,6 +319,8 @@ static void apply(struct loop *l, void *ctx)
 	maybe_reconfigure(f);
 	calc_drain_notices(f->calc, log_notice, NULL);
 	uint64_t now = now_ms();
+	if (settling(f, now))
+		return;
 	uint64_t deadline = dataplane_next_deadline(f->dp);
 	if (!f->dirty && !(deadline && now >= deadline)) {
 		/* Woken early (or by something else): the writers' retries and refreshes wait. */
@@ -303,6 +329,7 @@ static void apply(struct loop *l, void *ctx)
 		return;
 	}
 	f->dirty = false;
+	f->pending_since_ms = 0;
 	uint64_t t0 = now_ns();
 	struct pol *pol = calc_policy(f->calc);
 	pol_flush(pol);
