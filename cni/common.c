@@ -359,26 +359,26 @@ static void pod_ipam(struct plugin *p, struct ipam_request *req)
 		plugin_fail(p, CNI_ERR_INVALID_ENV,
 			    "on the Kubernetes datastore CNI_ARGS must name the pod",
 			    "K8S_POD_NAMESPACE and K8S_POD_NAME");
-	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	sb_init(&path);
+	struct strbuf pod_path = STRBUF_INIT, ns_path = STRBUF_INIT, err = STRBUF_INIT;
+	sb_init(&pod_path);
+	sb_init(&ns_path);
 	sb_init(&err);
-	struct jv *got = NULL, *pod = NULL, *ns = NULL;
-	const char *what = arena_printf(p->a, "pod %s/%s", p->id.namespace, p->id.pod);
-	kube_path(&path, "v1", p->id.namespace, "pods", p->id.pod);
-	int r = kube_request(kc, "GET", sb_str(&path), NULL, NULL, &got);
-	if (r == 0) {
-		pod = jv_copy(p->a, got);
-		what = arena_printf(p->a, "namespace %s", p->id.namespace);
-		sb_reset(&path);
-		kube_path(&path, "v1", NULL, "namespaces", p->id.namespace);
-		r = kube_request(kc, "GET", sb_str(&path), NULL, NULL, &got);
-		if (r == 0)
-			ns = jv_copy(p->a, got);
-	}
-	sb_free(&path);
+	kube_path(&pod_path, "v1", p->id.namespace, "pods", p->id.pod);
+	kube_path(&ns_path, "v1", NULL, "namespaces", p->id.namespace);
+	/* Both at once: one round trip. */
+	struct kube_req rq[2] = { { .method = "GET", .path = sb_str(&pod_path) },
+				  { .method = "GET", .path = sb_str(&ns_path) } };
+	int r = kube_request_many(kc, rq, 2);
+	sb_free(&pod_path);
+	sb_free(&ns_path);
 	if (r < 0) {
+		size_t bad = rq[0].err < 0 ? 0 : 1;
+		r = rq[bad].err;
+		const char *what =
+			bad ? arena_printf(p->a, "namespace %s", p->id.namespace)
+			    : arena_printf(p->a, "pod %s/%s", p->id.namespace, p->id.pod);
 		char *details = arena_printf(p->a, "%s: %s", what,
-					     r == -ENOENT ? "does not exist" : kube_last_error(kc));
+					     r == -ENOENT ? "does not exist" : rq[bad].error);
 		sb_free(&err);
 		plugin_fail(p,
 			    r == -ENOENT			      ? CNI_ERR_UNKNOWN_CONTAINER
@@ -386,6 +386,7 @@ static void pod_ipam(struct plugin *p, struct ipam_request *req)
 								      : CNI_ERR_DATASTORE,
 			    "cannot read the pod from the Kubernetes API", details);
 	}
+	const struct jv *pod = rq[0].out, *ns = rq[1].out;
 	struct kdd_pod_ipam *want = arena_alloc(p->a, sizeof(*want));
 	if (kdd_pod_ipam(p->a, pod, ns, want, &err) < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));

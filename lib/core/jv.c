@@ -214,31 +214,6 @@ const char *jv_as_string(const struct jv *v)
 	return v->plain && v->src ? v->src : v->s.text;
 }
 
-struct jv *jv_copy(struct arena *a, const struct jv *v)
-{
-	struct jv *c;
-	switch (v->type) {
-	case JV_ARRAY:
-		c = jv_array(a);
-		for (size_t i = 0; i < v->arr.n; i++)
-			jv_push(a, c, jv_copy(a, v->arr.items[i]));
-		break;
-	case JV_OBJECT:
-		c = jv_object(a);
-		for (size_t i = 0; i < v->obj.n; i++)
-			jv_add(a, c, arena_strdup(a, v->obj.members[i].key),
-			       jv_copy(a, v->obj.members[i].value));
-		break;
-	default:
-		c = scalar(a, v->type, v->s.text, v->s.len);
-		break;
-	}
-	c->plain = v->plain;
-	c->line = v->line;
-	c->src = v->src ? arena_strdup(a, v->src) : NULL;
-	return c;
-}
-
 bool jv_equal(const struct jv *a, const struct jv *b)
 {
 	if (a->type != b->type)

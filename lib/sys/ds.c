@@ -155,6 +155,23 @@ int ds_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_
 	return d->ops->list(d, k, scope, out, n);
 }
 
+int ds_read_many(struct ds *d, struct ds_read *r, size_t n)
+{
+	if (d->ops->read_many)
+		return d->ops->read_many(d, r, n);
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		r[i].obj = NULL;
+		r[i].objs = NULL;
+		r[i].n = 0;
+		r[i].err = r[i].name ? ds_get(d, r[i].kind, r[i].scope, r[i].name, &r[i].obj)
+				     : ds_list(d, r[i].kind, r[i].scope, &r[i].objs, &r[i].n);
+		if (r[i].err < 0 && !first)
+			first = r[i].err;
+	}
+	return first;
+}
+
 int ds_create(struct ds *d, struct br_object *o)
 {
 	ds_stamp_new(o);

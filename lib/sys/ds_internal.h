@@ -10,6 +10,8 @@ struct ds_backend_ops {
 		   struct br_object **out);
 	int (*list)(struct ds *d, const struct br_kind *k, const char *scope,
 		    struct br_object ***out, size_t *n);
+	/* Reads at once (ds_read_many); NULL: one after another through get and list. */
+	int (*read_many)(struct ds *d, struct ds_read *r, size_t n);
 	int (*create)(struct ds *d, struct br_object *o);
 	int (*update)(struct ds *d, struct br_object *o);
 	int (*del)(struct ds *d, const struct br_kind *k, const char *scope, const char *name,

@@ -239,29 +239,16 @@ static int decode(struct ds *d, const struct br_kind *k, const struct jv *cr,
 	return r;
 }
 
-static int k_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
-		 struct br_object **out)
+/* A get's answer: @r from the request (@why its reason), @v the object read. */
+static int get_answer(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		      int r, const char *why, const struct jv *v, struct br_object **out)
 {
-	struct strbuf path = STRBUF_INIT;
-	sb_init(&path);
-	int r = path_for(d, k, scope, name, &path);
-	struct jv *v;
-	if (r == 0) {
-		r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL, &v);
-		if (r == -ENOENT && has_legacy_name(k, name)) {
-			sb_reset(&path);
-			r = path_for_as(d, k, scope, name, true, &path);
-			if (r == 0)
-				r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL,
-						 &v);
-		}
-		if (r == -ENOENT)
-			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
-		else if (r < 0)
-			r = kube_fail(d, r, "get");
-	}
-	if (r == 0)
-		r = decode(d, k, v, out);
+	*out = NULL;
+	if (r == -ENOENT)
+		return ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
+	if (r < 0)
+		return ds_fail(d, r, "get: %s", why);
+	r = decode(d, k, v, out);
 	/*
 	 * A BlockAffinity is found by node and CIDR: one of another node is not it.
 	 * A pod is an endpoint only when scheduled, on the node its name says.
@@ -273,6 +260,27 @@ static int k_get(struct ds *d, const struct br_kind *k, const char *scope, const
 		model_free(*out);
 		*out = NULL;
 		r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
+	}
+	return r;
+}
+
+static int k_get(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
+		 struct br_object **out)
+{
+	struct strbuf path = STRBUF_INIT;
+	sb_init(&path);
+	int r = path_for(d, k, scope, name, &path);
+	struct jv *v = NULL;
+	if (r == 0) {
+		r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL, &v);
+		if (r == -ENOENT && has_legacy_name(k, name)) {
+			sb_reset(&path);
+			r = path_for_as(d, k, scope, name, true, &path);
+			if (r == 0)
+				r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL,
+						 &v);
+		}
+		r = get_answer(d, k, scope, name, r, kube_last_error(client_of(d)), v, out);
 	}
 	sb_free(&path);
 	return r;
@@ -362,6 +370,89 @@ static int k_list(struct ds *d, const struct br_kind *k, const char *scope, stru
 	*out = lc.objs ? lc.objs : xcalloc(1, sizeof(*lc.objs));
 	*n = lc.n;
 	return 0;
+}
+
+/*
+ * Gets and lists at once, multiplexed: one round trip for all of them. What
+ * needs more than one request (a list with a second page, a Profile list, a
+ * get under the legacy name) is read again on its own afterwards.
+ */
+static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
+{
+	struct kube_req *kr = xcalloc(n + 1, sizeof(*kr));
+	struct strbuf *paths = xcalloc(n + 1, sizeof(*paths));
+	bool *again = xcalloc(n + 1, sizeof(*again));
+	size_t m = 0;
+	size_t *at = xcalloc(n + 1, sizeof(*at)); /* rd[i]'s request, or n when none */
+	for (size_t i = 0; i < n; i++) {
+		const struct br_kind *k = rd[i].kind;
+		rd[i] = (struct ds_read){ .kind = k, .scope = rd[i].scope, .name = rd[i].name };
+		sb_init(&paths[i]);
+		at[i] = n;
+		if (!rd[i].name && k->id == KIND_PROFILE) {
+			again[i] = true;
+			continue;
+		}
+		rd[i].err = path_for(d, k, rd[i].name || k->namespaced ? rd[i].scope : NULL,
+				     rd[i].name, &paths[i]);
+		if (rd[i].err < 0)
+			continue;
+		if (!rd[i].name)
+			sb_adds(&paths[i],
+				strchr(sb_str(&paths[i]), '?') ? "&limit=500" : "?limit=500");
+		at[i] = m;
+		kr[m++] = (struct kube_req){ .method = "GET", .path = sb_str(&paths[i]) };
+	}
+	if (m)
+		(void)kube_request_many(client_of(d), kr, m);
+	for (size_t i = 0; i < n; i++) {
+		if (at[i] == n)
+			continue;
+		const struct kube_req *q = &kr[at[i]];
+		const struct br_kind *k = rd[i].kind;
+		if (rd[i].name) {
+			if (q->err == -ENOENT && has_legacy_name(k, rd[i].name))
+				again[i] = true;
+			else
+				rd[i].err = get_answer(d, k, rd[i].scope, rd[i].name, q->err,
+						       q->error, q->out, &rd[i].obj);
+			continue;
+		}
+		const struct jv *items = q->err == 0 ? jv_get(q->out, "items") : NULL;
+		if (q->err < 0 || !items || items->type != JV_ARRAY ||
+		    *kube_meta_str(q->out, "continue")) {
+			again[i] = true;
+			continue;
+		}
+		struct list_ctx lc = { .d = d, .k = k, .scope = rd[i].scope };
+		for (size_t j = 0; j < items->arr.n && rd[i].err == 0; j++)
+			rd[i].err = list_item(&lc, items->arr.items[j]);
+		if (rd[i].err < 0) {
+			model_free_all(lc.objs, lc.n);
+			continue;
+		}
+		if (lc.n > 1)
+			qsort(lc.objs, lc.n, sizeof(*lc.objs), by_scope_name);
+		rd[i].objs = lc.objs ? lc.objs : xcalloc(1, sizeof(*lc.objs));
+		rd[i].n = lc.n;
+	}
+	/* The client's answers are gone from here on. */
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (again[i])
+			rd[i].err =
+				rd[i].name
+					? k_get(d, rd[i].kind, rd[i].scope, rd[i].name, &rd[i].obj)
+					: k_list(d, rd[i].kind, rd[i].scope, &rd[i].objs, &rd[i].n);
+		if (rd[i].err < 0 && !first)
+			first = rd[i].err;
+		sb_free(&paths[i]);
+	}
+	free(kr);
+	free(paths);
+	free(again);
+	free(at);
+	return first;
 }
 
 /* After a write: the revision, uid and creation time the server gave. */
@@ -710,6 +801,7 @@ static const struct ds_backend_ops ds_kube_ops = {
 	.close = k_close,
 	.get = k_get,
 	.list = k_list,
+	.read_many = k_read_many,
 	.create = k_create,
 	.update = k_update,
 	.del = k_del,

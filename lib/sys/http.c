@@ -613,40 +613,9 @@ static void agent_destroy(struct http_agent *a)
 	free(a);
 }
 
-int http_agent_perform(struct http_agent *a, const struct http_request *req,
-		       struct http_result *res)
+/* The result of @c (which is freed), moved into @res. */
+static int take_result(struct http_call *c, CURLcode rc, struct http_result *res)
 {
-	memset(res, 0, sizeof(*res));
-	struct http_call *c = call_new(a, req);
-	if (!c) {
-		sb_init(&res->body);
-		res->err = -ENOMEM;
-		snprintf(res->why, sizeof(res->why), "cannot create a transfer");
-		return res->err;
-	}
-	CURLcode rc = CURLE_OK;
-	if (a->l) {
-		/* An agent of a loop: a blocking call still must not touch the loop's sockets. */
-		rc = curl_easy_perform(c->easy);
-	} else {
-		curl_multi_add_handle(a->multi, c->easy);
-		int running = 1;
-		bool done = false;
-		while (!done) {
-			if (curl_multi_perform(a->multi, &running) != CURLM_OK)
-				break;
-			CURLMsg *m;
-			int left;
-			while ((m = curl_multi_info_read(a->multi, &left)))
-				if (m->msg == CURLMSG_DONE && m->easy_handle == c->easy) {
-					rc = m->data.result;
-					done = true;
-				}
-			if (!done && curl_multi_poll(a->multi, NULL, 0, 1000, NULL) != CURLM_OK)
-				break;
-		}
-		curl_multi_remove_handle(a->multi, c->easy);
-	}
 	call_finish(c, rc);
 	*res = c->res; /* the body moves to the caller */
 	sb_init(&c->res.body);
@@ -654,6 +623,72 @@ int http_agent_perform(struct http_agent *a, const struct http_request *req,
 		snprintf(res->why, sizeof(res->why), "%s", strerror(-res->err));
 	call_free(c);
 	return res->err;
+}
+
+int http_agent_perform_many(struct http_agent *a, const struct http_request *reqs, size_t n,
+			    struct http_result *res)
+{
+	struct http_call **calls = xcalloc(n + 1, sizeof(*calls));
+	CURLcode *rcs = xcalloc(n + 1, sizeof(*rcs));
+	bool *done = xcalloc(n + 1, sizeof(*done));
+	int first = 0;
+	size_t pending = 0;
+	for (size_t i = 0; i < n; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		calls[i] = call_new(a, &reqs[i]);
+		if (!calls[i]) {
+			sb_init(&res[i].body);
+			res[i].err = -ENOMEM;
+			snprintf(res[i].why, sizeof(res[i].why), "cannot create a transfer");
+			done[i] = true;
+		} else if (a->l) {
+			/* An agent of a loop: a blocking call still must not touch the loop's
+			 * sockets. */
+			rcs[i] = curl_easy_perform(calls[i]->easy);
+			done[i] = true;
+		} else {
+			curl_multi_add_handle(a->multi, calls[i]->easy);
+			pending++;
+		}
+	}
+	while (pending) {
+		int running = 0;
+		if (curl_multi_perform(a->multi, &running) != CURLM_OK)
+			break;
+		CURLMsg *m;
+		int left;
+		while ((m = curl_multi_info_read(a->multi, &left))) {
+			for (size_t i = 0; m->msg == CURLMSG_DONE && i < n; i++)
+				if (calls[i] && !done[i] && m->easy_handle == calls[i]->easy) {
+					rcs[i] = m->data.result;
+					done[i] = true;
+					pending--;
+				}
+		}
+		if (pending && curl_multi_poll(a->multi, NULL, 0, 1000, NULL) != CURLM_OK)
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (calls[i]) {
+			if (!a->l)
+				curl_multi_remove_handle(a->multi, calls[i]->easy);
+			if (!done[i])
+				rcs[i] = CURLE_RECV_ERROR;
+			take_result(calls[i], rcs[i], &res[i]);
+		}
+		if (res[i].err && !first)
+			first = res[i].err;
+	}
+	free(calls);
+	free(rcs);
+	free(done);
+	return first;
+}
+
+int http_agent_perform(struct http_agent *a, const struct http_request *req,
+		       struct http_result *res)
+{
+	return http_agent_perform_many(a, req, 1, res);
 }
 
 int http_call_start(struct http_agent *a, const struct http_request *req, http_done_fn done,

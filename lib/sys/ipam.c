@@ -1083,26 +1083,37 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 {
 	size_t want = req->n_ips ? req->n_ips : 1;
 	*out = (struct ipam_assigned){ 0 };
+	/* What the attempt decides from, read at once (one round trip on Kubernetes). */
+	struct ds_read rd[3] = {
+		{ .kind = model_kind(KIND_IPAMHANDLE), .name = req->handle },
+		{ .kind = model_kind(KIND_IPPOOL) },
+		{ .kind = model_kind(KIND_BLOCKAFFINITY), .scope = req->node },
+	};
+	ds_read_many(op->d, rd, ARRAY_SIZE(rd));
+	struct assign_ctx c = { .req = req,
+				.handle_absent = rd[0].err == -ENOENT,
+				.pools = { rd[1].objs, rd[1].n },
+				.affs = { rd[2].objs, rd[2].n } };
+	int r = rd[0].err == -ENOENT ? 0 : rd[0].err;
+	for (size_t i = 1; i < ARRAY_SIZE(rd) && r == 0; i++)
+		r = rd[i].err;
+	if (r < 0) {
+		model_free(rd[0].obj);
+		r = op_ds_error(op, r);
+		goto out;
+	}
 	/* A handle that already holds addresses: a retried ADD gets them back. */
-	struct br_ipamhandle *h;
-	int r = get_handle(op, req->handle, &h);
-	if (r == 0) {
+	if (rd[0].obj) {
+		struct br_ipamhandle *h = (struct br_ipamhandle *)rd[0].obj;
 		r = handle_ips(op, h, out->ips, ARRAY_SIZE(out->ips), &out->n);
 		model_free(&h->o);
-		if (r < 0)
-			return r;
 		out->held = out->n;
-		if (out->n >= want) {
+		if (r == 0 && out->n >= want)
 			out->reused = true;
-			return 0;
-		}
-	} else if (r != -ENOENT) {
-		return r;
+		if (r < 0 || out->reused)
+			goto out;
 	}
-
-	struct assign_ctx c = { .req = req, .handle_absent = r == -ENOENT };
-	r = list(op, KIND_IPPOOL, NULL, &c.pools);
-	if (r == 0 && !selectors_trivial(&c.pools))
+	if (!selectors_trivial(&c.pools))
 		r = read_node(op, req->node, &c.node);
 	if (r == 0)
 		r = usable_pools(op, req, &c.pools, c.node ? &c.node->meta.labels : NULL, &c.usable,
@@ -1119,9 +1130,6 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 		r = -ENOSPC;
 		goto out;
 	}
-	r = list(op, KIND_BLOCKAFFINITY, req->node, &c.affs);
-	if (r < 0)
-		goto out;
 	size_t n_confirmed;
 	r = assign_affine(op, &c, out, &n_confirmed);
 	if (r != -ENOSPC)

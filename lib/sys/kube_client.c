@@ -115,58 +115,87 @@ static int status_error(long status, const char *body, size_t len, const char *p
 	return r;
 }
 
+/* @r's answer @res (cleared here) into r->err, r->out and r->error. */
+static void request_done(struct kube_client *c, struct kube_req *r, struct http_result *res)
+{
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	r->out = NULL;
+	r->err = res->err;
+	if (r->err < 0) {
+		sb_addf(&why, "%s %s%s: %s", r->method, c->server, r->path, res->why);
+	} else if (res->status < 200 || res->status > 299) {
+		struct strbuf prefix = STRBUF_INIT;
+		sb_init(&prefix);
+		sb_addf(&prefix, "%s %s", r->method, r->path);
+		r->err = status_error(res->status, res->body.buf, res->body.len, sb_str(&prefix),
+				      &why);
+		sb_free(&prefix);
+	} else if (res->body.len) {
+		struct strbuf perr = STRBUF_INIT;
+		sb_init(&perr);
+		if (json_parse(c->arena, res->body.buf, res->body.len, &r->out, &perr) < 0) {
+			sb_addf(&why, "%s %s: the answer is not JSON: %s", r->method, r->path,
+				sb_str(&perr));
+			r->err = -EPROTO;
+			r->out = NULL;
+		}
+		sb_free(&perr);
+	}
+	r->error = why.len ? arena_strdup(c->arena, sb_str(&why)) : NULL;
+	sb_free(&why);
+	http_result_clear(res);
+}
+
+int kube_request_many(struct kube_client *c, struct kube_req *reqs, size_t n)
+{
+	arena_reset(c->arena);
+	struct http_request *hr = xcalloc(n + 1, sizeof(*hr));
+	struct http_result *res = xcalloc(n + 1, sizeof(*res));
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_req *r = &reqs[i];
+		hr[i] = (struct http_request){
+			.method = r->method,
+			.url = arena_printf(c->arena, "%s%s", c->server, r->path),
+			.content_type =
+				r->body ? (r->content_type ? r->content_type : "application/json")
+					: NULL,
+			.accept = "application/json",
+			.body = r->body ? r->body->buf : NULL,
+			.body_len = r->body ? r->body->len : 0,
+			.connect_timeout_ms = MIN(c->timeout_ms, CONNECT_TIMEOUT_MS),
+			.timeout_ms = c->timeout_ms,
+			.keepalive_idle_s = KEEPALIVE_IDLE_S,
+			.keepalive_interval_s = KEEPALIVE_INTERVAL_S,
+			.keepalive_count = KEEPALIVE_COUNT,
+			.user_timeout_ms = USER_TIMEOUT_MS,
+		};
+	}
+	http_agent_perform_many(c->agent, hr, n, res);
+	int first = 0;
+	sb_reset(&c->error);
+	for (size_t i = 0; i < n; i++) {
+		request_done(c, &reqs[i], &res[i]);
+		if (reqs[i].err < 0 && !first) {
+			first = reqs[i].err;
+			sb_adds(&c->error, reqs[i].error);
+		}
+	}
+	free(hr);
+	free(res);
+	return first;
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const struct strbuf *body, struct jv **out)
 {
-	arena_reset(c->arena);
-	if (out)
-		*out = NULL;
-	sb_reset(&c->url);
-	sb_addf(&c->url, "%s%s", c->server, path);
-	struct http_request hr = {
-		.method = method,
-		.url = sb_str(&c->url),
-		.content_type = body ? (content_type ? content_type : "application/json") : NULL,
-		.accept = "application/json",
-		.body = body ? body->buf : NULL,
-		.body_len = body ? body->len : 0,
-		.connect_timeout_ms = MIN(c->timeout_ms, CONNECT_TIMEOUT_MS),
-		.timeout_ms = c->timeout_ms,
-		.keepalive_idle_s = KEEPALIVE_IDLE_S,
-		.keepalive_interval_s = KEEPALIVE_INTERVAL_S,
-		.keepalive_count = KEEPALIVE_COUNT,
-		.user_timeout_ms = USER_TIMEOUT_MS,
+	struct kube_req r = {
+		.method = method, .path = path, .content_type = content_type, .body = body
 	};
-	struct http_result res;
-	int r = http_agent_perform(c->agent, &hr, &res);
-	if (r < 0) {
-		set_error(c, "%s %s%s: %s", method, c->server, path, res.why);
-		http_result_clear(&res);
-		return r;
-	}
-	if (res.status < 200 || res.status > 299) {
-		struct strbuf prefix = STRBUF_INIT;
-		sb_init(&prefix);
-		sb_addf(&prefix, "%s %s", method, path);
-		sb_reset(&c->error);
-		r = status_error(res.status, res.body.buf, res.body.len, sb_str(&prefix),
-				 &c->error);
-		sb_free(&prefix);
-		http_result_clear(&res);
-		return r;
-	}
-	struct jv *v = NULL;
-	struct strbuf perr = STRBUF_INIT;
-	sb_init(&perr);
-	if (res.body.len && json_parse(c->arena, res.body.buf, res.body.len, &v, &perr) < 0) {
-		set_error(c, "%s %s: the answer is not JSON: %s", method, path, sb_str(&perr));
-		r = -EPROTO;
-	}
-	sb_free(&perr);
-	http_result_clear(&res);
-	if (r == 0 && out)
-		*out = v;
-	return r;
+	int err = kube_request_many(c, &r, 1);
+	if (out)
+		*out = err < 0 ? NULL : r.out;
+	return err;
 }
 
 int kube_list(struct kube_client *c, const char *path, size_t limit,

@@ -77,7 +77,5 @@ bool jv_as_double(const struct jv *v, double *out);
 const char *jv_as_string(const struct jv *v);
 
 bool jv_equal(const struct jv *a, const struct jv *b);
-/* A deep copy of @v in @a (for a document that outlives the arena it was read into). */
-struct jv *jv_copy(struct arena *a, const struct jv *v);
 
 #endif

@@ -79,6 +79,26 @@ int ds_get(struct ds *d, const struct br_kind *k, const char *scope, const char 
 /* All of kind @k (within @scope when not NULL), sorted by scope then name. */
 int ds_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_object ***out,
 	    size_t *n) must_check;
+
+/*
+ * Several independent reads at once: a get of @name, or (@name NULL) the
+ * list of @kind within @scope. On the Kubernetes API they go in parallel
+ * over one connection (a CNI ADD's reads cost one round trip, not several);
+ * elsewhere one after another. Each gets err (as ds_get's or ds_list's) and
+ * obj (a get's, caller frees) or objs and n (a list's, caller frees with
+ * model_free_all). Returns 0, or the first error; ds_last_error says the
+ * last failure's reason.
+ */
+struct ds_read {
+	const struct br_kind *kind;
+	const char *scope;
+	const char *name;
+	int err;
+	struct br_object *obj;
+	struct br_object **objs;
+	size_t n;
+};
+int ds_read_many(struct ds *d, struct ds_read *r, size_t n);
 /* Create; fails with -EEXIST. Sets uid and creationTimestamp when absent, and o->revision. */
 int ds_create(struct ds *d, struct br_object *o) must_check;
 /* Replace the stored object if its revision is still o->revision; updates o->revision. */

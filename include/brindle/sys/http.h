@@ -117,6 +117,14 @@ void http_agent_free(struct http_agent *a);
  */
 int http_agent_perform(struct http_agent *a, const struct http_request *req,
 		       struct http_result *res) must_check;
+/*
+ * Several blocking calls at once (over one HTTP/2 connection where the
+ * server offers it): every @reqs[i] runs, and @res[i] gets its result, as
+ * http_agent_perform's. Returns 0, or the first of their errors. An agent of
+ * a loop runs them one after another.
+ */
+int http_agent_perform_many(struct http_agent *a, const struct http_request *reqs, size_t n,
+			    struct http_result *res);
 
 /*
  * From the loop: start @req (copied); @done runs once from the loop when it

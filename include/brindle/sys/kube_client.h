@@ -43,6 +43,23 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const struct strbuf *body, struct jv **out) must_check;
 
 /*
+ * Several blocking requests at once, multiplexed on one HTTP/2 connection:
+ * each gets err (0 or as kube_request's), out (the JSON answer of a 2xx) and
+ * error (why it failed), valid until the client's next call. Returns 0, or
+ * the first error (also kube_last_error's).
+ */
+struct kube_req {
+	const char *method;
+	const char *path;
+	const char *content_type;
+	const struct strbuf *body;
+	int err;
+	struct jv *out;
+	const char *error;
+};
+int kube_request_many(struct kube_client *c, struct kube_req *reqs, size_t n);
+
+/*
  * Every object of a collection, @limit per page (0: 500), following
  * metadata.continue. @item sees each object (valid during the call; a
  * negative return stops the list with it). The list's resourceVersion (the
