@@ -1,7 +1,7 @@
 /*
  * brindlectl: resources in and out of the datastore (apply, create, replace,
  * get, delete), node status, ipam and the lab. Global flags select the
- * datastore like calicoctl's: --datastore (or --datastore-type), --kubeconfig,
+ * datastore like calicoctl's: --datastore (or --datastore-type), --kubeconfig, --context,
  * --etcd-endpoints, --etcd-ca-cert-file, --etcd-cert-file, --etcd-key-file,
  * each also read from the environment (ds_config_from_env: BRINDLE_DATASTORE_TYPE,
  * BRINDLE_KUBECONFIG or KUBECONFIG, BRINDLE_ETCD_ENDPOINTS, ...).
@@ -54,6 +54,7 @@ enum {
 	G_ETCD_CA,
 	G_ETCD_CERT,
 	G_ETCD_KEY,
+	G_CONTEXT,
 };
 
 static const struct ctl_flag global_flags[] = {
@@ -71,6 +72,8 @@ static const struct ctl_flag global_flags[] = {
 	[G_ETCD_CERT] = { "--etcd-cert-file", NULL, "FILE",
 			  "client certificate [BRINDLE_ETCD_CERT_FILE]" },
 	[G_ETCD_KEY] = { "--etcd-key-file", NULL, "FILE", "its key [BRINDLE_ETCD_KEY_FILE]" },
+	[G_CONTEXT] = { "--context", NULL, "NAME",
+			"kubernetes: the kubeconfig's context to use (default: current-context)" },
 	{ 0 },
 };
 
@@ -207,6 +210,7 @@ int main(int argc, char **argv)
 	}
 	c.cfg.type = g[G_DATASTORE] ? g[G_DATASTORE] : g[G_DATASTORE_TYPE];
 	c.cfg.kubeconfig = g[G_KUBECONFIG];
+	c.cfg.kube_context = g[G_CONTEXT];
 	c.cfg.etcd_ca_file = g[G_ETCD_CA];
 	c.cfg.etcd_cert_file = g[G_ETCD_CERT];
 	c.cfg.etcd_key_file = g[G_ETCD_KEY];

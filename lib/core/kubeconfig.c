@@ -275,17 +275,16 @@ static int parse_user(struct kparser *p, const struct jv *u, const char *where,
 	return 0;
 }
 
-int kubeconfig_parse(struct arena *a, const char *path, const char *text, size_t len,
-		     const char *context, struct kubeconfig *out, struct strbuf *err)
+/* One file's document: its root map, checked to be a Config. */
+static int read_root(struct kparser *p, const char *text, size_t len, const struct jv **out)
 {
-	struct kparser p = { a, path ? path : "(unnamed)", err };
 	struct strbuf yerr = STRBUF_INIT;
 	sb_init(&yerr);
 	struct jv **docs;
 	size_t ndocs;
-	int r = yaml_parse_all(a, text, len, &docs, &ndocs, &yerr);
+	int r = yaml_parse_all(p->a, text, len, &docs, &ndocs, &yerr);
 	if (r < 0) {
-		r = fail(&p, "%s", sb_str(&yerr));
+		r = fail(p, "%s", sb_str(&yerr));
 		sb_free(&yerr);
 		return r;
 	}
@@ -295,65 +294,116 @@ int kubeconfig_parse(struct arena *a, const char *path, const char *text, size_t
 		if (!docs[i])
 			continue;
 		if (root)
-			return fail(&p, "document %zu: a kubeconfig is one document", i + 1);
+			return fail(p, "document %zu: a kubeconfig is one document", i + 1);
 		root = docs[i];
 	}
 	if (!root)
-		return fail(&p, "empty");
+		return fail(p, "empty");
 	if (root->type != JV_OBJECT)
-		return fail(&p, "not a map but %s", type_name(root));
+		return fail(p, "not a map but %s", type_name(root));
 	const char *kind;
-	if ((r = get_str(&p, root, "(top)", "kind", &kind)) < 0)
+	if ((r = get_str(p, root, "(top)", "kind", &kind)) < 0)
 		return r;
 	if (kind && !streq(kind, "Config"))
-		return fail(&p, "kind: \"%s\", not Config", kind);
+		return fail(p, "kind: \"%s\", not Config", kind);
+	/* kubectl refuses a file with duplicate names in any list. */
+	const char *lists[][2] = { { "users", "user" },
+				   { "clusters", "cluster" },
+				   { "contexts", "context" } };
+	for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
+		const struct jv *b;
+		char *at;
+		if ((r = find_named(p, root, lists[i][0], lists[i][1], "", &b, &at)) < 0)
+			return r;
+	}
+	*out = root;
+	return 0;
+}
 
+/*
+ * The entry @name of list @list in the first of @n files that has one, as
+ * kubectl merges them: *@i is its file (@n when none). <0 on an error.
+ */
+static int find_merged(struct kparser *ps, const struct jv **roots, size_t n, const char *list,
+		       const char *inner, const char *name, const struct jv **body, char **at,
+		       size_t *i)
+{
+	for (*i = 0; *i < n; (*i)++) {
+		int r = find_named(&ps[*i], roots[*i], list, inner, name, body, at);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+int kubeconfig_parse_files(struct arena *a, const struct kubeconfig_file *files, size_t n,
+			   const char *context, struct kubeconfig *out, struct strbuf *err)
+{
+	if (!n)
+		return -EINVAL;
+	struct kparser *ps = arena_alloc(a, n * sizeof(*ps));
+	const struct jv **roots = arena_alloc(a, n * sizeof(*roots));
+	int r;
+	for (size_t i = 0; i < n; i++) {
+		ps[i] = (struct kparser){ a, files[i].path ? files[i].path : "(unnamed)", err };
+		if ((r = read_root(&ps[i], files[i].text, files[i].len, &roots[i])) < 0)
+			return r;
+	}
 	struct kubeconfig k = { 0 };
 	if (context && *context) {
 		k.context = arena_strdup(a, context);
 	} else {
-		if ((r = get_str(&p, root, "(top)", "current-context", &k.context)) < 0)
-			return r;
+		/* The first file that sets it. */
+		for (size_t i = 0; i < n && !k.context; i++)
+			if ((r = get_str(&ps[i], roots[i], "(top)", "current-context",
+					 &k.context)) < 0)
+				return r;
 		if (!k.context)
-			return fail(&p, "current-context: not set, and no context was given");
+			return fail(&ps[0], "current-context: not set%s, and no context was given",
+				    n > 1 ? " in any file of the list" : "");
 	}
 	const struct jv *ctx, *cluster, *user;
 	char *ctx_at, *cluster_at, *user_at;
-	if ((r = find_named(&p, root, "contexts", "context", k.context, &ctx, &ctx_at)) < 0)
+	size_t fc, fk, fu;
+	if ((r = find_merged(ps, roots, n, "contexts", "context", k.context, &ctx, &ctx_at, &fc)) <
+	    0)
 		return r;
 	if (!r)
-		return fail(&p, "context \"%s\" is not in contexts%s", k.context,
+		return fail(&ps[0], "context \"%s\" is not in contexts%s%s", k.context,
+			    n > 1 ? " of any file" : "",
 			    context && *context ? "" : " (it is current-context)");
-	if ((r = get_str(&p, ctx, ctx_at, "cluster", &k.cluster)) < 0 ||
-	    (r = get_str(&p, ctx, ctx_at, "user", &k.user)) < 0 ||
-	    (r = get_str(&p, ctx, ctx_at, "namespace", &k.namespace)) < 0)
+	if ((r = get_str(&ps[fc], ctx, ctx_at, "cluster", &k.cluster)) < 0 ||
+	    (r = get_str(&ps[fc], ctx, ctx_at, "user", &k.user)) < 0 ||
+	    (r = get_str(&ps[fc], ctx, ctx_at, "namespace", &k.namespace)) < 0)
 		return r;
 	if (!k.cluster)
-		return fail(&p, "%s.cluster: missing", ctx_at);
-	if ((r = find_named(&p, root, "clusters", "cluster", k.cluster, &cluster, &cluster_at)) < 0)
+		return fail(&ps[fc], "%s.cluster: missing", ctx_at);
+	if ((r = find_merged(ps, roots, n, "clusters", "cluster", k.cluster, &cluster, &cluster_at,
+			     &fk)) < 0)
 		return r;
 	if (!r)
-		return fail(&p, "%s.cluster: \"%s\" is not in clusters", ctx_at, k.cluster);
-	if ((r = parse_cluster(&p, cluster, cluster_at, &k)) < 0)
+		return fail(&ps[fc], "%s.cluster: \"%s\" is not in clusters", ctx_at, k.cluster);
+	/* Relative paths are relative to the file the entry is in. */
+	if ((r = parse_cluster(&ps[fk], cluster, cluster_at, &k)) < 0)
 		return r;
 	if (k.user) {
-		if ((r = find_named(&p, root, "users", "user", k.user, &user, &user_at)) < 0)
+		if ((r = find_merged(ps, roots, n, "users", "user", k.user, &user, &user_at, &fu)) <
+		    0)
 			return r;
 		if (!r)
-			return fail(&p, "%s.user: \"%s\" is not in users", ctx_at, k.user);
-		if ((r = parse_user(&p, user, user_at, &k)) < 0)
+			return fail(&ps[fc], "%s.user: \"%s\" is not in users", ctx_at, k.user);
+		if ((r = parse_user(&ps[fu], user, user_at, &k)) < 0)
 			return r;
 	} else {
 		k.user = "";
 	}
-	/* Names of the other lists are checked too: kubectl refuses a file with duplicates. */
-	const char *lists[][2] = { { "users", "user" }, { "clusters", "cluster" } };
-	for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
-		const struct jv *b;
-		char *at;
-		if ((r = find_named(&p, root, lists[i][0], lists[i][1], "", &b, &at)) < 0)
-			return r;
-	}
 	*out = k;
 	return 0;
+}
+
+int kubeconfig_parse(struct arena *a, const char *path, const char *text, size_t len,
+		     const char *context, struct kubeconfig *out, struct strbuf *err)
+{
+	struct kubeconfig_file f = { path, text, len };
+	return kubeconfig_parse_files(a, &f, 1, context, out, err);
 }

@@ -47,25 +47,12 @@ int ds_config_set_endpoints(struct ds_config *cfg, struct ds_config_storage *sto
 void ds_config_free_storage(struct ds_config_storage *storage)
 {
 	free_endpoints(storage);
-	free(storage->kubeconfig);
-	storage->kubeconfig = NULL;
 }
 
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
 	return v && *v ? v : NULL;
-}
-
-/* The first file of a colon-separated list (KUBECONFIG) that exists, as kubectl reads it. */
-static char *first_existing(const char *list)
-{
-	char *copy = xstrdup(list), *save = NULL, *found = NULL;
-	for (char *f = strtok_r(copy, ":", &save); f && !found; f = strtok_r(NULL, ":", &save))
-		if (access(f, F_OK) == 0)
-			found = xstrdup(f);
-	free(copy);
-	return found;
 }
 
 int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage, struct strbuf *err)
@@ -80,13 +67,9 @@ int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 	if (!cfg->type)
 		cfg->type = "etcdv3";
 	if (streq(cfg->type, "kubernetes")) {
+		/* Else kube_conn_load reads KUBECONFIG's list (merged), then in-cluster. */
 		if (!cfg->kubeconfig)
 			cfg->kubeconfig = env("BRINDLE_KUBECONFIG");
-		if (!cfg->kubeconfig && env("KUBECONFIG")) {
-			free(storage->kubeconfig);
-			storage->kubeconfig = first_existing(env("KUBECONFIG"));
-			cfg->kubeconfig = storage->kubeconfig;
-		}
 		return 0;
 	}
 	if (!streq(cfg->type, "etcdv3")) {

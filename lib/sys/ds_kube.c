@@ -815,7 +815,7 @@ static const struct ds_backend_ops ds_kube_ops = {
 int ds_kube_open(const struct ds_config *cfg, struct ds *d, struct strbuf *err)
 {
 	struct kds *s = xcalloc(1, sizeof(*s));
-	int r = kube_conn_load(cfg->kubeconfig, &s->conn, err);
+	int r = kube_conn_load_context(cfg->kubeconfig, cfg->kube_context, &s->conn, err);
 	if (r == 0) {
 		r = kube_client_new(NULL, s->conn.server, &s->conn.auth, cfg->timeout_ms,
 				    &s->client, err);

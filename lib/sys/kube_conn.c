@@ -34,11 +34,9 @@ static int check_readable(const char *prefix, const char *what, const char *path
 	return -e;
 }
 
-static int load_file(const char *path, const char *context, struct kube_conn *out,
-		     struct strbuf *err)
+/* @path's text into @text (a regular file of at most MAX_KUBECONFIG_BYTES). */
+static int read_kubeconfig(const char *path, struct strbuf *text, struct strbuf *err)
 {
-	struct strbuf text = STRBUF_INIT;
-	sb_init(&text);
 	struct stat st;
 	int r = stat(path, &st) < 0 ? -errno : 0;
 	if (r == 0 && !S_ISREG(st.st_mode))
@@ -46,23 +44,43 @@ static int load_file(const char *path, const char *context, struct kube_conn *ou
 	else if (r == 0 && st.st_size > MAX_KUBECONFIG_BYTES)
 		r = -EFBIG;
 	if (r == 0)
-		r = sb_read_file(&text, path);
-	if (r < 0) {
-		if (err)
-			sb_addf(err, "kubeconfig %s: %s", path,
-				r == -EISDIR ? "not a regular file" : strerror(-r));
-		sb_free(&text);
-		return r;
+		r = sb_read_file(text, path);
+	if (r < 0 && err)
+		sb_addf(err, "kubeconfig %s: %s", path,
+			r == -EISDIR ? "not a regular file" : strerror(-r));
+	return r;
+}
+
+/* @n kubeconfig files, merged as kubectl merges KUBECONFIG's list. */
+static int load_files(const char *const *paths, size_t n, const char *context,
+		      struct kube_conn *out, struct strbuf *err)
+{
+	struct strbuf *texts = xcalloc(n, sizeof(*texts));
+	struct kubeconfig_file *files = xcalloc(n, sizeof(*files));
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		sb_init(&texts[i]);
+		r = read_kubeconfig(paths[i], &texts[i], err);
+		files[i] = (struct kubeconfig_file){ paths[i], texts[i].buf, texts[i].len };
 	}
 	struct arena *a = arena_new();
 	struct kubeconfig k;
-	r = kubeconfig_parse(a, path, text.buf, text.len, context, &k, err);
-	sb_free(&text);
+	if (r == 0)
+		r = kubeconfig_parse_files(a, files, n, context, &k, err);
+	for (size_t i = 0; i < n; i++)
+		sb_free(&texts[i]);
+	free(texts);
+	free(files);
 	if (r < 0) {
 		arena_free(a);
 		return r;
 	}
-	char *source = arena_printf(a, "kubeconfig %s (context %s)", path, k.context);
+	struct strbuf list = STRBUF_INIT;
+	sb_init(&list);
+	for (size_t i = 0; i < n; i++)
+		sb_addf(&list, "%s%s", i ? ":" : "", paths[i]);
+	char *source = arena_printf(a, "kubeconfig %s (context %s)", sb_str(&list), k.context);
+	sb_free(&list);
 	if ((r = check_readable(source, "certificate-authority", k.ca_file, err)) < 0 ||
 	    (r = check_readable(source, "client-certificate", k.cert_file, err)) < 0 ||
 	    (r = check_readable(source, "client-key", k.key_file, err)) < 0 ||
@@ -138,18 +156,21 @@ int kube_conn_load_context(const char *kubeconfig, const char *context, struct k
 			   struct strbuf *err)
 {
 	if (kubeconfig && *kubeconfig)
-		return load_file(kubeconfig, context, out, err);
+		return load_files(&kubeconfig, 1, context, out, err);
 	const char *list = env("KUBECONFIG");
 	if (list) {
+		/* Every file of the list that exists, merged (kubectl skips the missing ones). */
 		char *copy = xstrdup(list), *save = NULL;
-		for (char *f = strtok_r(copy, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
-			if (access(f, F_OK) == 0) {
-				int r = load_file(f, context, out, err);
-				free(copy);
-				return r;
-			}
-		}
+		const char **paths = xcalloc(strlen(list) / 2 + 2, sizeof(*paths));
+		size_t n = 0;
+		for (char *f = strtok_r(copy, ":", &save); f; f = strtok_r(NULL, ":", &save))
+			if (access(f, F_OK) == 0)
+				paths[n++] = f;
+		int r = n ? load_files(paths, n, context, out, err) : 0;
+		free(paths);
 		free(copy);
+		if (n)
+			return r;
 	}
 	if (!env("KUBERNETES_SERVICE_HOST") || !env("KUBERNETES_SERVICE_PORT")) {
 		if (err)

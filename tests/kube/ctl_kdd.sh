@@ -217,4 +217,39 @@ if err=$(bctl "$BOB" get ippool pool-a 2>&1); then
 	bt_fail "a deleted pool was found"
 fi
 bt_expect_contains "not found" 'IPPool "pool-a" not found' "$err"
+
+# KUBECONFIG's list merged as kubectl merges it, and --context: a personal file
+# with its own context for bob, the cluster from the admin's file after it.
+cat >"$BT_DIR/mine.kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+users:
+- name: bob
+  user: {client-certificate: $K/pki/user-bob.crt, client-key: $K/pki/user-bob.key}
+contexts:
+- name: as-bob
+  context: {cluster: brindle-testenv, user: bob}
+current-context: as-bob
+YAML
+mctl() {
+	ip netns exec "$NS" env KUBECONFIG="$BT_DIR/missing:$BT_DIR/mine.kubeconfig:$ALICE" \
+		"$BRINDLECTL" --datastore kubernetes "$@"
+}
+mctl get ippools >/dev/null || bt_fail "brindlectl with a merged KUBECONFIG could not read"
+refused_merged=$(mctl apply -f - 2>&1 <<'YAML' || true
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-m}
+spec: {cidr: 10.251.0.0/16}
+YAML
+)
+bt_expect_contains "the merged file's current-context is bob's" 'User "bob" cannot create' "$refused_merged"
+mctl --context brindle-testenv apply -f - >/dev/null <<'YAML' || bt_fail "--context did not select alice's context"
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-m}
+spec: {cidr: 10.251.0.0/16}
+YAML
+err=$(mctl --context nowhere get ippools 2>&1) && bt_fail "an unknown context was used"
+bt_expect_contains "an unknown context named" 'context "nowhere" is not in contexts of any file' "$err"
 bt_pass

@@ -280,6 +280,60 @@ static void test_refusals(void **state)
 	arena_free(a);
 }
 
+/*
+ * KUBECONFIG's list, merged as kubectl merges it: current-context from the
+ * first file that sets it, each named entry from the first file that has
+ * it (its relative paths against that file's directory), a file invalid on
+ * its own refused whole.
+ */
+static void test_merged_files(void **state)
+{
+	static const char mine[] =
+		"apiVersion: v1\nkind: Config\n"
+		"current-context: dev\n"
+		"users:\n- name: me\n  user: {tokenFile: tok}\n"
+		"contexts:\n- name: dev\n  context: {cluster: shared, user: me}\n";
+	static const char team[] = "apiVersion: v1\nkind: Config\n"
+				   "current-context: prod-admin\n"
+				   "clusters:\n- name: shared\n  cluster:\n"
+				   "    server: https://10.9.0.1:6443\n"
+				   "    certificate-authority: ca.crt\n"
+				   "users:\n- name: me\n  user: {token: not-this-one}\n"
+				   "contexts:\n- name: dev\n  context: {cluster: nowhere}\n"
+				   "- name: ops\n  context: {cluster: shared, namespace: ops}\n";
+	struct kubeconfig_file files[] = { { "/home/me/.kube/config", mine, strlen(mine) },
+					   { "/etc/team/kubeconfig", team, strlen(team) } };
+	struct arena *a = arena_new();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct kubeconfig k;
+	if (kubeconfig_parse_files(a, files, 2, NULL, &k, &err) < 0)
+		fail_msg("%s", sb_str(&err));
+	assert_string_equal(k.context, "dev");
+	assert_string_equal(k.server, "https://10.9.0.1:6443");
+	assert_string_equal(k.ca_file, "/etc/team/ca.crt");
+	assert_string_equal(k.token_file, "/home/me/.kube/tok");
+	assert_null(k.token);
+	/* A context only the second file has. */
+	assert_int_equal(kubeconfig_parse_files(a, files, 2, "ops", &k, &err), 0);
+	assert_string_equal(k.namespace, "ops");
+	assert_string_equal(k.user, "");
+	/* A name in no file. */
+	sb_reset(&err);
+	assert_int_equal(kubeconfig_parse_files(a, files, 2, "qa", &k, &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "context \"qa\" is not in contexts of any file"));
+	/* A broken file spoils the list, naming it. */
+	static const char broken[] = "apiVersion: v1\nkind: Config\nusers: 7\n";
+	struct kubeconfig_file three[] = { files[0],
+					   files[1],
+					   { "/tmp/broken", broken, sizeof(broken) - 1 } };
+	sb_reset(&err);
+	assert_int_equal(kubeconfig_parse_files(a, three, 3, NULL, &k, &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "kubeconfig /tmp/broken: users: not a list"));
+	sb_free(&err);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_explicit_context),
 		cmocka_unit_test(test_inline_data),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_merged_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

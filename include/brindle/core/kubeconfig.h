@@ -59,4 +59,19 @@ struct kubeconfig {
 int kubeconfig_parse(struct arena *a, const char *path, const char *text, size_t len,
 		     const char *context, struct kubeconfig *out, struct strbuf *err) must_check;
 
+/*
+ * Several files, as kubectl merges KUBECONFIG's list: current-context from
+ * the first file that sets it, and each context, cluster and user from the
+ * first file that has one of that name (its relative paths resolve against
+ * that file's directory). Each file must be valid on its own.
+ */
+struct kubeconfig_file {
+	const char *path;
+	const char *text;
+	size_t len;
+};
+int kubeconfig_parse_files(struct arena *a, const struct kubeconfig_file *files, size_t n,
+			   const char *context, struct kubeconfig *out,
+			   struct strbuf *err) must_check;
+
 #endif

@@ -37,8 +37,9 @@ struct ds_config {
 	const char *etcd_ca_file;
 	const char *etcd_cert_file;
 	const char *etcd_key_file;
-	/* kubernetes: a kubeconfig file; NULL: in-cluster (see kube_conn_load) */
+	/* kubernetes: a kubeconfig file; NULL: KUBECONFIG, else in-cluster (see kube_conn_load) */
 	const char *kubeconfig;
+	const char *kube_context; /* kubernetes: a context other than current-context */
 	long timeout_ms;
 };
 
@@ -49,15 +50,14 @@ struct ds_config {
  * "kubernetes" is an error naming where it came from.
  *   etcdv3:     BRINDLE_ETCD_ENDPOINTS (default http://127.0.0.1:2379),
  *               BRINDLE_ETCD_CA_CERT_FILE, BRINDLE_ETCD_CERT_FILE, BRINDLE_ETCD_KEY_FILE.
- *   kubernetes: the kubeconfig from BRINDLE_KUBECONFIG (one path), else the first
- *               file of KUBECONFIG's colon-separated list that exists; none: NULL,
- *               which kube_conn_load takes as in-cluster.
+ *   kubernetes: the kubeconfig from BRINDLE_KUBECONFIG (one path); none: NULL,
+ *               which kube_conn_load takes as KUBECONFIG's list of files (merged as
+ *               kubectl merges them), else in-cluster.
  * Strings point into the environment or @storage (freed by ds_config_free_storage).
  */
 struct ds_config_storage {
 	char **endpoints;
 	size_t n;
-	char *kubeconfig;
 };
 int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 		       struct strbuf *err) must_check;

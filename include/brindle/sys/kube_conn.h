@@ -1,7 +1,7 @@
 /*
  * How a Brindle program finds and authenticates to the Kubernetes API, as
- * kubectl and Calico do: a kubeconfig file (named, or the first existing
- * file of $KUBECONFIG's colon-separated list), else the in-cluster config of
+ * kubectl and Calico do: a kubeconfig file (named, or the existing files of
+ * $KUBECONFIG's colon-separated list, merged as kubectl merges them), else the in-cluster config of
  * a pod (KUBERNETES_SERVICE_HOST/PORT and the mounted ServiceAccount token
  * and CA). The result is what http_agent_new takes, plus the server's URL
  * and the default namespace. Parsing is lib/core/kubeconfig.c's; this file
@@ -35,7 +35,7 @@ struct kube_conn {
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 /*
- * @kubeconfig: a path, or NULL for $KUBECONFIG (first file of the colon list that exists) and
+ * @kubeconfig: a path, or NULL for $KUBECONFIG (the files of the colon list that exist, merged) and
  * then in-cluster config (KUBERNETES_SERVICE_HOST/PORT,
  * /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}, paths overridable for tests by
  * BRINDLE_KUBE_SA_DIR). The token file is given as auth.token_file so it is re-read when it
