@@ -1,6 +1,7 @@
 /* Calico kinds as custom resources (see kdd_crd.h). */
 #include <brindle/core/json.h>
 #include <brindle/core/kdd_crd.h>
+#include <brindle/core/model_crd.h>
 #include <brindle/core/util.h>
 
 #include <ctype.h>
@@ -133,7 +134,7 @@ struct jv *kdd_crd_encode(struct arena *a, const struct br_object *o, bool for_u
 	jv_add(a, cr, "apiVersion", jv_string(a, MODEL_CRD_API_VERSION));
 	jv_add(a, cr, "kind", jv_string(a, crd_kind));
 	jv_add(a, cr, "metadata", cmd);
-	jv_add(a, cr, "spec", spec ? (struct jv *)spec : jv_object(a));
+	jv_add(a, cr, "spec", spec ? model_crd_spec_out(a, k, spec) : jv_object(a));
 	return cr;
 }
 
@@ -276,7 +277,7 @@ struct br_object *kdd_crd_decode(const struct br_kind *k, const struct jv *cr,
 		jv_add(a, vmd, "annotations", annotations);
 	jv_add(a, doc, "metadata", vmd);
 	if (spec && spec->type != JV_NULL)
-		jv_add(a, doc, "spec", (struct jv *)spec);
+		jv_add(a, doc, "spec", model_crd_spec_in(a, k, spec));
 
 	struct model_errors e = { 0 };
 	o = model_decode_kind(k, doc, &e);

@@ -86,7 +86,7 @@ static struct jv *field_schema(struct arena *a, const struct model_field *f)
 		return string_schema(a, f);
 	case MF_BOOL:
 	case MF_OPT_BOOL:
-		return typed(a, "boolean");
+		return typed(a, f->flags & MF_CRD_STRING ? "string" : "boolean");
 	case MF_INT:
 	case MF_OPT_INT:
 		return int_schema(a, f);
@@ -197,4 +197,49 @@ void model_crds_yaml(struct strbuf *out)
 		yaml_write(out, crd);
 	}
 	arena_free(a);
+}
+
+/* @spec's MF_CRD_STRING fields of kind @k converted by @conv (a new object in @a). */
+static struct jv *convert_flagged(struct arena *a, const struct br_kind *k, const struct jv *spec,
+				  struct jv *(*conv)(struct arena *a, const struct jv *v))
+{
+	if (!k->spec || !spec || spec->type != JV_OBJECT)
+		return (struct jv *)spec;
+	struct jv *out = jv_object(a);
+	for (size_t i = 0; i < spec->obj.n; i++) {
+		const struct jv_member *m = &spec->obj.members[i];
+		struct jv *v = m->value;
+		for (size_t f = 0; f < k->spec->n_fields; f++)
+			if ((k->spec->fields[f].flags & MF_CRD_STRING) &&
+			    streq(k->spec->fields[f].name, m->key))
+				v = conv(a, v);
+		jv_add(a, out, m->key, v);
+	}
+	return out;
+}
+
+static struct jv *bool_to_string(struct arena *a, const struct jv *v)
+{
+	bool b;
+	return jv_as_bool(v, &b) ? jv_string(a, b ? "true" : "false") : (struct jv *)v;
+}
+
+static struct jv *string_to_bool(struct arena *a, const struct jv *v)
+{
+	const char *s = v->type == JV_STRING ? jv_as_string(v) : NULL;
+	if (s && (streq(s, "true") || streq(s, "false")))
+		return jv_bool(a, streq(s, "true"));
+	if (s && !*s)
+		return jv_bool(a, false); /* Calico writes "" for not deleted */
+	return (struct jv *)v;
+}
+
+struct jv *model_crd_spec_out(struct arena *a, const struct br_kind *k, const struct jv *spec)
+{
+	return convert_flagged(a, k, spec, bool_to_string);
+}
+
+struct jv *model_crd_spec_in(struct arena *a, const struct br_kind *k, const struct jv *spec)
+{
+	return convert_flagged(a, k, spec, string_to_bool);
 }

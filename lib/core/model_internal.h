@@ -26,6 +26,11 @@ enum {
 	MF_REQUIRED = 1 << 0,	/* error when absent/empty */
 	MF_EMIT_EMPTY = 1 << 1, /* encode even when empty (Kubernetes' non-omitempty fields) */
 	MF_NOCASE = 1 << 2,	/* enum matched without case, stored in canonical case */
+	/*
+	 * A bool the custom resource stores as a string ("true"/"false"), as
+	 * Calico's CRD has it (BlockAffinity's deleted); etcd and v3 keep a bool.
+	 */
+	MF_CRD_STRING = 1 << 3,
 };
 
 struct model_ctx;

@@ -892,7 +892,7 @@ static const struct model_field affinity_fields[] = {
 	   .check = model_check_cidr),
 	MF("state", MF_STRING, struct br_blockaffinity_spec, state, .flags = MF_REQUIRED,
 	   .enum_values = E("pending", "confirmed", "pendingDeletion")),
-	MF("deleted", MF_BOOL, struct br_blockaffinity_spec, deleted),
+	MF("deleted", MF_BOOL, struct br_blockaffinity_spec, deleted, .flags = MF_CRD_STRING),
 };
 static MODEL_STRUCT(affinity_desc, struct br_blockaffinity_spec, affinity_fields);
 
@@ -914,6 +914,11 @@ static const struct model_field ipamblock_fields[] = {
 	MF_L("attributes", MF_LIST, struct br_ipamblock_spec, attributes, n_attributes,
 	     .sub = &ipam_attr_desc),
 	MF("sequenceNumber", MF_INT, struct br_ipamblock_spec, sequence_number),
+	/* Calico's, kept as they are: who claimed the block when, and per-ordinal sequence numbers.
+	 */
+	MF("affinityClaimTime", MF_STRING, struct br_ipamblock_spec, affinity_claim_time),
+	MF("sequenceNumberForAllocation", MF_CUSTOM, struct br_ipamblock_spec,
+	   sequence_number_for_allocation, .codec = &model_codec_str_int_map),
 	MF("deleted", MF_BOOL, struct br_ipamblock_spec, deleted),
 };
 static MODEL_STRUCT(ipamblock_desc, struct br_ipamblock_spec, ipamblock_fields);

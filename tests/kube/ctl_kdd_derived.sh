@@ -204,7 +204,9 @@ refused "a node's labels changed" "kubectl label node node1" \
 	bctl "$ALICE" apply -f "$BT_DIR/labels.yaml"
 bt_expect_eq "the label unchanged" r1 "$(kc get node node1 -o jsonpath='{.metadata.labels.rack}')"
 
-# ipam show and check: the IPAM CRs, with the endpoints and nodes derived above.
+# ipam show and check: the IPAM CRs (as Calico writes them: the affinity's deleted a
+# string, the block's per-allocation sequence numbers), with the endpoints and nodes
+# derived above.
 bctl "$ALICE" apply -f - >/dev/null <<'YAML'
 apiVersion: projectcalico.org/v3
 kind: IPPool
@@ -220,13 +222,16 @@ spec:
   affinity: host:ip-10-0-0-2
   allocations: [null, 0, null, null]
   unallocated: [0, 2, 3]
+  sequenceNumber: 7
+  sequenceNumberForAllocation: {"1": 6}
+  affinityClaimTime: "2026-01-02T03:04:05Z"
   attributes:
   - {handle_id: k8s-pod-network.c0ffee, secondary: {namespace: shop, node: ip-10-0-0-2, pod: web-0}}
 ---
 apiVersion: crd.projectcalico.org/v1
 kind: BlockAffinity
 metadata: {name: ip-10-0-0-2-10-244-1-0-30}
-spec: {node: ip-10-0-0-2, cidr: 10.244.1.0/30, state: confirmed}
+spec: {node: ip-10-0-0-2, cidr: 10.244.1.0/30, state: confirmed, deleted: "false"}
 ---
 apiVersion: crd.projectcalico.org/v1
 kind: IPAMHandle
@@ -250,6 +255,8 @@ bctl "$CAROL" ipam release --ip 10.244.1.1 --force >/dev/null ||
 	bt_fail "ipam release --force failed"
 bt_expect_eq "the address freed" "[null,null,null,null]" \
 	"$(kc get ipamblock 10-244-1-0-30 -o jsonpath='{.spec.allocations}')"
+bt_expect_eq "Calico's fields of the block kept" '{"1":6} 2026-01-02T03:04:05Z' \
+	"$(kc get ipamblock 10-244-1-0-30 -o jsonpath='{.spec.sequenceNumberForAllocation} {.spec.affinityClaimTime}')"
 if kc get ipamhandle k8s-pod-network.c0ffee >/dev/null 2>&1; then
 	bt_fail "the handle outlived its last address"
 fi

@@ -238,6 +238,25 @@ static void test_ipam_names(void **state)
 	assert_string_equal(((struct br_blockaffinity *)back)->spec.node, "node-a");
 	model_free(back);
 	model_free(o);
+	/* Its deleted is a string in the custom resource, as Calico's CRD has it ("" too). */
+	o = read_internal("apiVersion: projectcalico.org/v3\nkind: BlockAffinity\n"
+			  "metadata: {name: 10.244.1.0-26}\n"
+			  "spec: {node: node-a, cidr: 10.244.1.0/26, state: pendingDeletion, "
+			  "deleted: true}\n");
+	back = round_trip(a, o, &cr);
+	assert_string_equal(str_at(cr, "spec", "deleted", NULL), "true");
+	assert_true(((struct br_blockaffinity *)back)->spec.deleted);
+	model_free(back);
+	model_free(o);
+	struct model_errors errs = { 0 };
+	back = kdd_crd_decode(model_kind(KIND_BLOCKAFFINITY),
+			      parse(a, "{\"metadata\":{\"name\":\"node-a-10-244-1-0-26\"},"
+				       "\"spec\":{\"node\":\"node-a\",\"cidr\":\"10.244.1.0/26\","
+				       "\"state\":\"confirmed\",\"deleted\":\"\"}}"),
+			      &errs);
+	assert_non_null(back);
+	assert_false(((struct br_blockaffinity *)back)->spec.deleted);
+	model_free(back);
 	o = read_internal("apiVersion: projectcalico.org/v3\nkind: IPAMHandle\n"
 			  "metadata: {name: K8s-Pod-Network.ABC}\n"
 			  "spec: {handleID: K8s-Pod-Network.ABC, block: {10.244.1.0/26: 1}}\n");

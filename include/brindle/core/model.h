@@ -695,6 +695,14 @@ struct br_int_list {
 	size_t n;
 };
 
+struct br_str_int_map {
+	struct {
+		const char *key;
+		int64_t value;
+	} * v;
+	size_t n;
+};
+
 struct br_ipamblock_spec {
 	const char *cidr;
 	const char *affinity; /* "host:<node>" or NULL */
@@ -704,20 +712,14 @@ struct br_ipamblock_spec {
 	struct br_ipam_attr *attributes;
 	size_t n_attributes;
 	int64_t sequence_number;
+	const char *affinity_claim_time;
+	struct br_str_int_map sequence_number_for_allocation;
 	bool deleted;
 };
 
 struct br_ipamblock {
 	struct br_object o;
 	struct br_ipamblock_spec spec;
-};
-
-struct br_str_int_map {
-	struct {
-		const char *key;
-		int64_t value;
-	} * v;
-	size_t n;
 };
 
 struct br_ipamhandle_spec {

@@ -22,6 +22,14 @@
  * NULL when @k is not a CRD (k->crd_kind is NULL). Allocated in @a.
  */
 struct jv *model_crd_schema(struct arena *a, const struct br_kind *k);
+/*
+ * A spec as kind @k's custom resource stores it (out), and back (in): the
+ * fields Calico's CRD keeps as strings where the model has a bool
+ * (BlockAffinity's deleted: "true"/"false", "" read as false). Anything else
+ * is as it was.
+ */
+struct jv *model_crd_spec_out(struct arena *a, const struct br_kind *k, const struct jv *spec);
+struct jv *model_crd_spec_in(struct arena *a, const struct br_kind *k, const struct jv *spec);
 
 /*
  * The whole CustomResourceDefinition (apiextensions.k8s.io/v1) of @k:
