@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # IPAM on the Kubernetes API: the whole of tests/integration/test_ipam_ds.c
 # (claims, retried ADDs, borrowing and StrictAffinity, requested addresses,
-# empty blocks, 40 processes of two nodes allocating at once, overlapping
+# empty blocks, 40 processes of two nodes allocating at once, 24 churning
+# while the API server is stopped and started again, overlapping
 # pools, orphans, every forced interleaving of a sweep and a claim and of two
 # overlapping claims, interrupted claims) against the real kube-apiserver,
 # with IPAM stored in Calico's CRDs. The API has no transactions, so this is
@@ -16,7 +17,7 @@ kube_up "$BT_DIR/cp" "$NS"
 K=$BT_DIR/cp
 kube_brindle_crds "$K"
 
-BRINDLE_TEST_KUBECONFIG=$K/admin.kubeconfig \
+BRINDLE_TEST_KUBECONFIG=$K/admin.kubeconfig BRINDLE_TEST_KUBE_DIR=$K \
 	timeout 600 ip netns exec "$NS" "$BT_BUILD_DIR/tests/test_ipam_ds" ||
 	bt_fail "IPAM on the Kubernetes API failed (output above)"
 bt_pass
