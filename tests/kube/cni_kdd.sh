@@ -24,9 +24,8 @@ kube_up "$BT_DIR/cp" "$NS"
 K=$BT_DIR/cp
 kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 kube_brindle_crds "$K"
-kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-cni.yaml" >/dev/null
-CNICFG=$(kube_testenv user "$K" brindle-cni)
-kc create clusterrolebinding brindle-cni --clusterrole brindle-cni --user brindle-cni >/dev/null
+kube_brindle_cni "$K"
+CNICFG=$KUBE_CNICFG
 actl() {
 	ip netns exec "$NS" "$BRINDLECTL" --datastore kubernetes --kubeconfig "$K/admin.kubeconfig" "$@"
 }

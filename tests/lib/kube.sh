@@ -9,6 +9,8 @@
 #   kube_brindle_crds DIR        Brindle's CRDs (deploy/crds.yaml) applied, every one established
 #   kube_brindle_node DIR        the brindle-node ClusterRole bound to a user of that name;
 #                                sets KUBE_NODECFG to its kubeconfig
+#   kube_brindle_cni DIR         the same for brindle-cni (deploy/rbac/brindle-cni.yaml);
+#                                sets KUBE_CNICFG
 # Sets KUBE_BIN, KUBE_VERSION, ETCD_VERSION.
 
 KUBE_TESTENV=$BT_SOURCE_DIR/scripts/kube-testenv
@@ -61,4 +63,11 @@ kube_brindle_node() {
 	KUBE_NODECFG=$(kube_testenv user "$1" brindle-node)
 	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-node \
 		--clusterrole brindle-node --user brindle-node >/dev/null
+}
+
+kube_brindle_cni() {
+	kube_kubectl "$1/admin.kubeconfig" apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-cni.yaml" >/dev/null
+	KUBE_CNICFG=$(kube_testenv user "$1" brindle-cni)
+	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-cni \
+		--clusterrole brindle-cni --user brindle-cni >/dev/null
 }
