@@ -31,6 +31,7 @@
 struct http_call {
 	struct http_agent *a;
 	CURL *easy;
+	CURLM *multi; /* the multi handle it was added to, NULL before */
 	struct curl_slist *headers;
 	struct curl_slist *connect_to; /* tls_server_name: where the URL's name really is */
 	http_data_fn on_data;
@@ -49,10 +50,24 @@ struct http_call {
 	struct http_call *prev, *next;
 };
 
-struct http_agent {
-	CURLM *multi;
-	struct loop *l;
+/*
+ * One multi handle of a loop agent, with its connection pool. A loop agent has
+ * two: streams and short requests share HTTP/2 connections in the first; bulk
+ * lists (own_connection) keep their HTTP/1.1 connections in the second. In one
+ * pool libcurl 7.88 lets a request that could multiplex take an idle
+ * HTTP/1.1 connection, and marks the host as one that cannot multiplex once
+ * such a connection is made: then every watch had a connection of its own.
+ */
+struct agent_multi {
+	struct http_agent *a;
+	CURLM *m;
 	struct loop_timer *timer;
+};
+
+struct http_agent {
+	CURLM *multi; /* pool[0].m */
+	struct agent_multi pool[2];
+	struct loop *l;
 	char *ca_file, *cert_file, *key_file, *token, *token_file;
 	char *ca_pem, *cert_pem, *key_pem; /* in-memory PEM, NUL-terminated */
 	size_t ca_pem_len, cert_pem_len, key_pem_len;
@@ -105,8 +120,8 @@ static void call_free(struct http_call *c)
 	if (!c)
 		return;
 	if (c->easy) {
-		if (c->a && c->a->multi)
-			curl_multi_remove_handle(c->a->multi, c->easy);
+		if (c->multi)
+			curl_multi_remove_handle(c->multi, c->easy);
 		curl_easy_cleanup(c->easy);
 	}
 	curl_slist_free_all(c->headers);
@@ -410,17 +425,19 @@ static void call_finish(struct http_call *c, CURLcode rc)
 
 /* --- the agent in a loop ---------------------------------------------------------------- */
 
-static void collect(struct http_agent *a)
+static void collect(struct agent_multi *am)
 {
+	struct http_agent *a = am->a;
 	CURLMsg *m;
 	int left;
-	while ((m = curl_multi_info_read(a->multi, &left))) {
+	while ((m = curl_multi_info_read(am->m, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		struct http_call *c = NULL;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
 		CURLcode rc = m->data.result; /* m is invalid after the handle is removed */
-		curl_multi_remove_handle(a->multi, c->easy);
+		curl_multi_remove_handle(am->m, c->easy);
+		c->multi = NULL;
 		call_unlink(c);
 		if (!c->cancelled) {
 			call_finish(c, rc);
@@ -446,15 +463,16 @@ static void collect(struct http_agent *a)
 
 static void agent_destroy(struct http_agent *a);
 
-static void action(struct http_agent *a, curl_socket_t s, int flags)
+static void action(struct agent_multi *am, curl_socket_t s, int flags)
 {
+	struct http_agent *a = am->a;
 	int running;
 	a->busy++;
 	a->in_action++;
-	curl_multi_socket_action(a->multi, s, flags, &running);
+	curl_multi_socket_action(am->m, s, flags, &running);
 	a->in_action--;
 	if (!a->free_pending)
-		collect(a);
+		collect(am);
 	if (--a->busy == 0 && a->free_pending)
 		agent_destroy(a);
 }
@@ -478,30 +496,31 @@ static void on_timer(struct loop *l, struct loop_timer *t, void *ctx)
 
 static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
-	struct http_agent *a = userp;
+	struct agent_multi *am = userp;
+	struct http_agent *a = am->a;
 	if (what == CURL_POLL_REMOVE) {
 		if (socketp)
 			loop_del_fd(a->l, s);
-		curl_multi_assign(a->multi, s, NULL);
+		curl_multi_assign(am->m, s, NULL);
 		return 0;
 	}
 	uint32_t events =
 		(what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
 	if (socketp)
 		return loop_mod_fd(a->l, s, events) < 0 ? -1 : 0;
-	if (loop_add_fd(a->l, s, events, on_fd, a) < 0)
+	if (loop_add_fd(a->l, s, events, on_fd, am) < 0)
 		return -1;
-	curl_multi_assign(a->multi, s, (void *)1);
+	curl_multi_assign(am->m, s, (void *)1);
 	return 0;
 }
 
 static int timer_cb(CURLM *m, long timeout_ms, void *userp)
 {
-	struct http_agent *a = userp;
+	struct agent_multi *am = userp;
 	if (timeout_ms < 0)
-		loop_timer_disarm(a->timer);
+		loop_timer_disarm(am->timer);
 	else
-		loop_timer_arm(a->timer, timeout_ms > 0 ? (uint64_t)timeout_ms : 1, 0);
+		loop_timer_arm(am->timer, timeout_ms > 0 ? (uint64_t)timeout_ms : 1, 0);
 	return 0;
 }
 
@@ -543,11 +562,19 @@ int http_agent_new(struct loop *l, const struct http_auth *auth, struct http_age
 		return -EINVAL;
 	}
 	struct http_agent *a = xcalloc(1, sizeof(*a));
-	a->multi = curl_multi_init();
-	if (!a->multi) {
-		free(a);
-		return -ENOMEM;
+	/* The bulk pool only where streams run beside lists: in a loop. */
+	for (size_t i = 0; i < (l ? 2u : 1u); i++) {
+		a->pool[i] = (struct agent_multi){ .a = a, .m = curl_multi_init() };
+		if (!a->pool[i].m) {
+			http_agent_free(a);
+			return -ENOMEM;
+		}
+		curl_multi_setopt(a->pool[i].m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 	}
+	/* Lists run at once at start-up; afterwards one idle connection is plenty. */
+	if (l)
+		curl_multi_setopt(a->pool[1].m, CURLMOPT_MAXCONNECTS, 1L);
+	a->multi = a->pool[0].m;
 	if (auth) {
 		a->ca_file = dup_or_null(auth->ca_file);
 		a->cert_file = dup_or_null(auth->cert_file);
@@ -561,18 +588,18 @@ int http_agent_new(struct loop *l, const struct http_auth *auth, struct http_age
 		a->tls_server_name = dup_or_null(auth->tls_server_name);
 	}
 	a->l = l;
-	if (l) {
-		a->timer = loop_timer_new(l, on_timer, a);
-		if (!a->timer) {
+	for (size_t i = 0; l && i < 2; i++) {
+		struct agent_multi *am = &a->pool[i];
+		am->timer = loop_timer_new(l, on_timer, am);
+		if (!am->timer) {
 			http_agent_free(a);
 			return -ENOMEM;
 		}
-		curl_multi_setopt(a->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-		curl_multi_setopt(a->multi, CURLMOPT_SOCKETDATA, a);
-		curl_multi_setopt(a->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-		curl_multi_setopt(a->multi, CURLMOPT_TIMERDATA, a);
+		curl_multi_setopt(am->m, CURLMOPT_SOCKETFUNCTION, socket_cb);
+		curl_multi_setopt(am->m, CURLMOPT_SOCKETDATA, am);
+		curl_multi_setopt(am->m, CURLMOPT_TIMERFUNCTION, timer_cb);
+		curl_multi_setopt(am->m, CURLMOPT_TIMERDATA, am);
 	}
-	curl_multi_setopt(a->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 	*out = a;
 	return 0;
 }
@@ -596,8 +623,11 @@ static void agent_destroy(struct http_agent *a)
 		call_unlink(c);
 		call_free(c);
 	}
-	curl_multi_cleanup(a->multi);
-	loop_timer_free(a->timer);
+	for (size_t i = 0; i < ARRAY_SIZE(a->pool); i++) {
+		if (a->pool[i].m)
+			curl_multi_cleanup(a->pool[i].m);
+		loop_timer_free(a->pool[i].timer);
+	}
 	free(a->ca_file);
 	free(a->cert_file);
 	free(a->key_file);
@@ -648,6 +678,7 @@ int http_agent_perform_many(struct http_agent *a, const struct http_request *req
 			done[i] = true;
 		} else {
 			curl_multi_add_handle(a->multi, calls[i]->easy);
+			calls[i]->multi = a->multi;
 			pending++;
 		}
 	}
@@ -670,8 +701,6 @@ int http_agent_perform_many(struct http_agent *a, const struct http_request *req
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (calls[i]) {
-			if (!a->l)
-				curl_multi_remove_handle(a->multi, calls[i]->easy);
 			if (!done[i])
 				rcs[i] = CURLE_RECV_ERROR;
 			take_result(calls[i], rcs[i], &res[i]);
@@ -701,10 +730,12 @@ int http_call_start(struct http_agent *a, const struct http_request *req, http_d
 		return -ENOMEM;
 	c->done = done;
 	c->done_ctx = ctx;
-	if (curl_multi_add_handle(a->multi, c->easy) != CURLM_OK) {
+	CURLM *m = a->pool[req->own_connection ? 1 : 0].m;
+	if (curl_multi_add_handle(m, c->easy) != CURLM_OK) {
 		call_free(c);
 		return -ENOMEM;
 	}
+	c->multi = m;
 	c->next = a->calls;
 	if (a->calls)
 		a->calls->prev = c;

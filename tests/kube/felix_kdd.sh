@@ -6,7 +6,8 @@
 # brindle-cni does). Routes follow Pods; Kubernetes NetworkPolicies with pod
 # and namespace selectors are enforced on real packets, and follow label
 # changes; Calico policy by service account (a ServiceAccount's labels) admits only
-# that account's pods; a deleted or finished pod loses its route; with the API
+# that account's pods; its watches share one HTTP/2 connection; a deleted or
+# finished pod loses its route; with the API
 # server unreachable readiness says why, and recovers; frozen through a change,
 # an etcd compaction and an API server crash, it catches up without flapping.
 . "$(dirname "$0")/../lib/common.sh"
@@ -78,6 +79,14 @@ pod other intruder 10.244.1.13 client
 bt_run_bg felix ip netns exec "$NODE" env NODENAME=node1 BRINDLE_DATASTORE_TYPE=kubernetes \
 	BRINDLE_KUBECONFIG="$NODECFG" FELIX_PROMETHEUSMETRICSENABLED=true "$FELIX"
 bt_wait_for 30 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
+# Its watches (one per kind) share one HTTP/2 connection; lists go over a kept-alive
+# HTTP/1.1 connection of their own. So felix holds two connections to the API server.
+API_PORT=$(kube_state "$K" API_PORT)
+FELIX_PID=$(pgrep -f "^$FELIX" | head -1)
+conns=$(ip netns exec "$NODE" ss -tnpH state established "( dport = :$API_PORT )" |
+	grep -c "pid=$FELIX_PID,") || true
+[ "$conns" -le 2 ] || bt_fail "felix holds $conns connections to the API server, not 2 at most: the watches do not share one"
+bt_log "felix's connections to the API server: $conns"
 for p in "shop web 10.244.1.11" "shop client 10.244.1.12" "other intruder 10.244.1.13"; do
 	set -- $p
 	bt_wait_for 10 "the route of $1/$2" \
@@ -189,7 +198,6 @@ bt_wait_for 40 "ready again" bt_http_ok "$NODE" http://localhost:9099/readiness
 # watches get 410 Gone (too old resource version), it lists again and
 # delivers only differences: it gets the change and removes and re-adds no
 # route.
-FELIX_PID=$(pgrep -f "^$FELIX" | head -1)
 kill -STOP "$FELIX_PID"
 kc -n other label serviceaccount robot role=robot --overwrite >/dev/null
 etcd="http://127.0.0.1:$(kube_state "$K" ETCD_PORT)"

@@ -85,7 +85,8 @@ struct http_request {
 	/*
 	 * A bulk answer (a list page of megabytes) that must not share an HTTP/2
 	 * connection with streams: it goes over HTTP/1.1, on a connection of its
-	 * own (kept for the next such request). With libcurl 7.88 a large
+	 * own (in a loop agent closed when done, so that no watch takes it over;
+	 * kept for the next request in a blocking one). With libcurl 7.88 a large
 	 * response multiplexed beside watches was seen to stall mid-body.
 	 */
 	bool own_connection;
