@@ -5,7 +5,8 @@
  * object; what maps is a valid resource (it decodes again, unchanged, the way
  * the etcd path reads it); a mapped pod's state matches its addresses; and a
  * mapped Node's annotations map back to the same spec; an endpoint name
- * that parses spells itself again.
+ * that parses spells itself again; the CNI plugin's reading of Calico's IPAM
+ * annotations refuses with a reason or gives addresses or pools, not both.
  */
 #include <brindle/core/json.h>
 #include <brindle/core/kdd_map.h>
@@ -134,6 +135,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (n)
 		node_round_trip(n);
 	model_free(n ? &n->o : NULL);
+
+	/* The same document as a pod and as its namespace for the CNI plugin's IPAM annotations. */
+	struct kdd_pod_ipam want;
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	r = kdd_pod_ipam(a, doc, doc, &want, &why);
+	must(r == 0 || r == -EINVAL, "an IPAM annotation error other than -EINVAL");
+	must(r == 0 || why.len > 0, "an IPAM annotation refused without a reason");
+	must(r < 0 || !(want.n_ips && want.n_pools), "fixed addresses and pools at once");
+	must(r < 0 || want.n_ips <= KDD_POD_MAX_IPS, "more addresses than the limit");
+	for (size_t i = 0; r == 0 && i < want.n_pools; i++)
+		must(want.pools[i] != NULL, "a pool without a name");
+	sb_free(&why);
 
 	const enum br_kind_id kinds[] = { KIND_K8S_NETWORKPOLICY, KIND_NAMESPACE, KIND_SERVICE,
 					  KIND_ENDPOINTSLICE };
