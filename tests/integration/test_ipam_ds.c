@@ -392,6 +392,7 @@ struct child_result {
 	int rc;
 	char ip[IP_STRLEN];
 	int retries;
+	char why[200]; /* the last failure's reason */
 };
 
 /*
@@ -409,8 +410,13 @@ static void child_main(int i, int fd, int deadline_s, bool release_on_error)
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	struct ds *d = NULL;
-	/* With a restart: churn first (assign, release) so etcd goes away mid-work. */
-	int rounds = release_on_error ? 15 : 0;
+	/*
+	 * With a restart: churn first (assign, release) so the datastore goes away
+	 * mid-work. The API server is slower per request than etcd and takes seconds
+	 * to come back: fewer rounds, and more time per operation.
+	 */
+	int rounds = release_on_error ? (kubeconfig ? 5 : 15) : 0;
+	long op_ms = release_on_error ? (kubeconfig ? 3000 : 400) : 20000;
 	if (connect_ds(1000, &d, &err) == 0) {
 		for (int round = 0; round <= rounds && time(NULL) < end;) {
 			char h[48];
@@ -418,10 +424,9 @@ static void child_main(int i, int fd, int deadline_s, bool release_on_error)
 				snprintf(h, sizeof(h), "%s.t%d", handle, round);
 			else
 				snprintf(h, sizeof(h), "%s", handle);
-			struct ipam_request req = { .handle = h,
-						    .node = node,
-						    .now = time(NULL),
-						    .timeout_ms = release_on_error ? 400 : 20000 };
+			struct ipam_request req = {
+				.handle = h, .node = node, .now = time(NULL), .timeout_ms = op_ms
+			};
 			struct ipam_assigned out;
 			size_t n;
 			sb_reset(&err);
@@ -430,12 +435,14 @@ static void child_main(int i, int fd, int deadline_s, bool release_on_error)
 				ip_str(&out.ips[0], res.ip);
 				break;
 			}
-			if (res.rc < 0)
+			if (res.rc < 0) {
 				res.retries++;
+				snprintf(res.why, sizeof(res.why), "%s", sb_str(&err));
+			}
 			/* A failed ADD is followed by a DEL, as runtimes do; a churn round by one
 			 * too. */
 			sb_reset(&err);
-			if (ipam_release_handle(d, h, time(NULL), 400, &n, &err) < 0) {
+			if (ipam_release_handle(d, h, time(NULL), op_ms, &n, &err) < 0) {
 				res.retries++;
 				continue;
 			}
@@ -466,7 +473,7 @@ static void run_children(int n, bool restart, struct child_result *res)
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			close(fds[0]);
-			child_main(i, fds[1], 60, restart);
+			child_main(i, fds[1], kubeconfig ? 180 : 60, restart);
 		}
 	}
 	close(fds[1]);
@@ -503,7 +510,7 @@ static void check_consistent(struct ds *d, int n, const struct child_result *res
 	char **ips = xcalloc((size_t)n, sizeof(*ips));
 	for (int i = 0; i < n; i++) {
 		if (res[i].rc != 0)
-			fail_msg("child %d failed: %d", i, res[i].rc);
+			fail_msg("child %d failed: %d: %s", i, res[i].rc, res[i].why);
 		ips[i] = (char *)res[i].ip;
 	}
 	qsort(ips, (size_t)n, sizeof(*ips), cmp_str);
