@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# brindlectl's help and docs/brindlectl.md agree: walks every command of the help
+# brindlectl's help and docs/brindlectl.md (and docs/lab.md's table of lab commands) agree:
+# walks every command of the help
 # (brindlectl help PATH, the same as PATH --help and PATH -h), and checks that every command
 # and flag it lists is in the doc's synopsis lines ("brindlectl PATH ..." in code blocks), and
 # that every command and flag of those lines is in the help. Needs no datastore.
@@ -105,9 +106,34 @@ while read -r line; do
 		done
 	done
 done <<<"$synopsis"
+
+# docs/lab.md's table of commands: a row per lab command of the help, showing each of its
+# flags, and no flag the help does not list. Its first cells: "| `lab up FILE [--timeout S]`".
+LABDOC=$BT_SOURCE_DIR/docs/lab.md
+rows=$(grep -E '^\| `lab ' "$LABDOC" | cut -d'|' -f2)
+for p in "${leaves[@]}"; do
+	[[ $p == lab\ * ]] || continue
+	row=$(grep -E -- "\`${p// / +}( |\`)" <<<"$rows" || true)
+	if [ -z "$row" ]; then
+		problem "docs/lab.md's table has no row for \"brindlectl $p\""
+		continue
+	fi
+	for f in ${flags[$p]}; do
+		long=${f%%/*} short=
+		[ "$long" != "$f" ] && short=${f#*/}
+		[ "$long" = --help ] && continue
+		grep -q -E -- "(^| |\[|\()($long|${short:-$long})( |=|\]|\)|\`|$)" <<<"$row" ||
+			problem "docs/lab.md: the row of \"$p\" does not show $long"
+	done
+	for w in $(grep -o -E -- '--[a-z][a-z-]*' <<<"$row" | sort -u); do
+		[[ " ${flags[$p]} $globals " =~ [\ /]$w[\ /] ]] ||
+			problem "docs/lab.md: the row of \"$p\" shows $w, which brindlectl $p does not take"
+	done
+done
+
 if [ ${#problems[@]} -gt 0 ]; then
 	printf '%s\n' "${problems[@]}" >&2
-	bt_fail "${#problems[@]} disagreement(s) between brindlectl's help and docs/brindlectl.md"
+	bt_fail "${#problems[@]} disagreement(s) between brindlectl's help and docs/brindlectl.md or docs/lab.md"
 fi
 
 # Usage errors point to the help and exit 2.
