@@ -239,6 +239,34 @@ static int decode(struct ds *d, const struct br_kind *k, const struct jv *cr,
 	return r;
 }
 
+static void set_cr_name(struct arena *a, struct jv *cr, const char *name);
+
+/*
+ * After @r, the answer of @method on (@k, @scope, @name): a policy not found is
+ * tried again under its legacy name (has_legacy_name). @cr, when given, is
+ * the body, renamed to match and written to @body; else @body is sent as it
+ * is (NULL: none). Returns the request's result, or @r when not retried.
+ */
+static int retry_legacy(struct ds *d, int r, const struct br_kind *k, const char *scope,
+			const char *name, const char *method, struct arena *a, struct jv *cr,
+			struct strbuf *body, struct jv **answer)
+{
+	if (r != -ENOENT || !has_legacy_name(k, name))
+		return r;
+	struct strbuf path = STRBUF_INIT;
+	sb_init(&path);
+	r = path_for_as(d, k, scope, name, true, &path);
+	if (r == 0 && cr) {
+		set_cr_name(a, cr, arena_printf(a, "default.%s", name));
+		sb_reset(body);
+		json_write(body, cr, false);
+	}
+	if (r == 0)
+		r = kube_request(client_of(d), method, sb_str(&path), NULL, body, answer);
+	sb_free(&path);
+	return r;
+}
+
 /* A get's answer: @r from the request (@why its reason), @v the object read. */
 static int get_answer(struct ds *d, const struct br_kind *k, const char *scope, const char *name,
 		      int r, const char *why, const struct jv *v, struct br_object **out)
@@ -273,13 +301,7 @@ static int k_get(struct ds *d, const struct br_kind *k, const char *scope, const
 	struct jv *v = NULL;
 	if (r == 0) {
 		r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL, &v);
-		if (r == -ENOENT && has_legacy_name(k, name)) {
-			sb_reset(&path);
-			r = path_for_as(d, k, scope, name, true, &path);
-			if (r == 0)
-				r = kube_request(client_of(d), "GET", sb_str(&path), NULL, NULL,
-						 &v);
-		}
+		r = retry_legacy(d, r, k, scope, name, "GET", NULL, NULL, NULL, &v);
 		r = get_answer(d, k, scope, name, r, kube_last_error(client_of(d)), v, out);
 	}
 	sb_free(&path);
@@ -691,17 +713,9 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 	if (r == 0) {
 		const char *method = create ? "POST" : "PUT";
 		r = kube_request(client_of(d), method, sb_str(&path), NULL, &body, &answer);
-		if (r == -ENOENT && !create && has_legacy_name(k, o->meta.name)) {
-			sb_reset(&path);
-			r = path_for_as(d, k, ds_scope(o), o->meta.name, true, &path);
-			if (r == 0) {
-				set_cr_name(a, cr, arena_printf(a, "default.%s", o->meta.name));
-				sb_reset(&body);
-				json_write(&body, cr, false);
-				r = kube_request(client_of(d), method, sb_str(&path), NULL, &body,
-						 &answer);
-			}
-		}
+		if (!create)
+			r = retry_legacy(d, r, k, ds_scope(o), o->meta.name, method, a, cr, &body,
+					 &answer);
 		if (r == -EEXIST)
 			r = ds_fail(d, -EEXIST, "%s \"%s\" already exists", k->kind, o->meta.name);
 		else if (r == -ECANCELED)
@@ -752,13 +766,8 @@ static int k_del(struct ds *d, const struct br_kind *k, const char *scope, const
 				revision);
 		r = kube_request(client_of(d), "DELETE", sb_str(&path), NULL,
 				 revision > 0 ? &body : NULL, NULL);
-		if (r == -ENOENT && has_legacy_name(k, name)) {
-			sb_reset(&path);
-			r = path_for_as(d, k, scope, name, true, &path);
-			if (r == 0)
-				r = kube_request(client_of(d), "DELETE", sb_str(&path), NULL,
-						 revision > 0 ? &body : NULL, NULL);
-		}
+		r = retry_legacy(d, r, k, scope, name, "DELETE", NULL, NULL,
+				 revision > 0 ? &body : NULL, NULL);
 		if (r == -ENOENT)
 			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, name);
 		else if (r == -ECANCELED)
