@@ -1,7 +1,8 @@
 # The Kubernetes test control plane for shell tests (source after common.sh):
 # scripts/kube-testenv's servers, which ./scripts/test builds before the tiers
 # run. A test of the kube tier fails (never skips) when they are not built.
-#   kube_up DIR [NETNS]          a control plane in DIR (inside NETNS if given), ready
+#   kube_up DIR [NETNS [ARGS...]]  a control plane in DIR (inside NETNS if given; ARGS go
+#                                to kube-testenv up, e.g. --addr), ready
 #   kube_down DIR                stop it; nothing is left
 #   kube_kubectl KUBECONFIG ARGS...   kubectl against it (in its namespace)
 #   kube_testenv ARGS...         scripts/kube-testenv itself
@@ -25,7 +26,8 @@ kube_state() { sed -n "s/^$2=//p" "$1/state"; }
 kube_up() {
 	local dir=$1
 	KUBE_NETNS=${2:-}
-	if ! "$KUBE_TESTENV" up "$dir" ${KUBE_NETNS:+--netns "$KUBE_NETNS"} 2>"$BT_DIR/kube-up.log"; then
+	shift $(($# < 2 ? $# : 2))
+	if ! "$KUBE_TESTENV" up "$dir" ${KUBE_NETNS:+--netns "$KUBE_NETNS"} "$@" 2>"$BT_DIR/kube-up.log"; then
 		cat "$BT_DIR/kube-up.log" >&2
 		bt_fail "the control plane did not come up"
 	fi
