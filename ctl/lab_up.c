@@ -444,6 +444,22 @@ static int start_peer(struct lab *l, size_t i)
 	return 0;
 }
 
+/* The last "[ERROR]" line of log @path (its message part) in @out; false when none. */
+static bool last_error(const char *path, struct strbuf *out)
+{
+	struct strbuf text = STRBUF_INIT;
+	sb_init(&text);
+	const char *found = NULL;
+	if (sb_read_file(&text, path) == 0)
+		for (const char *p = strstr(sb_str(&text), "[ERROR] "); p;
+		     p = strstr(p + 1, "[ERROR] "))
+			found = p + strlen("[ERROR] ");
+	if (found)
+		sb_add(out, found, strcspn(found, "\n"));
+	sb_free(&text);
+	return found != NULL;
+}
+
 /* BIRD starts once confd has written a configuration BIRD accepted (bounded). */
 static int start_birds(struct lab *l)
 {
@@ -455,9 +471,16 @@ static int start_birds(struct lab *l)
 		struct stat st;
 		while (stat(conf, &st) < 0 || st.st_size == 0) {
 			if (now_ms() > deadline) {
-				ctl_error("%s: brindle-confd wrote no bird.conf within 30 s (log: "
-					  "%s/%s-confd.log)",
-					  t->nodes[i].name, l->dir, t->nodes[i].name);
+				const char *log = arena_printf(l->a, "%s/%s-confd.log", l->dir,
+							       t->nodes[i].name);
+				struct strbuf why = STRBUF_INIT;
+				sb_init(&why);
+				bool known = last_error(log, &why);
+				ctl_error("%s: brindle-confd wrote no bird.conf within 30 s%s%s "
+					  "(log: "
+					  "%s)",
+					  t->nodes[i].name, known ? ": " : "", sb_str(&why), log);
+				sb_free(&why);
 				return -ETIMEDOUT;
 			}
 			usleep(100000);
