@@ -31,12 +31,7 @@ export BRINDLE_SOURCE_DIR=$top BRINDLECTL=$BRINDLE_BUILD_DIR/ctl/brindlectl
 PODS=${PODS:-100} PARALLEL=${PARALLEL:-50}
 . "$top/bench/cni_lib.sh"
 
-bt_netns cp
-NS=$BT_PREFIX-cp
-kube_up "$BT_DIR/cp" "$NS"
-K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
-kube_brindle_crds "$K"
+kube_test_plane
 kube_brindle_cni "$K"
 ip netns exec "$NS" "$BRINDLECTL" --datastore kubernetes --kubeconfig "$K/admin.kubeconfig" \
 	apply -f - >/dev/null <<'YAML'

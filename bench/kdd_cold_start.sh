@@ -156,7 +156,6 @@ kill "${bt_pids[-1]}"
 # --- The Kubernetes datastore ---------------------------------------------
 kube_up "$BT_DIR/cp" "$KNS"
 K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 kc apply -f "$top/deploy/crds.yaml" >/dev/null
 kc apply -f "$top/deploy/rbac/brindle-node.yaml" >/dev/null
 bt_wait_for 60 "the CRDs" kc wait --for condition=established --timeout=2s \

@@ -18,12 +18,7 @@
 . "$(dirname "$0")/../lib/kube.sh"
 
 CNI_DIR=$BT_BUILD_DIR/cni
-bt_netns cp
-NS=$BT_PREFIX-cp
-kube_up "$BT_DIR/cp" "$NS"
-K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
-kube_brindle_crds "$K"
+kube_test_plane
 kube_brindle_cni "$K"
 CNICFG=$KUBE_CNICFG
 actl() {

@@ -16,7 +16,6 @@ bt_netns peer
 NODE=$BT_PREFIX-cp
 kube_up "$BT_DIR/cp" "$NODE"
 K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 ip -n "$NODE" link add eth0 type veth peer name eth0 netns "$BT_PREFIX-peer"
 ip -n "$NODE" addr add 192.168.100.11/24 dev eth0
 ip -n "$NODE" link set eth0 up

@@ -13,7 +13,6 @@
 bt_netns cp
 kube_up "$BT_DIR/cp" "$BT_PREFIX-cp"
 K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 
 bt_expect_contains "the server's version" "$KUBE_VERSION" "$(kc version -o json)"
 bt_wait_for 30 "the default namespace" kc get namespace default

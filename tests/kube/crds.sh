@@ -20,7 +20,6 @@ T0=$SECONDS
 kube_up "$BT_DIR/cp" "$BT_PREFIX-cp"
 bt_log "up in $((SECONDS - T0)) s"
 K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 
 # Install and wait: a schema the apiserver finds non-structural is refused here.
 kc apply -f "$CRDS" >"$BT_DIR/apply.log" 2>&1 || {

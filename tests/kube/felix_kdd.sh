@@ -19,7 +19,6 @@ bt_netns peer
 NODE=$BT_PREFIX-cp
 kube_up "$BT_DIR/cp" "$NODE"
 K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 
 # The node's uplink, as any node has: proxy ARP answers pods only with a route out.
 ip -n "$NODE" link add eth0 type veth peer name eth0 netns "$BT_PREFIX-peer"

@@ -11,11 +11,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
-bt_netns cp
-NS=$BT_PREFIX-cp
-kube_up "$BT_DIR/cp" "$NS"
-K=$BT_DIR/cp
-kube_brindle_crds "$K"
+kube_test_plane
 
 BRINDLE_TEST_KUBECONFIG=$K/admin.kubeconfig BRINDLE_TEST_KUBE_DIR=$K \
 	timeout 600 ip netns exec "$NS" "$BT_BUILD_DIR/tests/test_ipam_ds" ||

@@ -6,10 +6,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
-bt_netns cp
-NS=$BT_PREFIX-cp
-kube_up "$BT_DIR/cp" "$NS"
-K=$BT_DIR/cp
+kube_test_plane --no-crds
 kube_testenv user "$K" nobody >/dev/null
 # The admin kubeconfig's server and files (kube-testenv writes file paths).
 kcfg() { sed -n "s/^ *$2: *//p" "$1" | head -1; }

@@ -18,7 +18,6 @@ NS=$BT_PREFIX-cp
 kube_up "$BT_DIR/cp" "$NS"
 K=$BT_DIR/cp
 PORT=$(kube_state "$K" API_PORT)
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
 # The probe, in the control plane's namespace, with nothing of the caller's environment
 # choosing the connection but what a step passes.
 probe() {

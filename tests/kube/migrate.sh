@@ -17,12 +17,7 @@
 . "$(dirname "$0")/../lib/kube.sh"
 
 bt_start_etcd
-bt_netns cp
-NS=$BT_PREFIX-cp
-kube_up "$BT_DIR/cp" "$NS"
-K=$BT_DIR/cp
-kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
-kube_brindle_crds "$K"
+kube_test_plane
 kc create namespace shop >/dev/null
 kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindlectl.yaml" >/dev/null
 ALICE=$(kube_testenv user "$K" alice)

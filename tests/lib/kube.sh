@@ -8,6 +8,9 @@
 #   kube_testenv ARGS...         scripts/kube-testenv itself
 #   kube_state DIR NAME          a value of DIR/state (API_PORT, ...)
 #   kube_brindle_crds DIR        Brindle's CRDs (deploy/crds.yaml) applied, every one established
+#   kube_test_plane [--no-crds]  the usual start of a test: namespace "cp" (NS) with a control
+#                                plane in $BT_DIR/cp (K), Brindle's CRDs unless --no-crds;
+#                                kc runs kubectl as its admin
 #   kube_brindle_node DIR        the brindle-node ClusterRole bound to a user of that name;
 #                                sets KUBE_NODECFG to its kubeconfig
 #   kube_brindle_cni DIR         the same for brindle-cni (deploy/rbac/brindle-cni.yaml);
@@ -73,3 +76,12 @@ kube_brindle_cni() {
 	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-cni \
 		--clusterrole brindle-cni --user brindle-cni >/dev/null
 }
+
+kube_test_plane() {
+	bt_netns cp
+	NS=$BT_PREFIX-cp
+	kube_up "$BT_DIR/cp" "$NS"
+	K=$BT_DIR/cp
+	[ "${1:-}" = --no-crds ] || kube_brindle_crds "$K"
+}
+kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
