@@ -13,18 +13,8 @@
 . "$(dirname "$0")/../lib/kube.sh"
 
 kube_test_plane
-kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindlectl.yaml" >/dev/null
-ALICE=$(kube_testenv user "$K" alice)
-BOB=$(kube_testenv user "$K" bob)
-kc create clusterrolebinding alice-brindle --clusterrole brindle-ctl-admin --user alice >/dev/null
-kc create clusterrolebinding bob-brindle --clusterrole brindle-ctl-readonly --user bob >/dev/null
+kube_brindlectl_users
 
-# bctl KUBECONFIG ARGS...: brindlectl on the Kubernetes datastore, inside the namespace.
-bctl() {
-	local cfg=$1
-	shift
-	ip netns exec "$NS" "$BRINDLECTL" --datastore kubernetes --kubeconfig "$cfg" "$@"
-}
 # refused WHAT WANT CMD...: CMD fails, saying WANT.
 refused() {
 	local what=$1 want=$2 err

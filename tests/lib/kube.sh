@@ -11,6 +11,9 @@
 #   kube_test_plane [--no-crds]  the usual start of a test: namespace "cp" (NS) with a control
 #                                plane in $BT_DIR/cp (K), Brindle's CRDs unless --no-crds;
 #                                kc runs kubectl as its admin
+#   kube_brindlectl_users        brindlectl's roles (deploy/rbac/brindlectl.yaml): ALICE the
+#                                kubeconfig of an admin, BOB of a read-only user;
+#                                bctl KUBECONFIG ARGS... runs brindlectl with one, in NS
 #   kube_brindle_node DIR        the brindle-node ClusterRole bound to a user of that name;
 #                                sets KUBE_NODECFG to its kubeconfig
 #   kube_brindle_cni DIR         the same for brindle-cni (deploy/rbac/brindle-cni.yaml);
@@ -85,3 +88,16 @@ kube_test_plane() {
 	[ "${1:-}" = --no-crds ] || kube_brindle_crds "$K"
 }
 kc() { kube_kubectl "$K/admin.kubeconfig" "$@"; }
+
+kube_brindlectl_users() {
+	kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindlectl.yaml" >/dev/null
+	ALICE=$(kube_testenv user "$K" alice)
+	BOB=$(kube_testenv user "$K" bob)
+	kc create clusterrolebinding alice-brindle --clusterrole brindle-ctl-admin --user alice >/dev/null
+	kc create clusterrolebinding bob-brindle --clusterrole brindle-ctl-readonly --user bob >/dev/null
+}
+bctl() {
+	local cfg=$1
+	shift
+	ip netns exec "$NS" "$BRINDLECTL" --datastore kubernetes --kubeconfig "$cfg" "$@"
+}
