@@ -230,7 +230,7 @@ static struct jv *string_to_bool(struct arena *a, const struct jv *v)
 	if (s && (streq(s, "true") || streq(s, "false")))
 		return jv_bool(a, streq(s, "true"));
 	if (s && !*s)
-		return jv_bool(a, false); /* Calico writes "" for not deleted */
+		return jv_bool(a, false); /* empty: not set, so not deleted */
 	return (struct jv *)v;
 }
 
