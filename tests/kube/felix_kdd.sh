@@ -84,6 +84,7 @@ API_PORT=$(kube_state "$K" API_PORT)
 FELIX_PID=$(pgrep -f "^$FELIX" | head -1)
 conns=$(ip netns exec "$NODE" ss -tnpH state established "( dport = :$API_PORT )" |
 	grep -c "pid=$FELIX_PID,") || true
+[ "$conns" -ge 1 ] || bt_fail "no connection of felix (pid $FELIX_PID) to the API server found"
 [ "$conns" -le 2 ] || bt_fail "felix holds $conns connections to the API server, not 2 at most: the watches do not share one"
 bt_log "felix's connections to the API server: $conns"
 for p in "shop web 10.244.1.11" "shop client 10.244.1.12" "other intruder 10.244.1.13"; do
