@@ -19,6 +19,17 @@ struct ctl {
 	struct ds_config cfg;
 	struct ds_config_storage storage;
 	struct ds *ds; /* opened on first use */
+	/*
+	 * Set by `brindlectl lab` for a lab on Kubernetes, which plays the
+	 * cluster's administrator: apply, create, replace and delete offer it
+	 * each object first (@o NULL for a delete). It returns 1 for an object
+	 * that is not its own (the datastore writes it), 0 when it wrote it
+	 * (*what: "created", "configured", "deleted"...), or a negative errno
+	 * after saying why.
+	 */
+	int (*cluster_write)(struct ctl *c, const struct br_kind *k, const char *ns,
+			     const char *name, struct br_object *o, const char **what);
+	void *cluster_arg;
 };
 
 /* Shared helpers (ctl.c). Opens the datastore on first use; prints the error and returns NULL

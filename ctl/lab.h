@@ -79,6 +79,8 @@ int lab_state_drop(struct lab *l, const char *file, const char *prefix) must_che
 void lab_kill_log(struct lab *l, const char *log);
 /* The lab's datastore, through brindlectl's own configuration; ctl_close frees it. */
 struct ds *lab_ds(struct lab *l, struct ctl *c);
+/* The same as @who on the Kubernetes datastore (lab_kubeconfig); on etcd @who is ignored. */
+struct ds *lab_ds_as(struct lab *l, struct ctl *c, const char *who);
 void lab_ctl_close(struct ctl *c);
 
 /* --- lab_up.c ------------------------------------------------------------- */
@@ -95,6 +97,29 @@ bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_p
 /* Runs brindlectl's apply/delete against the lab's etcd; quiet hides their output. */
 int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, char **argv,
 		bool quiet);
+
+/* --- lab_kube.c (a lab with `datastore: kubernetes`) ------------------------ */
+
+/* <dir>/kube/<who>.kubeconfig: admin, brindle-node, brindle-cni, brindlectl. */
+const char *lab_kubeconfig(struct lab *l, const char *who);
+/* This process into the lab's fabric namespace, where its API server listens (once; no-op on etcd).
+ */
+int lab_kube_enter(struct lab *l) must_check;
+/* The control plane started in the fabric; CRDs, roles and users; the nodes and namespaces. */
+int lab_kube_up(struct lab *l) must_check;
+/* A namespace created (or an existing one's labels replaced) as the cluster's administrator. */
+int lab_kube_namespace(struct lab *l, const char *name, const struct br_labels *labels,
+		       bool create) must_check;
+/* The pod as an API object on its node; then Running with @ip, as the kubelet reports it. */
+int lab_kube_pod_create(struct lab *l, const struct lab_pod *p) must_check;
+int lab_kube_pod_running(struct lab *l, const struct lab_pod *p, const char *ip) must_check;
+int lab_kube_pod_delete(struct lab *l, const char *ns, const char *pod) must_check;
+/* "k=v" sets, "k-" removes one of the pod's labels. */
+int lab_kube_pod_label(struct lab *l, const char *ns, const char *pod, char **args,
+		       int n) must_check;
+/* ctl.h's cluster_write: the cluster's own kinds written as its administrator. */
+int lab_kube_cluster_write(struct ctl *c, const struct br_kind *k, const char *ns, const char *name,
+			   struct br_object *o, const char **what);
 
 /* --- lab_probe.c ---------------------------------------------------------- */
 int lab_cmd_probe(struct ctl *c, int argc, char **argv);

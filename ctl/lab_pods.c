@@ -1,11 +1,12 @@
 /*
  * lab ns, lab pod and lab exec: changing a running lab. Namespaces live in
  * the lab's datastore only (v1 Namespace; the product adds
- * kubernetes.io/metadata.name). Pods added here are made exactly like the
- * topology's (lab_pod_start: brindle-cni ADD, brindle-probe) and recorded in
+ * kubernetes.io/metadata.name; on Kubernetes, the API's Namespaces). Pods added here are made
+ * exactly like the topology's (lab_pod_start: brindle-cni ADD, brindle-probe) and recorded in
  * <dir>/pods; pod delete is a real brindle-cni DEL, so the WorkloadEndpoint
  * goes and IPAM releases the address. Pod labels are the WorkloadEndpoint's
- * labels, as a CNI plugin's pod controller keeps them.
+ * labels, as a CNI plugin's pod controller keeps them (on Kubernetes the
+ * Pod's labels, which felix reads through its WorkloadEndpoint).
  */
 #include "lab.h"
 #include <brindle/sys/clock.h>
@@ -91,6 +92,7 @@ int lab_cmd_ns(struct ctl *c, int argc, char **argv)
 	}
 	struct ds *d = lab_ds(&l, &lc);
 	const struct br_kind *k = model_kind(KIND_NAMESPACE);
+	bool kube = l.topo->kubernetes;
 	struct br_object *o = NULL;
 	if (!d)
 		goto out;
@@ -121,7 +123,12 @@ int lab_cmd_ns(struct ctl *c, int argc, char **argv)
 		ctl_error("lab ns add: kubernetes.io/metadata.name is set by the product");
 		goto out;
 	}
-	if ((add ? ds_create(d, o) : ds_update(d, o)) < 0) {
+	if (kube) {
+		/* a Namespace of the API, written as the cluster's administrator */
+		labels_del(&o->meta.labels, "kubernetes.io/metadata.name");
+		if (lab_kube_namespace(&l, ns, &o->meta.labels, add) < 0)
+			goto out;
+	} else if ((add ? ds_create(d, o) : ds_update(d, o)) < 0) {
 		ctl_error("namespace %s: %s", ns, ds_last_error(d));
 		goto out;
 	}
@@ -365,6 +372,8 @@ static int pod_delete(struct lab *l, const char *ref)
 	lab_find_bins(l->a, &b);
 	if (!host && lab_pod_cni_del(l, &b, ps, ns, pod) < 0)
 		return CTL_FAIL;
+	if (l->topo->kubernetes && lab_kube_pod_delete(l, ns, pod) < 0)
+		return CTL_FAIL;
 	lab_kill_log(l, arena_printf(l->a, "pod-%s-%s", ns, pod));
 	struct strbuf out = STRBUF_INIT;
 	sb_init(&out);
@@ -396,6 +405,20 @@ static int pod_label(struct lab *l, const char *ref, char **args, int n)
 	if (!find_pod(pods, npods, ref)) {
 		ctl_error("lab %s has no pod %s", l->name, ref);
 		return CTL_FAIL;
+	}
+	if (l->topo->kubernetes) {
+		/* the Pod's own labels, which its WorkloadEndpoint follows */
+		for (int i = 0; i < n; i++)
+			if (str_has_prefix(args[i], "projectcalico.org/")) {
+				ctl_error("lab pod label: label %.*s is set by the product, not by "
+					  "hand",
+					  (int)strcspn(args[i], "="), args[i]);
+				return CTL_FAIL;
+			}
+		if (lab_kube_pod_label(l, ns, pod, args, n) < 0)
+			return CTL_FAIL;
+		printf("pod %s labeled\n", ref);
+		return CTL_OK;
 	}
 	struct ctl lc;
 	struct ds *d = lab_ds(l, &lc);

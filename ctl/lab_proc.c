@@ -359,7 +359,9 @@ void lab_teardown(struct lab *l)
 		if (lab_runf(&out, "ip netns pids %s", ns) == 0 && out.len) {
 			for (char *p = strtok_r(out.buf, "\n", &psave); p;
 			     p = strtok_r(NULL, "\n", &psave))
-				if (atoi(p) > 1)
+				/* not ourselves: a command of a Kubernetes lab runs in its fabric
+				 */
+				if (atoi(p) > 1 && atoi(p) != getpid())
 					kill(atoi(p), SIGKILL);
 		}
 		sb_reset(&out);

@@ -13,6 +13,7 @@
 
 #include <brindle/core/json.h>
 #include <brindle/sys/clock.h>
+#include <brindle/sys/ipam.h>
 #include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
@@ -50,19 +51,35 @@ static int must(const char *fmt, ...)
 	return r;
 }
 
+/* The client configuration of the lab's datastore, as @who on Kubernetes. */
+static int lab_ds_config(struct lab *l, struct ctl *c, const char *who)
+{
+	*c = (struct ctl){ 0 };
+	if (l->topo && l->topo->kubernetes) {
+		c->cfg.type = "kubernetes";
+		c->cfg.kubeconfig = lab_kubeconfig(l, who);
+		return lab_kube_enter(l);
+	}
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	c->cfg.type = "etcdv3";
+	int r = ds_config_set_endpoints(&c->cfg, &c->storage, l->endpoints, &err);
+	if (r < 0)
+		ctl_error("%s", sb_str(&err));
+	sb_free(&err);
+	return r;
+}
+
 int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, char **argv,
 		bool quiet)
 {
-	struct ctl c = { 0 };
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	c.cfg.type = "etcdv3";
-	if (ds_config_set_endpoints(&c.cfg, &c.storage, l->endpoints, &err) < 0) {
-		ctl_error("%s", sb_str(&err));
-		sb_free(&err);
+	struct ctl c;
+	if (lab_ds_config(l, &c, "brindlectl") < 0)
 		return CTL_FAIL;
+	if (l->topo->kubernetes) {
+		c.cluster_write = lab_kube_cluster_write;
+		c.cluster_arg = l;
 	}
-	sb_free(&err);
 	int saved = -1;
 	if (quiet) {
 		fflush(stdout);
@@ -84,19 +101,14 @@ int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, 
 	return r;
 }
 
+struct ds *lab_ds_as(struct lab *l, struct ctl *c, const char *who)
+{
+	return lab_ds_config(l, c, who) < 0 ? NULL : ctl_ds(c);
+}
+
 struct ds *lab_ds(struct lab *l, struct ctl *c)
 {
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	*c = (struct ctl){ 0 };
-	c->cfg.type = "etcdv3";
-	struct ds *d = NULL;
-	if (ds_config_set_endpoints(&c->cfg, &c->storage, l->endpoints, &err) < 0)
-		ctl_error("%s", sb_str(&err));
-	else
-		d = ctl_ds(c);
-	sb_free(&err);
-	return d;
+	return lab_ds_as(l, c, "brindlectl");
 }
 
 void lab_ctl_close(struct ctl *c)
@@ -202,7 +214,13 @@ static int build_fabric(struct lab *l)
 		return r;
 	for (size_t i = 0; i < t->n_subnets; i++) {
 		const struct lab_subnet *s = &t->subnets[i];
-		if ((r = must("ip -n %s link add br%zu type bridge", fab, i)) < 0 ||
+		/*
+		 * a fixed address: a bridge takes the lowest of its ports' otherwise, and
+		 * each node joining changed it under the nodes' ARP caches (the API
+		 * server on the gateway went dark for ~30 s)
+		 */
+		if ((r = must("ip -n %s link add br%zu address 02:62:72:00:00:%02zx type bridge",
+			      fab, i, i + 1)) < 0 ||
 		    (r = must("ip -n %s addr add %s/%u dev br%zu", fab, ipstr(l->a, &s->gateway),
 			      s->cidr.len, i)) < 0 ||
 		    (r = must("ip -n %s link set br%zu up", fab, i)) < 0)
@@ -215,46 +233,42 @@ static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const
 static const char *result_ip(struct lab *l, const char *json);
 
 /*
- * A VXLAN node's tunnel address, as calico-node gets one: from IPAM (the
- * product's brindle-ipam, handle "k8s-pod-network.vxlan-tunnel-addr-<node>"),
- * then written to the Node's ipv4VXLANTunnelAddr before felix starts.
+ * A VXLAN node's tunnel address, as calico-node gets one before felix
+ * starts: from IPAM in-process (handle "vxlan-tunnel-addr-<node>", Calico's),
+ * as the node's identity, then written to the Node's ipv4VXLANTunnelAddr.
  */
-static int vxlan_tunnel_addr(struct lab *l, const struct lab_bins *b, const struct lab_node *n)
+static int vxlan_tunnel_addr(struct lab *l, const struct lab_node *n)
 {
-	const char *ns = lab_ns_node(l->a, l->topo->name, n->name);
-	struct strbuf conf = STRBUF_INIT, out = STRBUF_INIT;
-	sb_init(&conf);
-	sb_init(&out);
-	cni_conf(l, &conf, n->name, NULL);
-	char *argv[] = { "env",
-			 "CNI_COMMAND=ADD",
-			 arena_printf(l->a, "CNI_CONTAINERID=vxlan-tunnel-addr-%s", n->name),
-			 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", ns),
-			 "CNI_IFNAME=vxlan.calico",
-			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
-			 arena_printf(l->a, "%s/brindle-ipam", b->cni_dir),
-			 NULL };
-	int r = lab_run(ns, argv, sb_str(&conf), &out);
-	const char *ip = r == 0 ? result_ip(l, sb_str(&out)) : NULL;
-	if (!ip)
-		ctl_error("node %s: no VXLAN tunnel address from brindle-ipam (exit %d): %s",
-			  n->name, r, sb_str(&out));
-	sb_free(&conf);
-	sb_free(&out);
-	if (!ip)
-		return -EIO;
 	struct ctl c;
-	struct ds *d = lab_ds(l, &c);
+	struct ds *d = lab_ds_as(l, &c, "brindle-node");
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct br_labels attrs = { 0 };
+	labels_set(l->a, &attrs, IPAM_ATTR_NODE, n->name);
+	labels_set(l->a, &attrs, "type", "vxlanTunnelAddress");
+	struct ipam_request req = { .handle = arena_printf(l->a, "vxlan-tunnel-addr-%s", n->name),
+				    .node = n->name,
+				    .secondary = &attrs,
+				    .now = time(NULL) };
+	struct ipam_assigned got;
+	int r = d ? ipam_assign(d, &req, &got, &err) : -EIO;
 	struct br_object *o = NULL;
-	r = d ? ds_get(d, model_kind(KIND_NODE), NULL, n->name, &o) : -EIO;
-	if (r == 0) {
-		((struct br_node *)o)->spec.ipv4_vxlan_tunnel_addr = arena_strdup(o->arena, ip);
-		r = ds_update(d, o);
+	if (r < 0) {
+		ctl_error("node %s: no VXLAN tunnel address from IPAM: %s", n->name,
+			  d ? sb_str(&err) : "no datastore");
+	} else {
+		if ((r = ds_get(d, model_kind(KIND_NODE), NULL, n->name, &o)) == 0) {
+			char ip[IP_STRLEN];
+			((struct br_node *)o)->spec.ipv4_vxlan_tunnel_addr =
+				arena_strdup(o->arena, ip_str(&got.ips[0], ip));
+			r = ds_update(d, o);
+		}
+		if (r < 0)
+			ctl_error("node %s: writing ipv4VXLANTunnelAddr: %s", n->name,
+				  ds_last_error(d));
 	}
-	if (r < 0)
-		ctl_error("node %s: writing ipv4VXLANTunnelAddr: %s", n->name,
-			  d ? ds_last_error(d) : "no datastore");
 	model_free(o);
+	sb_free(&err);
 	if (d)
 		lab_ctl_close(&c);
 	return r;
@@ -285,10 +299,17 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	const char *dir = arena_printf(l->a, "%s/%s", l->dir, n->name);
 	if (mkdir(dir, 0755) < 0)
 		return fail_io(dir, NULL);
-	const char *ep = arena_printf(l->a, "BRINDLE_ETCD_ENDPOINTS=%s", l->endpoints);
+	/* the node's identity on Kubernetes: the brindle-node ClusterRole's user */
+	const char *ep = t->kubernetes
+				 ? "BRINDLE_DATASTORE_TYPE=kubernetes"
+				 : arena_printf(l->a, "BRINDLE_ETCD_ENDPOINTS=%s", l->endpoints);
+	const char *ep2 = t->kubernetes ? arena_printf(l->a, "BRINDLE_KUBECONFIG=%s",
+						       lab_kubeconfig(l, "brindle-node"))
+					: "BRINDLE_DATASTORE_TYPE=etcdv3";
 	const char *sock = arena_printf(l->a, "%s/bird.ctl", dir);
 	char *confd[] = { "env",
 			  (char *)ep,
+			  (char *)ep2,
 			  (char *)b->confd,
 			  "--node",
 			  (char *)n->name,
@@ -304,14 +325,14 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
 		return fail_io("starting brindle-confd", NULL);
 	if ((t->encap == LAB_ENCAP_VXLAN || t->encap == LAB_ENCAP_VXLAN_CROSS_SUBNET) &&
-	    (r = vxlan_tunnel_addr(l, b, n)) < 0)
+	    (r = vxlan_tunnel_addr(l, n)) < 0)
 		return r;
-	char *felix[] = { "env", (char *)ep, arena_printf(l->a, "NODENAME=%s", n->name),
-			  "FELIX_PROMETHEUSMETRICSENABLED=true",
-			  "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
-			  /* the event log stays with the lab (and goes with lab down) */
-			  arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir), (char *)b->felix,
-			  NULL };
+	char *felix[] = {
+		"env", (char *)ep, (char *)ep2, arena_printf(l->a, "NODENAME=%s", n->name),
+		"FELIX_PROMETHEUSMETRICSENABLED=true", "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
+		/* the event log stays with the lab (and goes with lab down) */
+		arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir), (char *)b->felix, NULL
+	};
 	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
 		return fail_io("starting brindle-felix", NULL);
 	if (n->n_serve) {
@@ -528,16 +549,25 @@ static const char *result_ip(struct lab *l, const char *json)
 	return ip;
 }
 
-/* The network configuration brindle-cni reads on stdin (ADD and DEL alike). */
+/*
+ * The network configuration brindle-cni reads on stdin (ADD and DEL alike).
+ * On etcd the pod's labels, fixed address and named ports come in its args;
+ * on Kubernetes brindle-cni reads them from the Pod (lab_kube_pod_create).
+ */
 static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const struct lab_pod *p)
 {
 	sb_addf(conf,
 		"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
-		"cni\",\"nodename\":\"%s\",\"etcd_endpoints\":\"%s\",\"log_file_path\":\"%"
-		"s/"
-		"cni.log\",\"ipam\":{\"type\":\"brindle-ipam\",\"ipam_lock_file\":\"%s/"
-		"ipam.lock\"}",
-		node, l->endpoints, l->dir, l->dir);
+		"cni\",\"nodename\":\"%s\",\"log_file_path\":\"%s/cni.log\",\"ipam\":{\"type\":"
+		"\"brindle-ipam\",\"ipam_lock_file\":\"%s/ipam.lock\"}",
+		node, l->dir, l->dir);
+	if (l->topo->kubernetes) {
+		sb_adds(conf, ",\"datastore_type\":\"kubernetes\",\"kubernetes\":{\"kubeconfig\":");
+		json_write_string(conf, lab_kubeconfig(l, "brindle-cni"));
+		sb_adds(conf, "}}\n");
+		return;
+	}
+	sb_addf(conf, ",\"etcd_endpoints\":\"%s\"", l->endpoints);
 	if (!p) {
 		sb_adds(conf, "}\n");
 		return;
@@ -602,6 +632,8 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 	const struct lab_node *n = &t->nodes[p->node];
 	const char *ns = lab_ns_node(l->a, t->name, n->name), *ip;
 	int r;
+	if (t->kubernetes && (r = lab_kube_pod_create(l, p)) < 0)
+		return r;
 	if (p->host_network) {
 		ip = ipstr(l->a, &n->ip);
 	} else {
@@ -626,6 +658,8 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 			      ip, ipstr(l->a, &n->ip))) < 0)
 			return r;
 	}
+	if (t->kubernetes && (r = lab_kube_pod_running(l, p, ip)) < 0)
+		return r;
 	size_t nargs = 2 * (p->n_ports + p->n_serve) + 3, k = 0;
 	char **argv = arena_new_array(l->a, char *, nargs);
 	argv[k++] = (char *)b->probe;
@@ -816,8 +850,15 @@ static int build(struct lab *l, const char *file, const char *text, int timeout)
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
 		return fail_io(copy, NULL);
 	int r;
-	if ((r = start_etcd(l)) < 0 || (r = write_resources(l)) < 0 || (r = build_fabric(l)) < 0)
+	if (t->kubernetes) {
+		/* the API server listens in the fabric: the fabric first */
+		if ((r = build_fabric(l)) < 0 || (r = lab_kube_up(l)) < 0 ||
+		    (r = write_resources(l)) < 0)
+			return r;
+	} else if ((r = start_etcd(l)) < 0 || (r = write_resources(l)) < 0 ||
+		   (r = build_fabric(l)) < 0) {
 		return r;
+	}
 	for (size_t i = 0; i < t->n_nodes; i++)
 		if ((r = start_node(l, &b, i)) < 0)
 			return r;
@@ -1017,7 +1058,13 @@ int lab_cmd_status(struct ctl *c, int argc, char **argv)
 			printf("%-24s %-16s %s\n", pods[i].ref, pods[i].ip, pods[i].node);
 	}
 	/* how to reach the lab's datastore with brindlectl itself */
-	printf("\nDatastore: BRINDLE_ETCD_ENDPOINTS=%s\n", l.endpoints);
+	if (t->kubernetes)
+		printf("\nDatastore: kubernetes; its API server listens in the fabric namespace:\n"
+		       "  ip netns exec %s env BRINDLE_DATASTORE_TYPE=kubernetes "
+		       "KUBECONFIG=%s brindlectl ...\n",
+		       lab_ns_fabric(l.a, t->name), lab_kubeconfig(&l, "brindlectl"));
+	else
+		printf("\nDatastore: BRINDLE_ETCD_ENDPOINTS=%s\n", l.endpoints);
 	lab_free(&l);
 	return all ? CTL_OK : CTL_FAIL;
 }

@@ -259,13 +259,23 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 	for (size_t i = 0; i < objs.n; i++) {
 		struct br_object *obj = objs.v[i];
 		char ref[256];
+		const char *what_cluster = NULL;
 		ctl_resource_ref(obj, ref, sizeof(ref));
 		if (refuse_endpoint_write(d, obj->kind, ref)) {
 			ret = CTL_FAIL;
 			continue;
 		}
-		int r;
-		const char *what = NULL;
+		int r = c->cluster_write ? c->cluster_write(c, obj->kind, ds_scope(obj),
+							    obj->meta.name, obj, &what_cluster)
+					 : 1;
+		const char *what = what_cluster;
+		if (r <= 0) {
+			if (r < 0)
+				ret = CTL_FAIL;
+			else
+				printf("%s %s\n", ref, what);
+			continue;
+		}
 		if (mode == W_APPLY) {
 			bool created = false, changed = false;
 			r = ds_apply(d, obj, &created, &changed);
@@ -459,11 +469,20 @@ int cmd_delete(struct ctl *c, int argc, char **argv)
 			ret = CTL_FAIL;
 			continue;
 		}
-		int r = ds_delete(d, kk, scope, name, 0);
+		/* the cluster's own object (a lab on Kubernetes), else the datastore's */
+		const char *what = NULL, *why = NULL;
+		int r = c->cluster_write ? c->cluster_write(c, kk, scope, name, NULL, &what) : 1;
+		if (r == 1) {
+			r = ds_delete(d, kk, scope, name, 0);
+			why = r < 0 ? ds_last_error(d) : NULL;
+		} else if (r == -ENOENT) {
+			why = "not found";
+		}
 		if (r == -ENOENT && o.ignore_not_found)
 			continue;
 		if (r < 0) {
-			ctl_error("%s \"%s\": %s", kref, name, ds_last_error(d));
+			if (why) /* else cluster_write said why */
+				ctl_error("%s \"%s\": %s", kref, name, why);
 			ret = CTL_FAIL;
 			continue;
 		}

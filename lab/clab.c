@@ -99,9 +99,11 @@ int lab_clab_export(struct arena *a, const struct lab_topology *t, const struct 
 {
 	const char *image = o && o->image ? o->image : LAB_CLAB_IMAGE;
 	const char *mgmt = o && o->mgmt_subnet ? o->mgmt_subnet : LAB_CLAB_MGMT_SUBNET;
-	if (t->n_externals || t->n_peers) {
-		sb_addf(err, "%s are not exported yet",
-			t->n_externals ? "externalHosts" : "bgpPeers");
+	if (t->n_externals || t->n_peers || t->kubernetes) {
+		sb_addf(err, "%s not exported yet",
+			t->kubernetes	 ? "datastore: kubernetes is"
+			: t->n_externals ? "externalHosts are"
+					 : "bgpPeers are");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < t->n_nodes; i++)

@@ -752,10 +752,11 @@ static void check_ns_names(struct pctx *c, const struct lab_topology *t)
 int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,
 		       struct lab_topology **out, struct strbuf *err)
 {
-	static const char *const fields[] = { "name",	       "asNumber",	"nodeToNodeMesh",
-					      "encapsulation", "subnets",	"ipPools",
-					      "nodes",	       "externalHosts", "bgpPeers",
-					      "namespaces",    "pods",		NULL };
+	static const char *const fields[] = {
+		"name",	 "asNumber",	  "nodeToNodeMesh", "encapsulation", "subnets", "ipPools",
+		"nodes", "externalHosts", "bgpPeers",	    "namespaces",    "pods",	"datastore",
+		NULL
+	};
 	struct pctx c = { .a = a, .source = source, .err = err };
 	struct jv **docs;
 	size_t ndocs;
@@ -812,6 +813,11 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 		else
 			t->encap = (enum lab_encap)i;
 	}
+	const char *ds = get_string(&c, root, "datastore", "", false);
+	if (ds && streq(ds, "kubernetes"))
+		t->kubernetes = true;
+	else if (ds && !streq(ds, "etcdv3"))
+		perr(&c, "datastore", "unknown datastore \"%s\" (etcdv3 or kubernetes)", ds);
 	parse_subnets(&c, root, t, &cl);
 	parse_pools(&c, root, t);
 	parse_nodes(&c, root, t, &cl);
@@ -885,7 +891,9 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
 			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
 			t->peers[i].name, ip_str(&t->peers[i].ip, b2), t->peers[i].as_number);
-	for (size_t i = 0; i < t->n_namespaces; i++) {
+	/* on Kubernetes namespaces are the API's own objects, made by the lab as an administrator
+	 */
+	for (size_t i = 0; i < t->n_namespaces && !t->kubernetes; i++) {
 		sb_addf(sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
 			t->namespaces[i].name);
 		labels_flow(sb, &t->namespaces[i].labels);

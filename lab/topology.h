@@ -99,6 +99,8 @@ struct lab_topology {
 	uint32_t as_number;
 	bool node_mesh;
 	enum lab_encap encap;
+	/* where the lab keeps its resources: its own etcd, or a Kubernetes control plane */
+	bool kubernetes;
 	struct lab_subnet *subnets;
 	size_t n_subnets;
 	struct lab_pool *pools;

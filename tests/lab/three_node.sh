@@ -7,22 +7,8 @@
 # namespace, process or file of the lab.
 . "$(dirname "$0")/../lib/common.sh"
 
-LAB=lt$$ # unique per run: labs of parallel runs never meet
-STATE=${BRINDLE_LAB_STATE_DIR:-/run/brindle-lab}/$LAB
-lab() { "$BRINDLECTL" lab "$@"; }
-
-lab_cleanup() {
-	local rc=$?
-	set +e
-	if [ -d "$STATE" ]; then
-		# keep the lab's logs for bt_cleanup's report
-		for f in "$STATE"/*.log; do [ -f "$f" ] && cp "$f" "$BT_DIR/lab-$(basename "$f")"; done
-		lab down "$LAB" >/dev/null 2>&1
-	fi
-	(exit $rc)
-	bt_cleanup
-}
-trap lab_cleanup EXIT
+LAB_PREFIX=lt
+. "$(dirname "$0")/../lib/lab.sh"
 
 sed "s/^name: demo$/name: $LAB/" "$BT_SOURCE_DIR/examples/three-node.yaml" >"$BT_DIR/topo.yaml"
 grep -q "^name: $LAB\$" "$BT_DIR/topo.yaml" || bt_fail "could not rename the example's lab"
@@ -47,6 +33,17 @@ for n in node1 node2 node3; do
 	bt_expect_contains "status of $n" "ready      2/2 Established" "$(printf '%s\n' "$status" | grep "^$n ")"
 done
 bt_expect_eq "six pods in the status" 6 "$(printf '%s\n' "$status" | grep -cE '^[xy]/[abc] ')"
+if [ "$LAB_DATASTORE" = kubernetes ]; then
+	# The pods are the API's: each Running with the address brindle-cni gave it, which
+	# brindlectl reads back as the pod's WorkloadEndpoint.
+	bt_expect_contains "the datastore in the status" "Datastore: kubernetes" "$status"
+	weps=$(labctl get workloadendpoints -A -o wide)
+	for ref in x/a x/b x/c y/a y/b y/c; do
+		ip=$(printf '%s\n' "$status" | awk -v r="$ref" '$1 == r {print $2}')
+		bt_expect_contains "$ref's endpoint has its address" "$ip/32" \
+			"$(printf '%s\n' "$weps" | grep "^${ref%/*} .*${ref#*/}")"
+	done
+fi
 
 set +e
 out=$(lab up "$BT_DIR/topo.yaml" 2>&1)

@@ -215,6 +215,9 @@ static void test_refused(void **state)
 		 "%snodes: [{name: n1, subnet: a}]\nexternalHosts: [{name: e, ip: 203.0.113.1}]\n",
 		 base);
 	expect_refused(buf, NULL, "externalHosts are not exported yet");
+	snprintf(buf, sizeof(buf), "%snodes: [{name: n1, subnet: a}]\ndatastore: kubernetes\n",
+		 base);
+	expect_refused(buf, NULL, "datastore: kubernetes is not exported yet");
 }
 
 int main(void)

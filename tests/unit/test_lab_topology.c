@@ -52,6 +52,7 @@ static void test_issue_example(void **state)
 	assert_int_equal(t->as_number, 64512);
 	assert_true(t->node_mesh);
 	assert_int_equal(t->encap, LAB_ENCAP_NONE);
+	assert_false(t->kubernetes); /* etcdv3 unless the file says otherwise */
 	assert_int_equal(t->n_subnets, 2);
 	assert_string_equal(ipstr(&t->subnets[0].gateway), "192.168.100.254");
 	assert_string_equal(ipstr(&t->subnets[1].gateway), "192.168.200.254");
@@ -129,6 +130,28 @@ static void expect_error(const char *yaml, const char *want)
 	"subnets: [{name: a, cidr: 192.168.100.0/24}]\n" \
 	"ipPools: [{cidr: 10.244.0.0/16}]\n"
 
+/* datastore: kubernetes is read; etcdv3 is the default and may be said. */
+static void test_datastore(void **state)
+{
+	(void)state;
+	static const char *const files[] = { BASE "nodes: [{name: n1, subnet: a}]\n"
+						  "datastore: kubernetes\n",
+					     BASE "nodes: [{name: n1, subnet: a}]\n"
+						  "datastore: etcdv3\n" };
+	for (size_t i = 0; i < 2; i++) {
+		struct arena *a = arena_new();
+		struct strbuf err = STRBUF_INIT;
+		sb_init(&err);
+		struct lab_topology *t = NULL;
+		assert_int_equal(
+			lab_topology_parse(a, "demo.yaml", files[i], strlen(files[i]), &t, &err),
+			0);
+		assert_int_equal(t->kubernetes, i == 0);
+		sb_free(&err);
+		arena_free(a);
+	}
+}
+
 static void test_errors(void **state)
 {
 	expect_error(BASE "nodes: [{name: n1, subnet: a}, {name: n2, subnet: a}, {name: n3, "
@@ -162,6 +185,8 @@ static void test_errors(void **state)
 		     "demo.yaml: ipPools[0].blockSize: 19 is out of range (20 to 32)");
 	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nencapsulation: GRE\n",
 		     "demo.yaml: encapsulation: unknown encapsulation \"GRE\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\ndatastore: consul\n",
+		     "demo.yaml: datastore: unknown datastore \"consul\" (etcdv3 or kubernetes)");
 	expect_error(BASE "nodes: [{name: n1, subnet: a}]\n"
 			  "pods: [{namespace: x, name: p, node: n1}]\n",
 		     "demo.yaml: pods[0].namespace: unknown namespace \"x\"");
@@ -224,9 +249,8 @@ static void test_protocols(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_issue_example),
-		cmocka_unit_test(test_example_file),
-		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_issue_example), cmocka_unit_test(test_example_file),
+		cmocka_unit_test(test_errors),	      cmocka_unit_test(test_datastore),
 		cmocka_unit_test(test_protocols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
