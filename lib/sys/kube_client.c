@@ -3,6 +3,8 @@
 #include <brindle/core/arena.h>
 #include <brindle/core/json.h>
 #include <brindle/core/util.h>
+#include <brindle/sys/clock.h>
+#include <brindle/sys/log.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -171,11 +173,18 @@ int kube_request_many(struct kube_client *c, struct kube_req *reqs, size_t n)
 			.user_timeout_ms = USER_TIMEOUT_MS,
 		};
 	}
+	uint64_t t0 = log_enabled(LOG_DEBUG) ? now_ns() : 0;
 	http_agent_perform_many(c->agent, hr, n, res);
 	int first = 0;
 	sb_reset(&c->error);
 	for (size_t i = 0; i < n; i++) {
 		request_done(c, &reqs[i], &res[i]);
+		/* what each round trip cost, for whoever debugs a slow client */
+		if (t0)
+			log_debug("kube: %s %s: %s in %.1f ms%s", reqs[i].method, reqs[i].path,
+				  reqs[i].err < 0 ? strerror(-reqs[i].err) : "ok",
+				  (double)(now_ns() - t0) / 1e6,
+				  n > 1 ? " (at once with others)" : "");
 		if (reqs[i].err < 0 && !first) {
 			first = reqs[i].err;
 			sb_adds(&c->error, reqs[i].error);
