@@ -10,7 +10,7 @@
 #                            the warm-up pod 0 and pods 1..PODS, brindle-cni and ptp
 #                            interleaved (ms in $BT_DIR/brindle.ms and ptp.ms)
 #   cni_bench_report TITLE GOAL  p50/p99 of both, the ratio, brindle's DEL p50 (after
-#                            cni_bench_del_sequential NS CONF PODS)
+#                            cni_bench_del_sequential NS CONF PODS), each plugin's own CPU
 CNI_BENCH_BIN=$BT_BUILD_DIR/cni
 
 cni_bench_host() {
@@ -39,6 +39,8 @@ JSON
 
 cni_bench_run() {
 	local ns=$1 dir=$2 plugin=$3 conf=$4 cmd=$5 i=$6 ifname=$7 out=${8:-$BT_DIR/out.$6} t0 t1
+	# the children's CPU before and after (`times` in this shell: a subshell would count its own)
+	times >"$BT_DIR/times.0"
 	t0=$EPOCHREALTIME
 	ip netns exec "$ns" env CNI_COMMAND="$cmd" CNI_CONTAINERID="bench$i" \
 		CNI_NETNS="/var/run/netns/${BT_PREFIX}p$i" CNI_IFNAME="$ifname" \
@@ -46,6 +48,10 @@ cni_bench_run() {
 		"$dir/$plugin" <<<"$conf" >"$out" 2>>"$BT_DIR/stderr.log" ||
 		bt_fail "$plugin $cmd pod $i: $(cat "$out")"
 	t1=$EPOCHREALTIME
+	times >"$BT_DIR/times.1"
+	# "0m0.123s 0m0.045s" (user, system) on the second line: milliseconds spent in between
+	cat "$BT_DIR/times.0" "$BT_DIR/times.1" | awk -F'[ms ]+' 'FNR % 2 == 0 { c[++k] = ($1 + $3) * 60000 + ($2 + $4) * 1000 }
+		END { printf "%d\n", c[2] - c[1] }' >>"$BT_DIR/$plugin-$cmd.cpums"
 	echo $(((${t1/./} - ${t0/./}) / 1000))
 }
 
@@ -93,4 +99,8 @@ cni_bench_report() {
 	echo "ratio brindle/ptp at p50: $(awk -v a="$b50" -v b="$p50" \
 		'BEGIN { printf "%.2f", b ? a / b : 0 }'); goal: $2"
 	echo "brindle-cni DEL p50: $d50 ms"
+	# What the calls cost in CPU (user + system of the plugin, its children, and the ip netns
+	# exec around it): the rest of their time is waiting, for the datastore above all.
+	echo "CPU per ADD call, p50: brindle-cni $(cni_bench_pct "$BT_DIR/brindle-cni-ADD.cpums" 50) ms," \
+		"ptp + host-local $(cni_bench_pct "$BT_DIR/ptp-ADD.cpums" 50) ms"
 }
