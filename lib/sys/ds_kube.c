@@ -366,6 +366,15 @@ static int by_scope_name(const void *pa, const void *pb)
 	return c ? c : strcmp(a->meta.name, b->meta.name);
 }
 
+/* A list's objects, sorted by scope and name, handed over (never NULL). */
+static void list_finish(struct list_ctx *lc, struct br_object ***out, size_t *n)
+{
+	if (lc->n > 1)
+		qsort(lc->objs, lc->n, sizeof(*lc->objs), by_scope_name);
+	*out = lc->objs ? lc->objs : xcalloc(1, sizeof(*lc->objs));
+	*n = lc->n;
+}
+
 static int k_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_object ***out,
 		  size_t *n)
 {
@@ -387,17 +396,15 @@ static int k_list(struct ds *d, const struct br_kind *k, const char *scope, stru
 		model_free_all(lc.objs, lc.n);
 		return r;
 	}
-	if (lc.n > 1)
-		qsort(lc.objs, lc.n, sizeof(*lc.objs), by_scope_name);
-	*out = lc.objs ? lc.objs : xcalloc(1, sizeof(*lc.objs));
-	*n = lc.n;
+	list_finish(&lc, out, n);
 	return 0;
 }
 
 /*
  * Gets and lists at once, multiplexed: one round trip for all of them. What
  * needs more than one request (a list with a second page, a Profile list, a
- * get under the legacy name) is read again on its own afterwards.
+ * get under the legacy name) is read again on its own afterwards; what
+ * failed, failed.
  */
 static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 {
@@ -440,9 +447,14 @@ static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 						       q->error, q->out, &rd[i].obj);
 			continue;
 		}
-		const struct jv *items = q->err == 0 ? jv_get(q->out, "items") : NULL;
-		if (q->err < 0 || !items || items->type != JV_ARRAY ||
-		    *kube_meta_str(q->out, "continue")) {
+		/* A failed list fails (read again it would only fail again, as late). */
+		if (q->err < 0) {
+			rd[i].err = ds_fail(d, q->err, "list: %s", q->error);
+			continue;
+		}
+		/* More pages (or an answer without items): the whole list on its own. */
+		const struct jv *items = jv_get(q->out, "items");
+		if (!items || items->type != JV_ARRAY || *kube_meta_str(q->out, "continue")) {
 			again[i] = true;
 			continue;
 		}
@@ -453,10 +465,7 @@ static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 			model_free_all(lc.objs, lc.n);
 			continue;
 		}
-		if (lc.n > 1)
-			qsort(lc.objs, lc.n, sizeof(*lc.objs), by_scope_name);
-		rd[i].objs = lc.objs ? lc.objs : xcalloc(1, sizeof(*lc.objs));
-		rd[i].n = lc.n;
+		list_finish(&lc, &rd[i].objs, &rd[i].n);
 	}
 	/* The client's answers are gone from here on. */
 	int first = 0;
