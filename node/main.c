@@ -1,0 +1,48 @@
+/*
+ * brindle-node COMMAND: the node's own tasks around the daemons.
+ *   startup   once before felix, confd and BIRD start (startup.c)
+ *   version
+ * Environment as calico-node's (docs/install.md); the datastore as every
+ * Brindle program's (BRINDLE_DATASTORE_TYPE, BRINDLE_ETCD_ENDPOINTS,
+ * KUBECONFIG, ...). BRINDLE_LOG_LEVEL sets the log level (default info).
+ */
+#include "node.h"
+
+#include <brindle/sys/log.h>
+#include <brindle/version.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *env(const char *name)
+{
+	return getenv(name);
+}
+
+static const char *env_or(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : def;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	if (streq(cmd, "version") || streq(cmd, "--version")) {
+		printf("brindle-node %s\n", BRINDLE_VERSION);
+		return 0;
+	}
+	if (!streq(cmd, "startup") || argc > 2) {
+		fprintf(stderr, "usage: brindle-node startup | version\n");
+		return 2;
+	}
+	int level = log_parse_level(env_or("BRINDLE_LOG_LEVEL", "info"));
+	log_init("node", level < 0 ? LOG_INFO : (enum log_level)level, LOG_TEXT, 2);
+	struct node_env e = {
+		.get = env,
+		.nodename_file = env_or("BRINDLE_NODENAME_FILE", "/var/lib/brindle/nodename"),
+		.mtu_file = env_or("BRINDLE_MTU_FILE", "/var/lib/brindle/mtu"),
+	};
+	return node_startup(&e) < 0 ? 1 : 0;
+}

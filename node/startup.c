@@ -1,0 +1,581 @@
+/*
+ * brindle-node startup: what calico-node's startup does before the daemons
+ * run, on either datastore (docs/install.md). In order, each step only
+ * after the one before succeeded:
+ *   1. the node's name: NODENAME, else the nodename file an earlier start
+ *      wrote, else HOSTNAME (lower case), else the host name;
+ *   2. its IPv4 address: IP=<address>[/len] | autodetect | none; unset, the
+ *      address already stored is kept, else autodetected with
+ *      IP_AUTODETECTION_METHOD (lib/core/autodetect.c); refused when another
+ *      Node has it (DISABLE_NODE_IP_CHECK=true allows it);
+ *   3. the Node: created on etcd when missing (on Kubernetes the kubelet
+ *      registers it: it must exist), its BGP address and AS (AS=) set, every
+ *      other field left as the user set it;
+ *   4. the default pool default-ipv4-ippool from CALICO_IPV4POOL_CIDR (and
+ *      _BLOCK_SIZE, _IPIP, _VXLAN, _NAT_OUTGOING, _NODE_SELECTOR) when there is
+ *      no IPv4 pool at all and NO_DEFAULT_POOLS is not true;
+ *   5. its tunnel addresses: an IPIP and a VXLAN address from IPAM (handles
+ *      ipip-tunnel-addr-<node>, vxlan-tunnel-addr-<node>) while an enabled pool
+ *      that selects the node uses that encapsulation, released when none does;
+ *   6. the pod MTU (ad_pod_mtu) into the MTU file, and the name into the
+ *      nodename file, for brindle-cni and the next start.
+ */
+#include "node.h"
+
+#include <brindle/core/autodetect.h>
+#include <brindle/core/json.h>
+#include <brindle/core/sel.h>
+#include <brindle/sys/ipam.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/nl.h>
+#include <brindle/sys/strbuf_file.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *env_or(const struct node_env *e, const char *name, const char *def)
+{
+	const char *v = e->get(name);
+	return v && *v ? v : def;
+}
+
+static bool env_true(const struct node_env *e, const char *name)
+{
+	const char *v = env_or(e, name, "false");
+	return !strcasecmp(v, "true") || streq(v, "1");
+}
+
+/* 1. */
+static const char *node_name(struct arena *a, const struct node_env *e)
+{
+	const char *v = env_or(e, "NODENAME", NULL);
+	if (v)
+		return v;
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	if (sb_read_file(&sb, e->nodename_file) == 0) {
+		while (sb.len && strchr(" \t\r\n", sb.buf[sb.len - 1]))
+			sb_truncate(&sb, sb.len - 1);
+		if (sb.len) {
+			v = arena_strdup(a, sb_str(&sb));
+			sb_free(&sb);
+			return v;
+		}
+	}
+	sb_free(&sb);
+	char host[256] = "";
+	v = env_or(e, "HOSTNAME", NULL);
+	if (!v && gethostname(host, sizeof(host) - 1) == 0)
+		v = host;
+	if (!v || !*v)
+		return NULL;
+	char *lower = arena_strdup(a, v);
+	for (char *p = lower; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return lower;
+}
+
+/* The host's interfaces and addresses, in ifindex order, for autodetect.h. */
+struct host {
+	struct nl_link_list links;
+	struct nl_addr_list addrs;
+	struct ad_iface *ifs;
+	size_t n;
+};
+
+static void host_free(struct host *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		free((void *)h->ifs[i].addrs);
+	free(h->ifs);
+	nl_link_list_free(&h->links);
+	nl_addr_list_free(&h->addrs);
+}
+
+static int by_ifindex(const void *pa, const void *pb)
+{
+	const struct nl_link *a = pa, *b = pb;
+	return (a->ifindex > b->ifindex) - (a->ifindex < b->ifindex);
+}
+
+static int host_read(struct host *h, struct strbuf *err)
+{
+	*h = (struct host){ 0 };
+	struct nl *nl;
+	int r = nl_open_kernel(&nl);
+	if (r == 0) {
+		r = nl_dump_links(nl, &h->links);
+		if (r == 0)
+			r = nl_dump_addrs(nl, AF_UNSPEC, &h->addrs);
+		nl_close(nl);
+	}
+	if (r < 0) {
+		sb_addf(err, "reading the host's interfaces: %s", strerror(-r));
+		return r;
+	}
+	qsort(h->links.v, h->links.n, sizeof(*h->links.v), by_ifindex);
+	h->ifs = xcalloc(h->links.n + 1, sizeof(*h->ifs));
+	for (size_t i = 0; i < h->links.n; i++) {
+		const struct nl_link *l = &h->links.v[i];
+		struct br_cidr *v = xcalloc(h->addrs.n + 1, sizeof(*v));
+		size_t k = 0;
+		for (size_t j = 0; j < h->addrs.n; j++)
+			if (h->addrs.v[j].ifindex == l->ifindex)
+				v[k++] = h->addrs.v[j].addr;
+		h->ifs[h->n++] = (struct ad_iface){
+			.name = l->name, .up = (l->flags & IFF_UP) != 0, .addrs = v, .n_addrs = k
+		};
+	}
+	return 0;
+}
+
+/* The source address the kernel would use towards @target (no packet is sent). */
+static int can_reach_source(const char *target, struct br_ip *out, struct strbuf *err)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res;
+	int g = getaddrinfo(target, "80", &hints, &res);
+	if (g != 0) {
+		sb_addf(err, "can-reach=%s: %s", target, gai_strerror(g));
+		return -ENOENT;
+	}
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		r = -errno;
+		sb_addf(err, "can-reach=%s: no route: %s", target, strerror(errno));
+	} else {
+		char buf[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &sa.sin_addr, buf, sizeof(buf));
+		r = ip_parse(buf, out);
+	}
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return r;
+}
+
+/* kubernetes-internal-ip: the Node's InternalIP, with the prefix of the interface holding it. */
+static int internal_ip(const struct br_node *n, const struct host *h, struct br_cidr *out,
+		       struct strbuf *err)
+{
+	for (size_t i = 0; n && i < n->spec.n_addresses; i++) {
+		struct br_ip ip;
+		if (!streq(n->spec.addresses[i].type ?: "", "InternalIP") ||
+		    ip_parse(n->spec.addresses[i].address, &ip) < 0 || ip.family != AF_INET)
+			continue;
+		*out = (struct br_cidr){ .ip = ip, .len = 32 };
+		for (size_t j = 0; j < h->n; j++)
+			for (size_t k = 0; k < h->ifs[j].n_addrs; k++)
+				if (ip_equal(&h->ifs[j].addrs[k].ip, &ip))
+					*out = h->ifs[j].addrs[k];
+		return 0;
+	}
+	sb_adds(err, "kubernetes-internal-ip: the Node has no IPv4 InternalIP (on etcd there is "
+		     "no Kubernetes Node: use another method)");
+	return -ENOENT;
+}
+
+/* 2. The address to store, or *none. */
+static int node_address(struct node_run *s, const struct host *h, const struct br_node *cur,
+			struct br_cidr *out, bool *none)
+{
+	const struct node_env *e = s->env;
+	const char *ip = env_or(e, "IP", NULL);
+	*none = false;
+	if (ip && streq(ip, "none")) {
+		*none = true;
+		return 0;
+	}
+	if (ip && !streq(ip, "autodetect")) {
+		if (cidr_parse(ip, true, out) < 0 || out->ip.family != AF_INET) {
+			sb_addf(&s->err, "IP=%s: not an IPv4 address (or autodetect, none)", ip);
+			return -EINVAL;
+		}
+		if (!strchr(ip, '/')) /* the prefix of the interface that has it */
+			for (size_t j = 0; j < h->n; j++)
+				for (size_t k = 0; k < h->ifs[j].n_addrs; k++)
+					if (ip_equal(&h->ifs[j].addrs[k].ip, &out->ip))
+						out->len = h->ifs[j].addrs[k].len;
+		return 0;
+	}
+	const char *stored = cur && cur->spec.bgp ? cur->spec.bgp->ipv4_address : NULL;
+	if (!ip && stored && cidr_parse(stored, true, out) == 0) {
+		log_info("keeping the stored address %s (IP is not set)", stored);
+		return 0;
+	}
+	const char *method = env_or(e, "IP_AUTODETECTION_METHOD", "first-found");
+	struct ad_method m;
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	int r = ad_method_parse(method, AF_INET, &m, &why);
+	if (r < 0) {
+		sb_addf(&s->err, "IP_AUTODETECTION_METHOD: %s", sb_str(&why));
+		sb_free(&why);
+		return r;
+	}
+	struct br_ip source;
+	if (m.kind == AD_K8S_INTERNAL_IP)
+		r = internal_ip(cur, h, out, &why);
+	else if (m.kind == AD_CAN_REACH && (r = can_reach_source(m.target, &source, &why)) == 0)
+		r = ad_choose(&m, h->ifs, h->n, AF_INET, &source, out, &why);
+	else if (m.kind != AD_CAN_REACH)
+		r = ad_choose(&m, h->ifs, h->n, AF_INET, NULL, out, &why);
+	ad_method_free(&m);
+	if (r < 0)
+		sb_addf(&s->err, "autodetecting the node's address (%s): %s", method, sb_str(&why));
+	else
+		log_info("autodetected %s with %s", cidr_str(out, (char[CIDR_STRLEN]){ 0 }),
+			 method);
+	sb_free(&why);
+	return r;
+}
+
+/* The other Node that has @ip as its BGP address, if any. */
+static const char *ip_owner(struct node_run *s, const struct br_ip *ip)
+{
+	struct br_object **v;
+	size_t n;
+	if (ds_list(s->ds, model_kind(KIND_NODE), NULL, &v, &n) < 0)
+		return NULL;
+	const char *owner = NULL;
+	for (size_t i = 0; i < n && !owner; i++) {
+		const struct br_node *o = (const struct br_node *)v[i];
+		struct br_cidr c;
+		if (!streq(o->o.meta.name, s->name) && o->spec.bgp && o->spec.bgp->ipv4_address &&
+		    cidr_parse(o->spec.bgp->ipv4_address, true, &c) == 0 && ip_equal(&c.ip, ip))
+			owner = arena_strdup(s->a, o->o.meta.name);
+	}
+	model_free_all(v, n);
+	return owner;
+}
+
+/* 3. The Node with its address (and AS), everything else as it was; *node_out its state. */
+static int write_node(struct node_run *s, const struct host *h, struct br_node **node_out)
+{
+	struct br_object *cur = NULL;
+	int r = ds_get(s->ds, model_kind(KIND_NODE), NULL, s->name, &cur);
+	if (r < 0 && r != -ENOENT) {
+		sb_addf(&s->err, "reading Node %s: %s", s->name, ds_last_error(s->ds));
+		return r;
+	}
+	if (r == -ENOENT && s->kube) {
+		sb_addf(&s->err,
+			"Node %s does not exist: on Kubernetes the kubelet registers it (is "
+			"NODENAME "
+			"the Kubernetes node name?)",
+			s->name);
+		return -ENOENT;
+	}
+	struct br_node *n =
+		(struct br_node *)(cur ? cur : model_new(model_kind(KIND_NODE), NULL, s->name));
+	struct br_cidr addr;
+	bool none;
+	r = node_address(s, h, cur ? n : NULL, &addr, &none);
+	const char *owner = r == 0 && !none ? ip_owner(s, &addr.ip) : NULL;
+	if (owner && !env_true(s->env, "DISABLE_NODE_IP_CHECK")) {
+		sb_addf(&s->err,
+			"the address %s is already Node %s's: two nodes with one BGP address break "
+			"both (DISABLE_NODE_IP_CHECK=true allows it)",
+			cidr_str(&addr, (char[CIDR_STRLEN]){ 0 }), owner);
+		r = -EADDRINUSE;
+	}
+	const char *as = env_or(s->env, "AS", NULL);
+	char *end = NULL;
+	unsigned long asn = as ? strtoul(as, &end, 10) : 0;
+	if (r == 0 && as && (*end || asn == 0 || asn > UINT32_MAX)) {
+		sb_addf(&s->err, "AS=%s: not an AS number (1-4294967295)", as);
+		r = -EINVAL;
+	}
+	if (r < 0) {
+		model_free(&n->o);
+		return r;
+	}
+	struct br_object *before = model_clone(&n->o);
+	if (!none || as) {
+		if (!n->spec.bgp)
+			n->spec.bgp = arena_alloc(n->o.arena, sizeof(*n->spec.bgp));
+		if (!none)
+			n->spec.bgp->ipv4_address =
+				arena_strdup(n->o.arena, cidr_str(&addr, (char[CIDR_STRLEN]){ 0 }));
+		if (as)
+			n->spec.bgp->as_number =
+				(struct opt_asn){ .set = true, .v = (uint32_t)asn };
+	}
+	if (!cur)
+		r = ds_create(s->ds, &n->o);
+	else if (!model_same_content(before, &n->o))
+		r = ds_update(s->ds, &n->o);
+	if (r < 0)
+		sb_addf(&s->err, "writing Node %s: %s", s->name, ds_last_error(s->ds));
+	else
+		log_info("Node %s: %s, BGP address %s", s->name,
+			 !cur				     ? "created"
+			 : model_same_content(before, &n->o) ? "unchanged"
+							     : "updated",
+			 none ? "none" : n->spec.bgp->ipv4_address);
+	model_free(before);
+	if (r < 0) {
+		model_free(&n->o);
+		return r;
+	}
+	*node_out = n;
+	return 0;
+}
+
+/* 4. */
+static int default_pool(struct node_run *s)
+{
+	const struct node_env *e = s->env;
+	struct br_object **pools;
+	size_t n;
+	if (ds_list(s->ds, model_kind(KIND_IPPOOL), NULL, &pools, &n) < 0) {
+		sb_addf(&s->err, "listing IP pools: %s", ds_last_error(s->ds));
+		return -EIO;
+	}
+	bool have_v4 = false;
+	for (size_t i = 0; i < n; i++) {
+		struct br_cidr c;
+		const char *cidr = ((const struct br_ippool *)pools[i])->spec.cidr;
+		have_v4 |= cidr && cidr_parse(cidr, false, &c) == 0 && c.ip.family == AF_INET;
+	}
+	model_free_all(pools, n);
+	if (have_v4 || env_true(e, "NO_DEFAULT_POOLS"))
+		return 0;
+	/* The document the user's settings make, decoded and checked like any other. */
+	struct strbuf doc = STRBUF_INIT;
+	sb_init(&doc);
+	const char *block = env_or(e, "CALICO_IPV4POOL_BLOCK_SIZE", "26");
+	sb_adds(&doc, "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"IPPool\",\"metadata\":"
+		      "{\"name\":\"default-ipv4-ippool\"},\"spec\":{\"cidr\":");
+	json_write_string(&doc, env_or(e, "CALICO_IPV4POOL_CIDR", "192.168.0.0/16"));
+	sb_adds(&doc, ",\"blockSize\":");
+	if (strspn(block, "0123456789") == strlen(block) && strlen(block) < 4)
+		sb_adds(&doc, block);
+	else
+		json_write_string(&doc, block); /* refused by the model, naming the field */
+	static const char *const modes[][2] = { { "CALICO_IPV4POOL_IPIP", "ipipMode" },
+						{ "CALICO_IPV4POOL_VXLAN", "vxlanMode" } };
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = env_or(e, modes[i][0], "Never");
+		/* Calico's manifests say Always, CrossSubnet, Never, and "off" for Never */
+		if (!strcasecmp(v, "off") || !strcasecmp(v, "never"))
+			v = "Never";
+		else if (!strcasecmp(v, "always"))
+			v = "Always";
+		else if (!strcasecmp(v, "crosssubnet"))
+			v = "CrossSubnet";
+		sb_addf(&doc, ",\"%s\":", modes[i][1]);
+		json_write_string(&doc, v);
+	}
+	sb_addf(&doc, ",\"natOutgoing\":%s,\"nodeSelector\":",
+		env_true(e, "CALICO_IPV4POOL_NAT_OUTGOING") ||
+				!e->get("CALICO_IPV4POOL_NAT_OUTGOING")
+			? "true"
+			: "false");
+	json_write_string(&doc, env_or(e, "CALICO_IPV4POOL_NODE_SELECTOR", "all()"));
+	sb_adds(&doc, "}}");
+	struct jv *v;
+	struct model_errors errs = { 0 };
+	struct br_object *pool = NULL;
+	int r = json_parse(s->a, doc.buf, doc.len, &v, &s->err);
+	if (r == 0 && !(pool = model_decode(v, false, &errs))) {
+		sb_adds(&s->err, "the default pool from CALICO_IPV4POOL_*:");
+		for (size_t i = 0; i < errs.n; i++)
+			sb_addf(&s->err, " %s", errs.v[i]);
+		r = -EINVAL;
+	}
+	model_errors_clear(&errs);
+	sb_free(&doc);
+	if (r == 0 && (r = ds_create(s->ds, pool)) < 0 && r != -EEXIST)
+		sb_addf(&s->err, "creating the default pool: %s", ds_last_error(s->ds));
+	else if (r == 0)
+		log_info("created IPPool default-ipv4-ippool (%s)",
+			 ((struct br_ippool *)pool)->spec.cidr);
+	model_free(pool);
+	return r == -EEXIST ? 0 : r; /* another node's startup made it first */
+}
+
+/* Pools that are enabled, select the node and use the encapsulation ("ipip" or "vxlan"). */
+static size_t pools_using(struct node_run *s, const struct br_node *n, bool vxlan,
+			  struct br_object **pools, size_t np, const char **names)
+{
+	size_t k = 0;
+	struct sel_labels labels = sel_labels_of(&n->o.meta.labels);
+	for (size_t i = 0; i < np; i++) {
+		const struct br_ippool *p = (const struct br_ippool *)pools[i];
+		const char *mode = vxlan ? p->spec.vxlan_mode : p->spec.ipip_mode;
+		struct br_cidr c;
+		if (p->spec.disabled || !mode || streq(mode, "Never") ||
+		    cidr_parse(p->spec.cidr, false, &c) < 0 || c.ip.family != AF_INET)
+			continue;
+		struct sel *sel = NULL;
+		struct strbuf err = STRBUF_INIT;
+		sb_init(&err);
+		const char *text = p->spec.node_selector && *p->spec.node_selector
+					   ? p->spec.node_selector
+					   : "all()";
+		if (sel_parse(text, &sel, &err) == 0 && sel_eval(sel, &labels))
+			names[k++] = arena_strdup(s->a, p->o.meta.name);
+		sel_free(sel);
+		sb_free(&err);
+	}
+	return k;
+}
+
+/* 5. One tunnel address: kept, allocated, moved or released; the Node written when it changed. */
+static int tunnel_addr(struct node_run *s, struct br_node *n, bool vxlan, struct br_object **pools,
+		       size_t np, bool *used)
+{
+	const char **names = arena_new_array(s->a, const char *, np + 1);
+	size_t k = pools_using(s, n, vxlan, pools, np, names);
+	*used = k > 0;
+	const char **field = vxlan ? &n->spec.ipv4_vxlan_tunnel_addr
+				   : (n->spec.bgp ? &n->spec.bgp->ipv4_ipip_tunnel_addr : NULL);
+	const char *have = field ? *field : NULL;
+	const char *handle =
+		arena_printf(s->a, "%s-tunnel-addr-%s", vxlan ? "vxlan" : "ipip", s->name);
+	/* kept while it lies in a pool that still needs it */
+	struct br_ip ip;
+	bool keep = false;
+	for (size_t i = 0; have && i < np && ip_parse(have, &ip) == 0; i++)
+		for (size_t j = 0; j < k; j++) {
+			struct br_cidr c;
+			const struct br_ippool *p = (const struct br_ippool *)pools[i];
+			keep |= streq(p->o.meta.name, names[j]) &&
+				cidr_parse(p->spec.cidr, false, &c) == 0 &&
+				cidr_contains_ip(&c, &ip);
+		}
+	if (keep || (!have && !k))
+		return 0;
+	int64_t now = time(NULL);
+	size_t released = 0;
+	int r = ipam_release_handle(s->ds, handle, now, 0, &released, &s->err);
+	if (r < 0)
+		return r;
+	const char *addr = NULL;
+	if (k) {
+		struct br_labels attrs = { 0 };
+		labels_set(s->a, &attrs, IPAM_ATTR_NODE, s->name);
+		labels_set(s->a, &attrs, "type",
+			   vxlan ? "vxlanTunnelAddress" : "ipipTunnelAddress");
+		struct ipam_request req = { .handle = handle,
+					    .node = s->name,
+					    .pools = names,
+					    .n_pools = k,
+					    .secondary = &attrs,
+					    .now = now };
+		struct ipam_assigned got;
+		if ((r = ipam_assign(s->ds, &req, &got, &s->err)) < 0)
+			return r;
+		addr = arena_strdup(n->o.arena, ip_str(&got.ips[0], (char[IP_STRLEN]){ 0 }));
+	}
+	if (vxlan) {
+		n->spec.ipv4_vxlan_tunnel_addr = addr;
+	} else {
+		if (!n->spec.bgp)
+			n->spec.bgp = arena_alloc(n->o.arena, sizeof(*n->spec.bgp));
+		n->spec.bgp->ipv4_ipip_tunnel_addr = addr;
+	}
+	if ((r = ds_update(s->ds, &n->o)) < 0) {
+		sb_addf(&s->err, "writing Node %s's %s tunnel address: %s", s->name,
+			vxlan ? "VXLAN" : "IPIP", ds_last_error(s->ds));
+		return r;
+	}
+	log_info("%s tunnel address: %s", vxlan ? "VXLAN" : "IPIP",
+		 addr ? addr : "released (no pool uses it for this node)");
+	return 0;
+}
+
+/* Writes @text to @path through a temporary file: a reader sees the old or the new. */
+static int write_atomic(const char *path, const char *text, struct strbuf *err)
+{
+	struct strbuf tmp = STRBUF_INIT;
+	sb_init(&tmp);
+	sb_addf(&tmp, "%s.tmp", path);
+	FILE *f = fopen(sb_str(&tmp), "we");
+	int r = f && fputs(text, f) >= 0 ? 0 : -EIO;
+	if (f && fclose(f) != 0)
+		r = -EIO;
+	if (r == 0 && rename(sb_str(&tmp), path) < 0)
+		r = -errno;
+	if (r < 0) {
+		sb_addf(err, "writing %s: %s", path, strerror(errno ? errno : EIO));
+		unlink(sb_str(&tmp));
+	}
+	sb_free(&tmp);
+	return r;
+}
+
+int node_startup(const struct node_env *e)
+{
+	struct node_run s = { .env = e, .a = arena_new() };
+	sb_init(&s.err);
+	struct host h = { 0 };
+	struct br_node *n = NULL;
+	struct br_object **pools = NULL;
+	size_t np = 0;
+	int r = -EINVAL;
+	if (!(s.name = node_name(s.a, e))) {
+		sb_adds(&s.err, "no node name: set NODENAME");
+		goto out;
+	}
+	struct ds_config cfg = { 0 };
+	struct ds_config_storage st = { 0 };
+	if ((r = ds_config_from_env(&cfg, &st, &s.err)) < 0 ||
+	    (r = ds_open(&cfg, &s.ds, &s.err)) < 0) {
+		ds_config_free_storage(&st);
+		goto out;
+	}
+	ds_config_free_storage(&st);
+	s.kube = ds_kube_client(s.ds) != NULL;
+	log_info("node %s, %s datastore", s.name, s.kube ? "Kubernetes" : "etcd");
+	if ((r = host_read(&h, &s.err)) < 0 || (r = write_node(&s, &h, &n)) < 0 ||
+	    (r = default_pool(&s)) < 0)
+		goto out;
+	if ((r = ds_list(s.ds, model_kind(KIND_IPPOOL), NULL, &pools, &np)) < 0) {
+		sb_addf(&s.err, "listing IP pools: %s", ds_last_error(s.ds));
+		goto out;
+	}
+	bool ipip, vxlan;
+	if ((r = tunnel_addr(&s, n, false, pools, np, &ipip)) < 0 ||
+	    (r = tunnel_addr(&s, n, true, pools, np, &vxlan)) < 0)
+		goto out;
+	struct ad_link_mtu *mtus = xcalloc(h.links.n + 1, sizeof(*mtus));
+	for (size_t i = 0; i < h.links.n; i++)
+		mtus[i] = (struct ad_link_mtu){ .name = h.links.v[i].name,
+						.up = (h.links.v[i].flags & IFF_UP) != 0,
+						.mtu = h.links.v[i].mtu };
+	unsigned mtu = ad_pod_mtu(mtus, h.links.n, ipip, vxlan);
+	free(mtus);
+	char text[32];
+	snprintf(text, sizeof(text), "%u\n", mtu);
+	if ((r = write_atomic(e->mtu_file, text, &s.err)) < 0 ||
+	    (r = write_atomic(e->nodename_file, arena_printf(s.a, "%s\n", s.name), &s.err)) < 0)
+		goto out;
+	log_info("pod MTU %u (%s) in %s", mtu,
+		 vxlan	? "VXLAN"
+		 : ipip ? "IPIP"
+			: "no encapsulation",
+		 e->mtu_file);
+out:
+	if (r < 0)
+		log_error("startup failed: %s", s.err.len ? sb_str(&s.err) : strerror(-r));
+	model_free_all(pools, np);
+	model_free(n ? &n->o : NULL);
+	host_free(&h);
+	ds_close(s.ds);
+	sb_free(&s.err);
+	arena_free(s.a);
+	return r;
+}
