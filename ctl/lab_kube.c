@@ -71,6 +71,23 @@ int lab_kube_enter(struct lab *l)
 	return r;
 }
 
+/* The lab's datastore as its administrator (not lab_ds_as: lab_up.c calls this file). */
+static struct ds *admin_ds(struct lab *l, struct ctl *c)
+{
+	*c = (struct ctl){ 0 };
+	if (lab_kube_enter(l) < 0)
+		return NULL;
+	c->cfg.type = "kubernetes";
+	c->cfg.kubeconfig = lab_kubeconfig(l, "admin");
+	return ctl_ds(c);
+}
+
+static void admin_close(struct ctl *c)
+{
+	ds_close(c->ds);
+	ds_config_free_storage(&c->storage);
+}
+
 /*
  * One request as the lab's administrator; @what names it in the message on
  * failure, except for the error @expected (a negative errno, or 0).
@@ -80,7 +97,7 @@ static int admin_request(struct lab *l, const char *method, const char *path, co
 			 struct jv **out_copy)
 {
 	struct ctl c;
-	struct ds *d = lab_ds_as(l, &c, "admin");
+	struct ds *d = admin_ds(l, &c);
 	struct kube_client *kc = d ? ds_kube_client(d) : NULL;
 	struct jv *out = NULL;
 	int r = kc ? kube_request(kc, method, path, ctype, body, &out) : -EIO;
@@ -99,7 +116,7 @@ static int admin_request(struct lab *l, const char *method, const char *path, co
 		sb_free(&sb);
 	}
 	if (d)
-		lab_ctl_close(&c);
+		admin_close(&c);
 	return r;
 }
 
@@ -381,7 +398,7 @@ int lab_kube_pod_create(struct lab *l, const struct lab_pod *p)
 	const char *what = arena_printf(l->a, "pod %s/%s", p->namespace, p->name);
 	uint64_t deadline = now_ms() + 30000;
 	struct ctl c;
-	struct ds *d = lab_ds_as(l, &c, "admin");
+	struct ds *d = admin_ds(l, &c);
 	struct kube_client *kc = d ? ds_kube_client(d) : NULL;
 	int r = -EIO;
 	while (kc) {
@@ -396,7 +413,7 @@ int lab_kube_pod_create(struct lab *l, const struct lab_pod *p)
 		break;
 	}
 	if (d)
-		lab_ctl_close(&c);
+		admin_close(&c);
 	sb_free(&body);
 	sb_free(&path);
 	return r;

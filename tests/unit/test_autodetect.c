@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static struct br_cidr C(const char *s) {
+static struct br_cidr cidr(const char *s) {
 	struct br_cidr c;
 	assert_int_equal(cidr_parse(s, false, &c) == 0 || cidr_parse(s, true, &c) == 0, 1);
 	return c;
@@ -28,18 +28,18 @@ static struct ad_iface ifs[9];
 
 static void host(void)
 {
-	a_lo[0] = C("127.0.0.1/8");
-	a_docker[0] = C("172.17.0.1/16");
-	a_veth[0] = C("169.254.1.1/32");
-	a_cali[0] = C("10.244.0.1/32");
-	a_tunl[0] = C("10.244.0.2/32");
-	a_eth0[0] = C("192.168.50.2/24");
-	a_ens3[0] = C("169.254.10.1/16"); /* link-local first: skipped */
-	a_ens3[1] = C("10.0.0.11/24");
-	a_ens3[2] = C("fd00::11/64");
-	a_ens4[0] = C("192.168.1.11/24");
-	a_ens4[1] = C("fe80::1/64");
-	a_bond[0] = C("172.31.5.5/20");
+	a_lo[0] = cidr("127.0.0.1/8");
+	a_docker[0] = cidr("172.17.0.1/16");
+	a_veth[0] = cidr("169.254.1.1/32");
+	a_cali[0] = cidr("10.244.0.1/32");
+	a_tunl[0] = cidr("10.244.0.2/32");
+	a_eth0[0] = cidr("192.168.50.2/24");
+	a_ens3[0] = cidr("169.254.10.1/16"); /* link-local first: skipped */
+	a_ens3[1] = cidr("10.0.0.11/24");
+	a_ens3[2] = cidr("fd00::11/64");
+	a_ens4[0] = cidr("192.168.1.11/24");
+	a_ens4[1] = cidr("fe80::1/64");
+	a_bond[0] = cidr("172.31.5.5/20");
 	struct ad_iface v[] = {
 		{ "lo", true, a_lo, 1 },	 { "docker0", true, a_docker, 1 },
 		{ "veth1", true, a_veth, 1 },	 { "cali1234", true, a_cali, 1 },
