@@ -25,7 +25,7 @@ struct lab {
 
 /* Paths of the programs a lab runs (next to brindlectl in a build tree, or installed). */
 struct lab_bins {
-	const char *felix, *confd, *cni, *cni_dir, *probe;
+	const char *felix, *confd, *node, *cni, *cni_dir, *probe;
 };
 
 /* --- lab_proc.c ---------------------------------------------------------- */

@@ -94,6 +94,8 @@ void lab_find_bins(struct arena *a, struct lab_bins *b)
 			    "brindle-felix");
 	b->confd = find_bin(a, "confd/brindle-confd", arena_printf(a, "%s/brindle-confd", sbin),
 			    "brindle-confd");
+	b->node = find_bin(a, "node/brindle-node", arena_printf(a, "%s/brindle-node", sbin),
+			   "brindle-node");
 	b->probe = find_bin(a, "lab/brindle-probe", arena_printf(a, "%s/brindle-probe", bin),
 			    "brindle-probe");
 	/* A runtime's CNI_PATH: brindle-ipam is looked up next to brindle-cni. */

@@ -13,7 +13,6 @@
 
 #include <brindle/core/json.h>
 #include <brindle/sys/clock.h>
-#include <brindle/sys/ipam.h>
 #include <brindle/sys/strbuf_file.h>
 
 #include <errno.h>
@@ -233,45 +232,41 @@ static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const
 static const char *result_ip(struct lab *l, const char *json);
 
 /*
- * A VXLAN node's tunnel address, as calico-node gets one before felix
- * starts: from IPAM in-process (handle "vxlan-tunnel-addr-<node>", Calico's),
- * as the node's identity, then written to the Node's ipv4VXLANTunnelAddr.
+ * The node's bootstrap, as the DaemonSet runs it before the daemons:
+ * brindle-node startup in the node's namespace, as the node's identity
+ * (docs/install.md). The node's address is autodetected (first-found finds
+ * eth0) unless the Node already has one (written with the topology's
+ * resources); the pools are the topology's; it allocates the node's tunnel
+ * addresses when the encapsulation needs them.
  */
-static int vxlan_tunnel_addr(struct lab *l, const struct lab_node *n)
+static int node_startup(struct lab *l, const struct lab_bins *b, const struct lab_node *n,
+			const char *ep, const char *ep2, const char *dir)
 {
-	struct ctl c;
-	struct ds *d = lab_ds_as(l, &c, "brindle-node");
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	struct br_labels attrs = { 0 };
-	labels_set(l->a, &attrs, IPAM_ATTR_NODE, n->name);
-	labels_set(l->a, &attrs, "type", "vxlanTunnelAddress");
-	struct ipam_request req = { .handle = arena_printf(l->a, "vxlan-tunnel-addr-%s", n->name),
-				    .node = n->name,
-				    .secondary = &attrs,
-				    .now = time(NULL) };
-	struct ipam_assigned got;
-	int r = d ? ipam_assign(d, &req, &got, &err) : -EIO;
-	struct br_object *o = NULL;
-	if (r < 0) {
-		ctl_error("node %s: no VXLAN tunnel address from IPAM: %s", n->name,
-			  d ? sb_str(&err) : "no datastore");
-	} else {
-		if ((r = ds_get(d, model_kind(KIND_NODE), NULL, n->name, &o)) == 0) {
-			char ip[IP_STRLEN];
-			((struct br_node *)o)->spec.ipv4_vxlan_tunnel_addr =
-				arena_strdup(o->arena, ip_str(&got.ips[0], ip));
-			r = ds_update(d, o);
-		}
-		if (r < 0)
-			ctl_error("node %s: writing ipv4VXLANTunnelAddr: %s", n->name,
-				  ds_last_error(d));
+	const char *ns = lab_ns_node(l->a, l->topo->name, n->name);
+	char *argv[] = { "env",
+			 (char *)ep,
+			 (char *)ep2,
+			 arena_printf(l->a, "NODENAME=%s", n->name),
+			 "NO_DEFAULT_POOLS=true",
+			 arena_printf(l->a, "BRINDLE_NODENAME_FILE=%s/nodename", dir),
+			 arena_printf(l->a, "BRINDLE_MTU_FILE=%s/mtu", dir),
+			 (char *)b->node,
+			 "startup",
+			 NULL };
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	int r = lab_run(ns, argv, NULL, &out);
+	const char *log = arena_printf(l->a, "%s/%s-startup.log", l->dir, n->name);
+	FILE *f = fopen(log, "we");
+	if (f) {
+		fputs(sb_str(&out), f);
+		fclose(f);
 	}
-	model_free(o);
-	sb_free(&err);
-	if (d)
-		lab_ctl_close(&c);
-	return r;
+	if (r != 0)
+		ctl_error("node %s: brindle-node startup failed (exit %d): %s", n->name, r,
+			  sb_str(&out));
+	sb_free(&out);
+	return r == 0 ? 0 : -EIO;
 }
 
 static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
@@ -306,6 +301,9 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	const char *ep2 = t->kubernetes ? arena_printf(l->a, "BRINDLE_KUBECONFIG=%s",
 						       lab_kubeconfig(l, "brindle-node"))
 					: "BRINDLE_DATASTORE_TYPE=etcdv3";
+	/* the bootstrap first, as the DaemonSet runs it */
+	if ((r = node_startup(l, b, n, ep, ep2, dir)) < 0)
+		return r;
 	const char *sock = arena_printf(l->a, "%s/bird.ctl", dir);
 	char *confd[] = { "env",
 			  (char *)ep,
@@ -324,9 +322,6 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 			  NULL };
 	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
 		return fail_io("starting brindle-confd", NULL);
-	if ((t->encap == LAB_ENCAP_VXLAN || t->encap == LAB_ENCAP_VXLAN_CROSS_SUBNET) &&
-	    (r = vxlan_tunnel_addr(l, n)) < 0)
-		return r;
 	char *felix[] = {
 		"env", (char *)ep, (char *)ep2, arena_printf(l->a, "NODENAME=%s", n->name),
 		"FELIX_PROMETHEUSMETRICSENABLED=true", "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
