@@ -1,6 +1,8 @@
 /*
  * brindle-node COMMAND: the node's own tasks around the daemons.
  *   startup   once before felix, confd and BIRD start (startup.c)
+ *   cleanup   after felix has stopped for good: Brindle's routes, devices,
+ *             iptables rules and ip sets removed from the node (cleanup.c)
  *   version
  * Environment as calico-node's (docs/install.md); the datastore as every
  * Brindle program's (BRINDLE_DATASTORE_TYPE, BRINDLE_ETCD_ENDPOINTS,
@@ -33,12 +35,14 @@ int main(int argc, char **argv)
 		printf("brindle-node %s\n", BRINDLE_VERSION);
 		return 0;
 	}
-	if (!streq(cmd, "startup") || argc > 2) {
-		fprintf(stderr, "usage: brindle-node startup | version\n");
+	if ((!streq(cmd, "startup") && !streq(cmd, "cleanup")) || argc > 2) {
+		fprintf(stderr, "usage: brindle-node startup | cleanup | version\n");
 		return 2;
 	}
 	int level = log_parse_level(env_or("BRINDLE_LOG_LEVEL", "info"));
 	log_init("node", level < 0 ? LOG_INFO : (enum log_level)level, LOG_TEXT, 2);
+	if (streq(cmd, "cleanup"))
+		return node_cleanup() < 0 ? 1 : 0;
 	struct node_env e = {
 		.get = env,
 		.nodename_file = env_or("BRINDLE_NODENAME_FILE", "/var/lib/brindle/nodename"),

@@ -31,5 +31,7 @@ struct node_run {
 
 /* Every step of startup.c; 0, or a negative errno after logging why. */
 int node_startup(const struct node_env *e);
+/* Everything of Brindle's removed from this node's kernel (cleanup.c); 0 or a negative errno. */
+int node_cleanup(void);
 
 #endif

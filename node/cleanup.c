@@ -1,0 +1,175 @@
+/*
+ * brindle-node cleanup: everything of Brindle's on this node's kernel
+ * removed, and nothing else (docs/install.md, uninstalling). What is
+ * Brindle's is what felix marks as its own:
+ *   iptables  in filter, nat, mangle and raw: the rules in built-in chains
+ *             whose comment id starts "cali:", then every chain named
+ *             "cali-*" (flushed, then deleted), one commit per table;
+ *   ip sets   every set named "cali4*" (after the rules that use them);
+ *   routes    every route of protocol 80 (felix's: pods, blocks, tunnels);
+ *   devices   vxlan.calico deleted; tunl0 (which cannot be deleted) loses
+ *             its addresses and goes down.
+ * Pods' own veths are left to their CNI DEL. Run it after stopping felix (it
+ * would put everything back), e.g. from the DaemonSet's uninstall job.
+ */
+#include "node.h"
+
+#include <brindle/core/ipt_rule.h>
+#include <brindle/core/nl_msg.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/nl.h>
+
+#include <errno.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHAIN_PREFIX "cali-"
+#define SET_PREFIX   "cali4"
+#define VXLAN_DEV    "vxlan.calico"
+#define IPIP_DEV     "tunl0"
+
+static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *chains)
+{
+	struct ipt_table_state k = { 0 };
+	int r = ipt_begin(t, table, &k);
+	if (r == -ENOENT) /* a kernel without this table: nothing of ours in it */
+		return 0;
+	if (r < 0) {
+		log_error("iptables %s: %s", table, ipt_last_error(t));
+		return r;
+	}
+	for (size_t i = 0; i < k.n && r == 0; i++) {
+		const struct ipt_chain_state *c = &k.chains[i];
+		/* from the end, so the positions still to come do not move */
+		for (size_t j = c->n; c->builtin && j-- > 0 && r == 0;)
+			if (str_has_prefix(c->ids[j], IPT_ID_PREFIX) &&
+			    (r = ipt_delete(t, c->name, j)) == 0)
+				(*rules)++;
+	}
+	for (size_t i = 0; i < k.n && r == 0; i++)
+		if (!k.chains[i].builtin && str_has_prefix(k.chains[i].name, CHAIN_PREFIX))
+			r = ipt_flush_chain(t, k.chains[i].name);
+	for (size_t i = 0; i < k.n && r == 0; i++)
+		if (!k.chains[i].builtin && str_has_prefix(k.chains[i].name, CHAIN_PREFIX) &&
+		    (r = ipt_delete_chain(t, k.chains[i].name)) == 0)
+			(*chains)++;
+	ipt_table_state_free(&k);
+	if (r == 0)
+		r = ipt_commit(t);
+	else
+		ipt_abort(t);
+	if (r < 0)
+		log_error("iptables %s: %s", table, ipt_last_error(t));
+	return r;
+}
+
+static int clean_iptables(void)
+{
+	struct ipt *t;
+	int r = ipt_open_kernel(NULL, 10000, &t);
+	if (r < 0) {
+		log_error("iptables: %s", strerror(-r));
+		return r;
+	}
+	static const char *const tables[] = { "raw", "mangle", "nat", "filter" };
+	size_t rules = 0, chains = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++)
+		r = clean_table(t, tables[i], &rules, &chains);
+	ipt_close(t);
+	if (r == 0)
+		log_info("iptables: removed %zu rules from built-in chains and %zu chains", rules,
+			 chains);
+	return r;
+}
+
+static int clean_ipsets(void)
+{
+	struct ips *s;
+	int r = ips_open_kernel(&s);
+	if (r < 0) {
+		log_error("ip sets: %s", strerror(-r));
+		return r;
+	}
+	struct ips_list l = { 0 };
+	if ((r = ips_list_names(s, SET_PREFIX, &l)) == 0 && l.n) {
+		struct ips_batch *b = ips_batch_new();
+		for (size_t i = 0; i < l.n; i++)
+			ips_batch_destroy(b, l.v[i].info.name);
+		r = ips_apply(s, b, NULL);
+		ips_batch_free(b);
+	}
+	if (r != 0)
+		log_error("ip sets: %s", ips_last_error(s));
+	else
+		log_info("ip sets: destroyed %zu", l.n);
+	ips_list_free(&l);
+	ips_close(s);
+	return r > 0 ? -EIO : r;
+}
+
+static int clean_netlink(void)
+{
+	struct nl *nl;
+	int r = nl_open_kernel(&nl);
+	if (r < 0) {
+		log_error("netlink: %s", strerror(-r));
+		return r;
+	}
+	struct nl_route_list routes = { 0 };
+	struct nl_link_list links = { 0 };
+	struct nl_addr_list addrs = { 0 };
+	struct nl_batch *b = nl_batch_new();
+	struct nl_route_filter f = { .family = AF_UNSPEC, .protocol = NL_PROTO_BRINDLE };
+	size_t n_routes = 0;
+	if ((r = nl_dump_routes(nl, &f, &routes)) == 0 && (r = nl_dump_links(nl, &links)) == 0 &&
+	    (r = nl_dump_addrs(nl, AF_UNSPEC, &addrs)) == 0) {
+		for (size_t i = 0; i < routes.n; i++)
+			if (routes.v[i].protocol == NL_PROTO_BRINDLE) {
+				nl_batch_route(b, NL_DEL, &routes.v[i]);
+				n_routes++;
+			}
+		const struct nl_link *vx = nl_link_by_name(&links, VXLAN_DEV);
+		if (vx)
+			nl_batch_link(b, NL_DEL, vx);
+		const struct nl_link *tun = nl_link_by_name(&links, IPIP_DEV);
+		for (size_t i = 0; tun && i < addrs.n; i++)
+			if (addrs.v[i].ifindex == tun->ifindex)
+				nl_batch_addr(b, NL_DEL, &addrs.v[i]);
+		if (tun && (tun->flags & IFF_UP)) {
+			struct nl_link down = *tun;
+			down.flags &= ~(unsigned)IFF_UP;
+			nl_batch_link(b, NL_SET, &down);
+		}
+		size_t n = nl_batch_count(b);
+		int *errs = n ? xcalloc(n, sizeof(*errs)) : NULL;
+		/* a route gone with its device meanwhile is not an error */
+		if (n && (r = nl_apply(nl, b, errs)) > 0) {
+			r = 0;
+			for (size_t i = 0; i < n; i++)
+				if (errs[i] < 0 && errs[i] != -ENOENT && errs[i] != -ESRCH && !r)
+					r = errs[i];
+		}
+		free(errs);
+		if (r == 0)
+			log_info("netlink: removed %zu routes%s%s", n_routes,
+				 vx ? ", " VXLAN_DEV : "", tun ? ", cleared " IPIP_DEV : "");
+	}
+	if (r < 0)
+		log_error("netlink: %s", strerror(-r));
+	nl_batch_free(b);
+	nl_route_list_free(&routes);
+	nl_link_list_free(&links);
+	nl_addr_list_free(&addrs);
+	nl_close(nl);
+	return r;
+}
+
+int node_cleanup(void)
+{
+	/* The rules first: they use the sets. Each part runs even when one before failed. */
+	int r1 = clean_iptables(), r2 = clean_ipsets(), r3 = clean_netlink();
+	return r1 < 0 ? r1 : r2 < 0 ? r2 : r3;
+}
