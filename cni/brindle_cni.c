@@ -210,7 +210,7 @@ __attribute__((noreturn)) static void cmd_add(struct plugin *p)
 			     .netns = p->netns,
 			     .netns_fd = p->netns_fd,
 			     .ifname = p->ifname,
-			     .mtu = (unsigned)c->mtu };
+			     .mtu = plugin_mtu(p) };
 	check_add(p, &n, &s);
 
 	struct ipam_assigned ips;

@@ -256,6 +256,9 @@ void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 	cni_identity(p->a, &p->args, p->container_id, &p->id);
 
 	const char *node = p->conf->nodename ? p->conf->nodename : env("NODENAME");
+	if (!node) /* what brindle-node startup found */
+		node = plugin_file_line(p, p->conf->nodename_file ? p->conf->nodename_file
+								  : "/var/lib/brindle/nodename");
 	if (node)
 		snprintf(p->node, sizeof(p->node), "%s", node);
 	else if (gethostname(p->node, sizeof(p->node) - 1) < 0)
@@ -263,6 +266,36 @@ void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 	p->handle = cni_handle_id(p->a, p->conf->name, p->container_id);
 	log_debug("%s container %s netns %s ifname %s node %s", env("CNI_COMMAND"), p->container_id,
 		  p->netns ? p->netns : "", p->ifname, p->node);
+}
+
+const char *plugin_file_line(struct plugin *p, const char *path)
+{
+	FILE *f = *path ? fopen(path, "re") : NULL;
+	char line[256];
+	bool got = f && fgets(line, sizeof(line), f);
+	if (f)
+		fclose(f);
+	if (!got)
+		return NULL;
+	line[strcspn(line, "\r\n")] = '\0';
+	return line[0] ? arena_strdup(p->a, line) : NULL;
+}
+
+unsigned plugin_mtu(struct plugin *p)
+{
+	const struct cni_conf *c = p->conf;
+	if (c->mtu)
+		return (unsigned)c->mtu;
+	const char *path = c->mtu_file ? c->mtu_file : "/var/lib/brindle/mtu";
+	const char *text = plugin_file_line(p, path);
+	char *end = NULL;
+	long v = text ? strtol(text, &end, 10) : 0;
+	if (text && (*end || v < 68 || v > 65535)) {
+		log_warn("%s: \"%s\" is not an MTU (68-65535): the kernel's default is used", path,
+			 text);
+		return 0;
+	}
+	return (unsigned)v;
 }
 
 void plugin_open_ds(struct plugin *p)

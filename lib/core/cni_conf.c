@@ -308,7 +308,9 @@ static int parse_root(struct parser *p, const struct jv *root)
 	if ((r = str_field(p, root, "name", "", &c->name, false)) < 0 ||
 	    (r = str_field(p, root, "type", "", &c->type, false)) < 0 ||
 	    (r = int_field(p, root, "mtu", "", 0, 65535, &c->mtu)) < 0 ||
+	    (r = str_field(p, root, "mtu_file", "", &c->mtu_file, true)) < 0 ||
 	    (r = str_field(p, root, "nodename", "", &c->nodename, false)) < 0 ||
+	    (r = str_field(p, root, "nodename_file", "", &c->nodename_file, true)) < 0 ||
 	    (r = str_field(p, root, "log_level", "", &c->log_level, false)) < 0 ||
 	    (r = str_field(p, root, "log_file_path", "", &c->log_file_path, true)) < 0 ||
 	    (r = str_field(p, root, "datastore_type", "", &c->datastore_type, false)) < 0 ||

@@ -227,5 +227,30 @@ bt_expect_eq "IPAM DEL released it" 0 "$(handle_count)"
 cni brindle-ipam CHECK ipam1 "" "" <<<"$ipam_conf"
 bt_expect_contains "IPAM CHECK after DEL" '"code":103' "$out"
 
+# --- what brindle-node startup wrote: the node's name and the pods' MTU -----------------------------
+echo node-c >"$BT_DIR/nodename"
+echo 1380 >"$BT_DIR/mtu"
+PF1=${BT_PREFIX}pf1
+new_pod_ns "$PF1"
+files_conf='{"cniVersion": "1.0.0", "name": "testnet", "type": "brindle-cni",
+ "log_file_path": "'$BT_DIR'/cni.log", "mtu_file": "'$BT_DIR'/mtu", "nodename_file": "'$BT_DIR'/nodename",
+ "ipam": {"type": "brindle-ipam", "ipam_lock_file": "'$BT_DIR'/ipam.lock"}}'
+cni brindle-cni ADD c4 "/var/run/netns/$PF1" "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=files" <<<"$files_conf"
+[ "$rc" -eq 0 ] || bt_fail "ADD with the node's files failed: $out"
+bt_expect_contains "the MTU file's MTU" "mtu 1380" "$(ip -n "$PF1" link show eth0)"
+bt_expect_contains "the nodename file's node" "node--c-k8s-files-eth0" "$("$BRINDLECTL" get wep -n shop -o name)"
+echo 9 >"$BT_DIR/mtu"
+PF2=${BT_PREFIX}pf2
+new_pod_ns "$PF2"
+cni brindle-cni ADD c5 "/var/run/netns/$PF2" "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=files2" <<<"$files_conf"
+[ "$rc" -eq 0 ] || bt_fail "ADD with a bad MTU file failed: $out"
+bt_expect_contains "a bad MTU file: the kernel's default" "mtu 1500" "$(ip -n "$PF2" link show eth0)"
+grep -q '"9" is not an MTU' "$BT_DIR/cni.log" || bt_fail "the bad MTU file is not logged"
+for c in c4:PF1 c5:PF2; do
+	p=${c#*:}
+	cni brindle-cni DEL "${c%%:*}" "/var/run/netns/${!p}" "K8S_POD_NAMESPACE=shop" <<<"$files_conf"
+	[ "$rc" -eq 0 ] || bt_fail "DEL ${c%%:*} failed: $out"
+done
+
 grep -q "ADD $C1" "$BT_DIR/cni.log" || bt_fail "the log file has no ADD line"
 bt_pass

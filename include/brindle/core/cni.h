@@ -69,8 +69,10 @@ struct cni_conf {
 	const char *cni_version;
 	const char *name;
 	const char *type;
-	int64_t mtu; /* 0: the kernel's default */
+	int64_t mtu;	      /* 0: the number in mtu_file, else the kernel's default */
+	const char *mtu_file; /* NULL: /var/lib/brindle/mtu (brindle-node startup writes it) */
 	const char *nodename;
+	const char *nodename_file; /* NULL: /var/lib/brindle/nodename */
 	const char *log_level;
 	const char *log_file_path;
 	const char *datastore_type;
