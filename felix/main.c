@@ -66,6 +66,9 @@ struct felix {
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
 		*m_errors, *m_in_sync, *m_writes, *m_stall, *m_ds_resyncs;
+	/* Calico's names, for the dashboards built on Calico's felix (docs/felix.md) */
+	struct metric *mc_local_eps, *mc_local_pols, *mc_hosts, *mc_resync_state,
+		*mc_resyncs_started, *mc_dp_failures, *mc_ipsets;
 	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
 		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
 	size_t reported_errors;
@@ -123,8 +126,12 @@ static void on_status(void *ctx, enum ds_sync_status st, const char *why)
 		log_warn("datastore: %s: %s", names[st], why ? why : "");
 	else
 		log_info("datastore: %s%s%s", names[st], why ? ": " : "", why ? why : "");
+	if (st == DS_RESYNC && f->sync != DS_RESYNC)
+		metric_add(f->mc_resyncs_started, NULL, 1);
 	f->sync = st;
 	metric_set(f->m_in_sync, NULL, st == DS_IN_SYNC);
+	/* Calico's values: 1 waiting for the datastore, 2 resyncing, 3 in sync */
+	metric_set(f->mc_resync_state, NULL, (double)st + 1);
 	if (st == DS_IN_SYNC)
 		f->ever_in_sync = true;
 	f->dirty = true;
@@ -275,6 +282,10 @@ static void update_metrics(struct felix *f)
 	metric_set(f->m_sets, NULL, (double)s.active_sets);
 	metric_set(f->m_members, NULL, (double)s.members);
 	metric_set(f->m_policies, NULL, (double)s.active_policies);
+	metric_set(f->mc_local_eps, NULL, (double)calc_local_endpoints(f->calc));
+	metric_set(f->mc_local_pols, NULL, (double)s.active_policies);
+	metric_set(f->mc_ipsets, NULL, (double)s.active_sets);
+	metric_set(f->mc_hosts, NULL, (double)calc_nodes(f->calc));
 	metric_set(f->m_policy_errors, NULL, (double)pol_n_errors(calc_policy(f->calc)));
 	for (int t = 0; t < PT_TABLES; t++)
 		metric_set(f->m_commits, pt_table_name(t), (double)st->commits[t]);
@@ -340,6 +351,8 @@ static void apply(struct loop *l, void *ctx)
 	if (f->applies++ == 0)
 		log_info("first apply after sync took %.1f ms", secs * 1e3);
 	f->last_apply_ok = r == 0;
+	if (r != 0)
+		metric_add(f->mc_dp_failures, NULL, 1);
 	/* The first list and a full apply free a lot at once: give it back to the system. */
 	const struct dp_status *st = dataplane_status(f->dp);
 	if (f->applies == 1 || st->resyncs != f->trimmed_at_resync) {
@@ -509,6 +522,30 @@ static void make_metrics(struct felix *f)
 		f->m, "felix_event_log_lines_total",
 		"Connection events written to the event log, or dropped by its rate limit.",
 		"result");
+	f->mc_local_eps = metrics_gauge(f->m, "felix_active_local_endpoints",
+					"Number of active endpoints on this host.", NULL);
+	f->mc_local_pols = metrics_gauge(f->m, "felix_active_local_policies",
+					 "Number of active policies on this host.", NULL);
+	f->mc_hosts = metrics_gauge(f->m, "felix_cluster_num_hosts",
+				    "Total number of Calico hosts in the cluster.", NULL);
+	f->mc_resync_state = metrics_gauge(f->m, "felix_resync_state",
+					   "Current datastore state (1 waiting for the datastore, "
+					   "2 resyncing, 3 in sync).",
+					   NULL);
+	f->mc_resyncs_started =
+		metrics_counter(f->m, "felix_resyncs_started",
+				"Number of times Felix has started resyncing with the "
+				"datastore.",
+				NULL);
+	f->mc_dp_failures = metrics_counter(f->m, "felix_int_dataplane_failures",
+					    "Number of times dataplane updates failed and will be "
+					    "retried.",
+					    NULL);
+	f->mc_ipsets = metrics_gauge(f->m, "felix_ipsets_calico",
+				     "Number of active Calico IP sets.", NULL);
+	metric_set(f->mc_resync_state, NULL, 1);
+	metric_set(f->mc_resyncs_started, NULL, 0);
+	metric_set(f->mc_dp_failures, NULL, 0);
 	for (int k = 0; k <= DP_ERR_REFUSED; k++)
 		metric_set(f->m_errors, error_kind_names[k], 0);
 	metric_set(f->m_errors, "datastore", 0);

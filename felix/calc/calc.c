@@ -126,6 +126,11 @@ size_t calc_local_endpoints(const struct calc *c)
 	return c->local_weps;
 }
 
+size_t calc_nodes(const struct calc *c)
+{
+	return c->nodes.n;
+}
+
 void calc_vtep_mac(const char *nodename, uint8_t mac[6])
 {
 	uint8_t d[32];

@@ -59,6 +59,8 @@ void calc_drain_notices(struct calc *c, void (*fn)(void *ctx, const struct notic
 
 /* Counts, for metrics and tests. */
 size_t calc_local_endpoints(const struct calc *c);
+/* Nodes with a Node resource (Calico's felix_cluster_num_hosts). */
+size_t calc_nodes(const struct calc *c);
 
 /*
  * The MAC Brindle gives a node's VXLAN device when its Node resource names

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # felix before its datastore exists writes nothing (stale routes of ours stay,
 # readiness says why); once in sync it sweeps them; a burst of 20 endpoints
-# written in one etcd transaction costs exactly one apply.
+# written in one etcd transaction costs exactly one apply. Calico's metric names
+# say the same (felix_resync_state, felix_active_local_endpoints, ...).
 . "$(dirname "$0")/../lib/common.sh"
 
 FELIX=$BT_BUILD_DIR/felix/brindle-felix
@@ -23,6 +24,9 @@ sleep 2
 not_ready=$(ip netns exec "$NODE" curl -s -w ' %{http_code}' http://localhost:9099/readiness)
 bt_expect_contains "not ready while the datastore is away" "datastore: waiting for the datastore" "$not_ready"
 bt_expect_contains "readiness code" " 503" "$not_ready"
+M=http://localhost:9091/metrics
+# Calico's names for the dashboards made for Calico's felix
+bt_expect_eq "felix_resync_state: waiting for the datastore" 1 "$(bt_metric "$NODE" $M felix_resync_state)"
 bt_expect_contains "nothing written before sync" "blackhole 10.250.0.0/26" "$(ip -n "$NODE" route show proto 80)"
 
 bt_start_etcd
@@ -42,7 +46,6 @@ for i in $(seq 10 29); do
 	ip -n "$NODE" link set "calib$i" up
 done
 sleep 1 # let the interface notifications settle
-M=http://localhost:9091/metrics
 before=$(bt_metric "$NODE" $M felix_apply_seconds_count)
 args=()
 for i in $(seq 10 29); do
@@ -55,4 +58,9 @@ sleep 0.5
 after=$(bt_metric "$NODE" $M felix_apply_seconds_count)
 bt_expect_eq "a burst of 20 updates costs one apply" 1 $((after - before))
 bt_expect_eq "datastore events counted" 21 "$(bt_metric "$NODE" $M felix_datastore_events_total)"
+bt_expect_eq "felix_resync_state: in sync" 3 "$(bt_metric "$NODE" $M felix_resync_state)"
+bt_expect_eq "felix_resyncs_started: the first list" 1 "$(bt_metric "$NODE" $M felix_resyncs_started)"
+bt_expect_eq "felix_active_local_endpoints" 20 "$(bt_metric "$NODE" $M felix_active_local_endpoints)"
+bt_expect_eq "felix_cluster_num_hosts" 1 "$(bt_metric "$NODE" $M felix_cluster_num_hosts)"
+bt_expect_eq "felix_int_dataplane_failures" 0 "$(bt_metric "$NODE" $M felix_int_dataplane_failures)"
 bt_pass
