@@ -1,6 +1,10 @@
 /*
  * brindle-node COMMAND: the node's own tasks around the daemons.
  *   startup   once before felix, confd and BIRD start (startup.c)
+ *   install-cni [--watch]
+ *             the DaemonSet's init container: the CNI plugins, their
+ *             kubeconfig and the network configuration onto the host
+ *             (install_cni.c); --watch keeps the plugin's token fresh
  *   cleanup   after felix has stopped for good: Brindle's routes, devices,
  *             iptables rules and ip sets removed from the node (cleanup.c)
  *   version
@@ -35,14 +39,19 @@ int main(int argc, char **argv)
 		printf("brindle-node %s\n", BRINDLE_VERSION);
 		return 0;
 	}
-	if ((!streq(cmd, "startup") && !streq(cmd, "cleanup")) || argc > 2) {
-		fprintf(stderr, "usage: brindle-node startup | cleanup | version\n");
+	bool watch = argc == 3 && streq(cmd, "install-cni") && streq(argv[2], "--watch");
+	if ((!streq(cmd, "startup") && !streq(cmd, "cleanup") && !streq(cmd, "install-cni")) ||
+	    (argc > 2 && !watch)) {
+		fprintf(stderr, "usage: brindle-node startup | install-cni [--watch] | cleanup | "
+				"version\n");
 		return 2;
 	}
 	int level = log_parse_level(env_or("BRINDLE_LOG_LEVEL", "info"));
 	log_init("node", level < 0 ? LOG_INFO : (enum log_level)level, LOG_TEXT, 2);
 	if (streq(cmd, "cleanup"))
 		return node_cleanup() < 0 ? 1 : 0;
+	if (streq(cmd, "install-cni"))
+		return node_install_cni(watch) < 0 ? 1 : 0;
 	struct node_env e = {
 		.get = env,
 		.nodename_file = env_or("BRINDLE_NODENAME_FILE", "/var/lib/brindle/nodename"),

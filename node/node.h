@@ -33,5 +33,7 @@ struct node_run {
 int node_startup(const struct node_env *e);
 /* Everything of Brindle's removed from this node's kernel (cleanup.c); 0 or a negative errno. */
 int node_cleanup(void);
+/* The CNI plugin installed on the host (install_cni.c); with @watch its token kept fresh. */
+int node_install_cni(bool watch);
 
 #endif

@@ -47,6 +47,9 @@ for r in ipamblocks blockaffinities ipamhandles; do
 	can brindle-node yes update "$(crd "$r")"
 done
 can brindle-node yes patch nodes --subresource=status
+# install-cni: a token for the CNI plugin's account, and for no other
+can brindle-node yes create serviceaccounts/brindle-cni --subresource=token -n kube-system
+can brindle-node no create serviceaccounts/brindle-controllers --subresource=token -n kube-system
 can brindle-node no patch nodes
 can brindle-node no delete nodes
 can brindle-node no create pods
