@@ -81,7 +81,8 @@ bt_wait_for 30 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
 # Its watches (one per kind) share one HTTP/2 connection; lists go over a kept-alive
 # HTTP/1.1 connection of their own. So felix holds two connections to the API server.
 API_PORT=$(kube_state "$K" API_PORT)
-FELIX_PID=$(pgrep -f "^$FELIX" | head -1)
+# this test's felix: the one in its node's namespace (other tests run felix at the same time)
+FELIX_PID=$(ip netns pids "$NODE" | xargs -r ps -o pid=,args= -p | awk -v f="$FELIX" '$2 == f {print $1; exit}')
 conns=$(ip netns exec "$NODE" ss -tnpH state established "( dport = :$API_PORT )" |
 	grep -c "pid=$FELIX_PID,") || true
 [ "$conns" -ge 1 ] || bt_fail "no connection of felix (pid $FELIX_PID) to the API server found"
