@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The node image (scripts/image): built from Debian's packages and Brindle's
+# release build into an OCI archive under 150 MB; its root filesystem, read
+# from the archive's own layer, runs brindle-felix, brindle-confd, brindlectl,
+# brindle-node and BIRD (podman run --rootfs, a podman storage of the
+# test's own), has legacy iptables and runit; and its install-cni step,
+# inside the test control plane's namespace with the brindle-node
+# ServiceAccount's token, puts the plugins, their kubeconfig and the
+# configuration into a host directory.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/kube.sh"
+
+archive=$BT_DIR/brindle-node.oci.tar
+"$BT_SOURCE_DIR/scripts/image" "$archive" >"$BT_DIR/image.log" 2>&1 ||
+	bt_fail "scripts/image failed: $(tail -20 "$BT_DIR/image.log")"
+bt_log "$(cat "$BT_DIR/image.log")"
+mb=$(sed -n 's/.*(\([0-9]*\) MB uncompressed.*/\1/p' "$BT_DIR/image.log")
+[ -n "$mb" ] && [ "$mb" -lt 150 ] || bt_fail "the image is ${mb:-?} MB uncompressed (goal < 150)"
+
+# The root filesystem from the archive's layer: index -> manifest -> layer.
+mkdir -p "$BT_DIR/oci" "$BT_DIR/rootfs"
+tar -C "$BT_DIR/oci" -xf "$archive"
+blob() { echo "$BT_DIR/oci/blobs/${1/://}"; }
+manifest=$(blob "$(jq -r '.manifests[0].digest' "$BT_DIR/oci/index.json")")
+layer=$(blob "$(jq -r '.layers[0].digest' "$manifest")")
+tar -C "$BT_DIR/rootfs" -xf "$layer"
+[ -x "$BT_DIR/rootfs/usr/sbin/brindle-felix" ] || bt_fail "no brindle-felix in the image"
+
+export CONTAINERS_CONF=$BT_DIR/containers.conf
+printf '[engine]\nevents_logger = "file"\nevents_logfile_path = "%s/events.log"\n' "$BT_DIR" >"$CONTAINERS_CONF"
+pm() {
+	podman --root "$BT_DIR/storage" --runroot "$BT_DIR/run" --tmpdir "$BT_DIR/tmp" \
+		--runtime runc --cgroup-manager cgroupfs --events-backend file "$@"
+}
+mkdir -p "$BT_DIR/tmp"
+# Whatever happens: no container, and none of podman's mounts under the test's directory.
+image_cleanup() {
+	local rc=$?
+	pm rm -af -t 0 >/dev/null 2>&1 || true
+	mount | awk -v d="$BT_DIR/" 'index($3, d) == 1 {print $3}' | sort -r | xargs -r umount -l
+	(exit $rc)
+	bt_cleanup
+}
+trap image_cleanup EXIT
+# limits this sandbox's runc may set (its default nofile is above what the machine allows)
+limits=(--ulimit nofile=20000:20000 --ulimit nproc=1000:1000)
+in_image() { pm run --rm "${limits[@]}" --network none --rootfs "$BT_DIR/rootfs" "$@"; }
+bt_expect_contains "brindle-felix runs" "brindle-felix 0." "$(in_image /usr/sbin/brindle-felix --version 2>&1)"
+bt_expect_contains "brindle-confd runs" "brindle-confd version 0." "$(in_image /usr/sbin/brindle-confd --version 2>&1)"
+bt_expect_contains "brindlectl runs" "brindlectl version 0." "$(in_image /usr/bin/brindlectl version 2>&1)"
+bt_expect_contains "brindle-node runs" "brindle-node 0." "$(in_image /usr/sbin/brindle-node version 2>&1)"
+bt_expect_contains "BIRD 2 is there" "BIRD version 2." "$(in_image /usr/sbin/bird --version 2>&1)"
+bt_expect_contains "iptables is the legacy one" "legacy" "$(in_image /usr/sbin/iptables --version 2>&1)"
+in_image /usr/bin/runsvdir -P /nonexistent >/dev/null 2>&1 &
+sleep 0.5
+kill $! 2>/dev/null || true
+[ -x "$BT_DIR/rootfs/usr/bin/runsvdir" ] || bt_fail "no runit (runsvdir) in the image"
+
+# The install step, from the image, against the real API server as brindle-node.
+kube_test_plane --no-crds
+kc apply -k "$BT_SOURCE_DIR/deploy" >/dev/null
+mkdir -p "$BT_DIR/sa" "$BT_DIR/host/opt/cni/bin" "$BT_DIR/host/etc/cni/net.d"
+kc -n kube-system create token brindle-node >"$BT_DIR/sa/token"
+cp "$K/pki/ca.crt" "$BT_DIR/sa/ca.crt"
+echo kube-system >"$BT_DIR/sa/namespace"
+# podman started in the control plane's namespace; --network host is that namespace
+nsenter --net="/var/run/netns/$NS" podman --root "$BT_DIR/storage" --runroot "$BT_DIR/run" \
+	--tmpdir "$BT_DIR/tmp" --runtime runc --cgroup-manager cgroupfs --events-backend file \
+	run --rm "${limits[@]}" --network host -v "$BT_DIR/host:/host" \
+	-v "$BT_DIR/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
+	-e KUBERNETES_SERVICE_HOST="$(kube_state "$K" API_ADDR)" \
+	-e KUBERNETES_SERVICE_PORT="$(kube_state "$K" API_PORT)" \
+	--rootfs "$BT_DIR/rootfs" /usr/sbin/brindle-node install-cni >"$BT_DIR/install.log" 2>&1 ||
+	bt_fail "install-cni from the image: $(cat "$BT_DIR/install.log")"
+for p in brindle-cni brindle-ipam; do
+	[ -x "$BT_DIR/host/opt/cni/bin/$p" ] || bt_fail "install-cni put no $p on the host"
+done
+bt_expect_eq "the configuration on the host" "kubernetes" \
+	"$(jq -r '.plugins[0].datastore_type' "$BT_DIR/host/etc/cni/net.d/10-brindle.conflist")"
+bt_expect_eq "the plugin's kubeconfig is brindle-cni's" "system:serviceaccount:kube-system:brindle-cni" \
+	"$(ip netns exec "$NS" "$KUBE_BIN/kubectl" --kubeconfig "$BT_DIR/host/etc/cni/net.d/brindle-kubeconfig" \
+		auth whoami -o jsonpath='{.status.userInfo.username}')"
+bt_pass
