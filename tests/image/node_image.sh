@@ -6,7 +6,8 @@
 # test's own), has legacy iptables and runit; and its install-cni step,
 # inside the test control plane's namespace with the brindle-node
 # ServiceAccount's token, puts the plugins, their kubeconfig and the
-# configuration into a host directory.
+# configuration into a host directory. Every program deploy/brindle-node.yaml
+# starts (and its probes run) is in the image.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
@@ -37,7 +38,14 @@ mkdir -p "$BT_DIR/tmp"
 image_cleanup() {
 	local rc=$?
 	pm rm -af -t 0 >/dev/null 2>&1 || true
-	mount | awk -v d="$BT_DIR/" 'index($3, d) == 1 {print $3}' | sort -r | xargs -r umount -l
+	# podman's storage mounts itself again when asked anything: until none is left
+	local i
+	for i in 1 2 3 4 5; do
+		mounts=$(mount | awk -v d="$BT_DIR/" 'index($3, d) == 1 {print $3}' | sort -r)
+		[ -n "$mounts" ] || break
+		xargs -r umount -l <<<"$mounts"
+		sleep 0.2
+	done
 	(exit $rc)
 	bt_cleanup
 }
@@ -75,6 +83,16 @@ nsenter --net="/var/run/netns/$NS" podman --root "$BT_DIR/storage" --runroot "$B
 for p in brindle-cni brindle-ipam; do
 	[ -x "$BT_DIR/host/opt/cni/bin/$p" ] || bt_fail "install-cni put no $p on the host"
 done
+# Every program the manifests start is in the image, with the tools their probes use.
+kc apply --dry-run=client -o json -f "$BT_SOURCE_DIR/deploy/brindle-node.yaml" |
+	jq -r '.items[] | select(.kind == "DaemonSet" or .kind == "Deployment") | .spec.template.spec |
+		((.initContainers // []) + .containers)[] |
+		.command[0], (.livenessProbe.exec.command[0] // empty)' | sort -u >"$BT_DIR/commands"
+[ "$(wc -l <"$BT_DIR/commands")" -ge 5 ] || bt_fail "found too few commands in the manifests: $(cat "$BT_DIR/commands")"
+while read -r cmd; do
+	[ -x "$BT_DIR/rootfs$cmd" ] || bt_fail "the manifests run $cmd, which the image does not have"
+done <"$BT_DIR/commands"
+bt_log "the manifests' programs are in the image: $(tr '\n' ' ' <"$BT_DIR/commands")"
 bt_expect_eq "the configuration on the host" "kubernetes" \
 	"$(jq -r '.plugins[0].datastore_type' "$BT_DIR/host/etc/cni/net.d/10-brindle.conflist")"
 bt_expect_eq "the plugin's kubeconfig is brindle-cni's" "system:serviceaccount:kube-system:brindle-cni" \
