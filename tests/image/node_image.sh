@@ -67,10 +67,8 @@ kill $! 2>/dev/null || true
 # The install step, from the image, against the real API server as brindle-node.
 kube_test_plane --no-crds
 kc apply -k "$BT_SOURCE_DIR/deploy" >/dev/null
-mkdir -p "$BT_DIR/sa" "$BT_DIR/host/opt/cni/bin" "$BT_DIR/host/etc/cni/net.d"
-kc -n kube-system create token brindle-node >"$BT_DIR/sa/token"
-cp "$K/pki/ca.crt" "$BT_DIR/sa/ca.crt"
-echo kube-system >"$BT_DIR/sa/namespace"
+mkdir -p "$BT_DIR/host/opt/cni/bin" "$BT_DIR/host/etc/cni/net.d"
+kube_sa_dir "$BT_DIR/sa" brindle-node
 # podman started in the control plane's namespace; --network host is that namespace
 nsenter --net="/var/run/netns/$NS" podman --root "$BT_DIR/storage" --runroot "$BT_DIR/run" \
 	--tmpdir "$BT_DIR/tmp" --runtime runc --cgroup-manager cgroupfs --events-backend file \

@@ -14,10 +14,8 @@
 NODEBIN=$BT_BUILD_DIR/node/brindle-node
 kube_test_plane --no-crds
 kc apply -k "$BT_SOURCE_DIR/deploy" >/dev/null
-mkdir -p "$BT_DIR/sa" "$BT_DIR/bin" "$BT_DIR/net.d"
-kc -n kube-system create token brindle-node >"$BT_DIR/sa/token"
-cp "$K/pki/ca.crt" "$BT_DIR/sa/ca.crt"
-echo kube-system >"$BT_DIR/sa/namespace"
+mkdir -p "$BT_DIR/bin" "$BT_DIR/net.d"
+kube_sa_dir "$BT_DIR/sa" brindle-node
 
 install_cni() {
 	ip netns exec "$NS" env -i PATH="$PATH" BRINDLE_KUBE_SA_DIR="$BT_DIR/sa" \

@@ -11,6 +11,8 @@
 #   kube_test_plane [--no-crds]  the usual start of a test: namespace "cp" (NS) with a control
 #                                plane in $BT_DIR/cp (K), Brindle's CRDs unless --no-crds;
 #                                kc runs kubectl as its admin
+#   kube_sa_dir DIR SA           a pod's ServiceAccount mount (token, CA, namespace) of
+#                                kube-system/SA, in DIR
 #   kube_brindlectl_users        brindlectl's roles (deploy/rbac/brindlectl.yaml): ALICE the
 #                                kubeconfig of an admin, BOB of a read-only user;
 #                                bctl KUBECONFIG ARGS... runs brindlectl with one, in NS
@@ -78,6 +80,15 @@ kube_brindle_cni() {
 	KUBE_CNICFG=$(kube_testenv user "$1" brindle-cni)
 	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-cni \
 		--clusterrole brindle-cni --user brindle-cni >/dev/null
+}
+
+# kube_sa_dir DIR SA: what a pod of ServiceAccount kube-system/SA finds mounted (a token,
+# the cluster's CA, the namespace), in DIR.
+kube_sa_dir() {
+	mkdir -p "$1"
+	kc -n kube-system create token "$2" >"$1/token"
+	cp "$K/pki/ca.crt" "$1/ca.crt"
+	echo kube-system >"$1/namespace"
 }
 
 kube_test_plane() {
