@@ -10,6 +10,9 @@
  *
  *   brindle-controllers [--once]
  *
+ * Each release is logged, counted and written as a Kubernetes Event (reason
+ * IPAMAddressReleased) about its pod or node.
+ *
  * Environment: the Kubernetes datastore as every Brindle program
  * (BRINDLE_DATASTORE_TYPE=kubernetes, KUBECONFIG or in-cluster),
  * BRINDLE_IPAM_GC_INTERVAL (seconds between scans, default 300),
@@ -110,6 +113,57 @@ static int pod_item(void *ctx, const struct jv *pod)
 	return 0;
 }
 
+/*
+ * A Kubernetes Event for a release, about the pod (in its namespace) or the
+ * node (in "default") that lost the address: `kubectl get events` shows what
+ * the collector did. A failure to write it is logged, never fatal.
+ */
+static void release_event(struct controllers *c, const struct gc_leak *l, const char *ip)
+{
+	bool pod = l->why != GC_TUNNEL_NODE_GONE;
+	const char *slash = pod ? strchr(l->owner, '/') : NULL;
+	struct strbuf ns = STRBUF_INIT, body = STRBUF_INIT, path = STRBUF_INIT;
+	sb_init(&ns);
+	sb_init(&body);
+	sb_init(&path);
+	if (slash)
+		sb_add(&ns, l->owner, (size_t)(slash - l->owner));
+	else
+		sb_adds(&ns, "default");
+	char now[32];
+	time_t t = time(NULL);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	sb_adds(&body, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":"
+		       "\"brindle-ipam-gc.\",\"namespace\":");
+	json_write_string(&body, sb_str(&ns));
+	sb_addf(&body, "},\"involvedObject\":{\"apiVersion\":\"v1\",\"kind\":\"%s\",",
+		pod ? "Pod" : "Node");
+	if (slash) {
+		sb_adds(&body, "\"namespace\":");
+		json_write_string(&body, sb_str(&ns));
+		sb_adds(&body, ",");
+	}
+	sb_adds(&body, "\"name\":");
+	json_write_string(&body, slash ? slash + 1 : l->owner);
+	sb_adds(&body, "},\"reason\":\"IPAMAddressReleased\",\"type\":\"Normal\",\"message\":");
+	struct strbuf msg = STRBUF_INIT;
+	sb_init(&msg);
+	sb_addf(&msg, "released %s (handle %s): %s", ip, l->handle, ipam_gc_reason(l->why));
+	json_write_string(&body, sb_str(&msg));
+	sb_addf(&body,
+		",\"source\":{\"component\":\"brindle-controllers\"},\"reportingComponent\":"
+		"\"brindle-controllers\",\"firstTimestamp\":\"%s\",\"lastTimestamp\":\"%s\","
+		"\"count\":1}",
+		now, now);
+	kube_path(&path, "v1", sb_str(&ns), "events", NULL);
+	if (kube_request(c->kc, "POST", sb_str(&path), NULL, &body, NULL) < 0)
+		log_warn("an event for %s: %s", ip, kube_last_error(c->kc));
+	sb_free(&msg);
+	sb_free(&ns);
+	sb_free(&body);
+	sb_free(&path);
+}
+
 /* --- one scan ------------------------------------------------------------------------------ */
 
 static void forget_all(struct hmap *m)
@@ -173,6 +227,7 @@ static int scan(struct controllers *c)
 			log_info("released %s (handle %s, %s: %s)", ip, l->handle, l->owner,
 				 ipam_gc_reason(l->why));
 			metric_add(c->m_released, ipam_gc_reason(l->why), 1);
+			release_event(c, l, ip);
 			free(hmap_del(&seen, key));
 		} else if (rr == -ENOENT || rr == -EBUSY) {
 			free(hmap_del(&seen, key)); /* freed or taken by someone else meanwhile */

@@ -5,8 +5,8 @@
 # through brindle-node startup; nothing is taken while their owners live. A
 # pod deleted without a CNI DEL loses its address only after the grace
 # period; a node deleted outright loses its tunnel address, its pod's
-# address and its block at once; the metrics count each reason and the
-# readiness says the scans work.
+# address and its block at once; the metrics count each reason, Events name
+# the pods and the node, and the readiness says the scans work.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
@@ -97,4 +97,9 @@ bt_wait_for 10 "n2's block and affinity to go" no_n2_affinity
 bt_expect_eq "released: pod-gone" "2" "$(metric 'brindle_ipam_gc_released_total{reason="pod-gone"}')"
 bt_expect_eq "released: tunnel-node-gone" "1" "$(metric 'brindle_ipam_gc_released_total{reason="tunnel-node-gone"}')"
 bt_http_ok "$NS" "http://127.0.0.1:$PORT/readiness" || bt_fail "not ready after its scans"
+# and Events say it, about the pods and the node
+events() { kc get events -n "$1" --field-selector reason=IPAMAddressReleased -o jsonpath='{range .items[*]}{.involvedObject.kind}/{.involvedObject.name}: {.message}{"\n"}{end}'; }
+bt_expect_contains "an event about pod a" "Pod/a: released 10.244.0.0 (handle k8s-pod-network.c-a): pod-gone" "$(events shop)"
+bt_expect_contains "an event about pod c" "Pod/c: released" "$(events shop)"
+bt_expect_contains "an event about node n2" "Node/n2: released" "$(events default)"
 bt_pass

@@ -76,6 +76,8 @@ can brindle-controllers yes list pods
 can brindle-controllers yes list nodes
 can brindle-controllers yes delete "$(crd ipamhandles)"
 can brindle-controllers yes update "$(crd ipamblocks)"
+can brindle-controllers yes create events
+can brindle-node no create events
 can brindle-controllers no delete pods
 can brindle-controllers no delete nodes
 can brindle-controllers no patch nodes --subresource=status
