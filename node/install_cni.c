@@ -51,34 +51,6 @@ static const char default_conflist[] =
 	"  {\"type\": \"portmap\", \"snat\": true, \"capabilities\": {\"portMappings\": true}}\n"
 	"]}\n";
 
-static const char *env_or(const char *name, const char *def)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : def;
-}
-
-/* @data into @path through @path.tmp and a rename, with @mode. */
-static int write_file(const char *path, const void *data, size_t len, mode_t mode)
-{
-	struct strbuf tmp = STRBUF_INIT;
-	sb_init(&tmp);
-	sb_addf(&tmp, "%s.tmp", path);
-	int fd = open(sb_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	int r = 0;
-	if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchmod(fd, mode) < 0 || fsync(fd) < 0)
-		r = -errno;
-	if (fd >= 0 && close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(sb_str(&tmp), path) < 0)
-		r = -errno;
-	if (r < 0) {
-		log_error("writing %s: %s", path, strerror(-r));
-		unlink(sb_str(&tmp));
-	}
-	sb_free(&tmp);
-	return r;
-}
-
 /* 1. */
 static int copy_plugins(struct arena *a)
 {
@@ -86,7 +58,7 @@ static int copy_plugins(struct arena *a)
 	if (!src || !*src)
 		src = install_in_build_tree(a) ? arena_printf(a, "%s/cni", BRINDLE_BUILD_DIR)
 					       : install_find(a, BRINDLE_INSTALL_CNI_BIN_DIR, X_OK);
-	const char *dst = env_or("CNI_BIN_DIR", "/host/opt/cni/bin");
+	const char *dst = node_env_or("CNI_BIN_DIR", "/host/opt/cni/bin");
 	static const char *const plugins[] = { "brindle-cni", "brindle-ipam" };
 	for (size_t i = 0; i < ARRAY_SIZE(plugins); i++) {
 		const char *from = arena_printf(a, "%s/%s", src, plugins[i]);
@@ -100,7 +72,7 @@ static int copy_plugins(struct arena *a)
 				  strerror(-r));
 		bool same = r == 0 && sb_read_file(&have, to) == 0 && have.len == want.len &&
 			    memcmp(have.buf, want.buf, want.len) == 0;
-		if (r == 0 && !same && (r = write_file(to, want.buf, want.len, 0755)) == 0)
+		if (r == 0 && !same && (r = node_write_file(to, want.buf, want.len, 0755)) == 0)
 			log_info("installed %s", to);
 		sb_free(&have);
 		sb_free(&want);
@@ -126,7 +98,7 @@ static int write_kubeconfig(struct arena *a, long *expires_in)
 	int r = kube_conn_load(NULL, &conn, &err);
 	if (r == 0)
 		r = kube_client_new(NULL, conn.server, &conn.auth, 10000, &kc, &err);
-	const char *sa = env_or("BRINDLE_CNI_SERVICEACCOUNT", "brindle-cni");
+	const char *sa = node_env_or("BRINDLE_CNI_SERVICEACCOUNT", "brindle-cni");
 	struct jv *answer = NULL;
 	if (r == 0) {
 		sb_addf(&body,
@@ -164,8 +136,8 @@ static int write_kubeconfig(struct arena *a, long *expires_in)
 			sa, token, sa);
 		free(ca64);
 		const char *file = arena_printf(a, "%s/brindle-kubeconfig",
-						env_or("CNI_NET_DIR", "/host/etc/cni/net.d"));
-		if ((r = write_file(file, out.buf, out.len, 0600)) == 0)
+						node_env_or("CNI_NET_DIR", "/host/etc/cni/net.d"));
+		if ((r = node_write_file(file, out.buf, out.len, 0600)) == 0)
 			log_info("wrote %s (ServiceAccount %s/%s, a token for %d s)", file,
 				 conn.namespace, sa, TOKEN_SECONDS);
 		*expires_in = TOKEN_SECONDS;
@@ -185,9 +157,10 @@ static int write_kubeconfig(struct arena *a, long *expires_in)
 /* 3. */
 static int write_conflist(struct arena *a)
 {
-	const char *tmpl = env_or("CNI_NETWORK_CONFIG", default_conflist);
-	const char *kubeconfig = arena_printf(a, "%s/brindle-kubeconfig",
-					      env_or("BRINDLE_CNI_HOST_NET_DIR", "/etc/cni/net.d"));
+	const char *tmpl = node_env_or("CNI_NETWORK_CONFIG", default_conflist);
+	const char *kubeconfig =
+		arena_printf(a, "%s/brindle-kubeconfig",
+			     node_env_or("BRINDLE_CNI_HOST_NET_DIR", "/etc/cni/net.d"));
 	struct strbuf conf = STRBUF_INIT, err = STRBUF_INIT;
 	sb_init(&conf);
 	sb_init(&err);
@@ -208,9 +181,9 @@ static int write_conflist(struct arena *a)
 		r = -EINVAL;
 	} else {
 		const char *file =
-			arena_printf(a, "%s/%s", env_or("CNI_NET_DIR", "/host/etc/cni/net.d"),
-				     env_or("CNI_CONF_NAME", "10-brindle.conflist"));
-		if ((r = write_file(file, conf.buf, conf.len, 0644)) == 0)
+			arena_printf(a, "%s/%s", node_env_or("CNI_NET_DIR", "/host/etc/cni/net.d"),
+				     node_env_or("CNI_CONF_NAME", "10-brindle.conflist"));
+		if ((r = node_write_file(file, conf.buf, conf.len, 0644)) == 0)
 			log_info("wrote %s", file);
 	}
 	sb_free(&conf);
@@ -241,7 +214,7 @@ int node_install_cni(bool watch)
 	}
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
-	long every = atol(env_or("BRINDLE_CNI_TOKEN_REFRESH", "0"));
+	long every = atol(node_env_or("BRINDLE_CNI_TOKEN_REFRESH", "0"));
 	for (;;) {
 		/* a new token before the old one has used two thirds of its life */
 		long wait = every > 0 ? every : life * 2 / 3;

@@ -17,19 +17,39 @@
 #include <brindle/sys/log.h>
 #include <brindle/version.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-static const char *env(const char *name)
-{
-	return getenv(name);
-}
-
-static const char *env_or(const char *name, const char *def)
+const char *node_env_or(const char *name, const char *def)
 {
 	const char *v = getenv(name);
 	return v && *v ? v : def;
+}
+
+int node_write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+	struct strbuf tmp = STRBUF_INIT;
+	sb_init(&tmp);
+	sb_addf(&tmp, "%s.tmp", path);
+	int fd = open(sb_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	int r = 0;
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchmod(fd, mode) < 0 || fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(sb_str(&tmp), path) < 0)
+		r = -errno;
+	if (r < 0) {
+		log_error("writing %s: %s", path, strerror(-r));
+		unlink(sb_str(&tmp));
+	}
+	sb_free(&tmp);
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -46,16 +66,15 @@ int main(int argc, char **argv)
 				"version\n");
 		return 2;
 	}
-	int level = log_parse_level(env_or("BRINDLE_LOG_LEVEL", "info"));
+	int level = log_parse_level(node_env_or("BRINDLE_LOG_LEVEL", "info"));
 	log_init("node", level < 0 ? LOG_INFO : (enum log_level)level, LOG_TEXT, 2);
 	if (streq(cmd, "cleanup"))
 		return node_cleanup() < 0 ? 1 : 0;
 	if (streq(cmd, "install-cni"))
 		return node_install_cni(watch) < 0 ? 1 : 0;
 	struct node_env e = {
-		.get = env,
-		.nodename_file = env_or("BRINDLE_NODENAME_FILE", "/var/lib/brindle/nodename"),
-		.mtu_file = env_or("BRINDLE_MTU_FILE", "/var/lib/brindle/mtu"),
+		.nodename_file = node_env_or("BRINDLE_NODENAME_FILE", "/var/lib/brindle/nodename"),
+		.mtu_file = node_env_or("BRINDLE_MTU_FILE", "/var/lib/brindle/mtu"),
 	};
 	return node_startup(&e) < 0 ? 1 : 0;
 }

@@ -11,10 +11,18 @@
 #include <brindle/sys/ds.h>
 
 #include <stdbool.h>
+#include <sys/types.h>
 
+/* The environment variable @name, or @def when it is unset or empty. */
+const char *node_env_or(const char *name, const char *def);
+/*
+ * @len bytes to @path through @path.tmp, fsync and a rename, with @mode: a
+ * reader sees the old file or the new one, never half. Logs why it failed.
+ */
+int node_write_file(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Where startup writes what brindle-cni and the next start read. */
 struct node_env {
-	/* The environment (getenv, or a test's table). */
-	const char *(*get)(const char *name);
 	const char *nodename_file; /* BRINDLE_NODENAME_FILE, default /var/lib/brindle/nodename */
 	const char *mtu_file;	   /* BRINDLE_MTU_FILE, default /var/lib/brindle/mtu */
 };

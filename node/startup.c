@@ -42,22 +42,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *env_or(const struct node_env *e, const char *name, const char *def)
+static bool env_true(const char *name)
 {
-	const char *v = e->get(name);
-	return v && *v ? v : def;
-}
-
-static bool env_true(const struct node_env *e, const char *name)
-{
-	const char *v = env_or(e, name, "false");
+	const char *v = node_env_or(name, "false");
 	return !strcasecmp(v, "true") || streq(v, "1");
 }
 
 /* 1. */
 static const char *node_name(struct arena *a, const struct node_env *e)
 {
-	const char *v = env_or(e, "NODENAME", NULL);
+	const char *v = node_env_or("NODENAME", NULL);
 	if (v)
 		return v;
 	struct strbuf sb = STRBUF_INIT;
@@ -73,7 +67,7 @@ static const char *node_name(struct arena *a, const struct node_env *e)
 	}
 	sb_free(&sb);
 	char host[256] = "";
-	v = env_or(e, "HOSTNAME", NULL);
+	v = node_env_or("HOSTNAME", NULL);
 	if (!v && gethostname(host, sizeof(host) - 1) == 0)
 		v = host;
 	if (!v || !*v)
@@ -190,8 +184,7 @@ static int internal_ip(const struct br_node *n, const struct host *h, struct br_
 static int node_address(struct node_run *s, const struct host *h, const struct br_node *cur,
 			struct br_cidr *out, bool *none)
 {
-	const struct node_env *e = s->env;
-	const char *ip = env_or(e, "IP", NULL);
+	const char *ip = node_env_or("IP", NULL);
 	*none = false;
 	if (ip && streq(ip, "none")) {
 		*none = true;
@@ -214,7 +207,7 @@ static int node_address(struct node_run *s, const struct host *h, const struct b
 		log_info("keeping the stored address %s (IP is not set)", stored);
 		return 0;
 	}
-	const char *method = env_or(e, "IP_AUTODETECTION_METHOD", "first-found");
+	const char *method = node_env_or("IP_AUTODETECTION_METHOD", "first-found");
 	struct ad_method m;
 	struct strbuf why = STRBUF_INIT;
 	sb_init(&why);
@@ -283,14 +276,14 @@ static int write_node(struct node_run *s, const struct host *h, struct br_node *
 	bool none;
 	r = node_address(s, h, cur ? n : NULL, &addr, &none);
 	const char *owner = r == 0 && !none ? ip_owner(s, &addr.ip) : NULL;
-	if (owner && !env_true(s->env, "DISABLE_NODE_IP_CHECK")) {
+	if (owner && !env_true("DISABLE_NODE_IP_CHECK")) {
 		sb_addf(&s->err,
 			"the address %s is already Node %s's: two nodes with one BGP address break "
 			"both (DISABLE_NODE_IP_CHECK=true allows it)",
 			cidr_str(&addr, (char[CIDR_STRLEN]){ 0 }), owner);
 		r = -EADDRINUSE;
 	}
-	const char *as = env_or(s->env, "AS", NULL);
+	const char *as = node_env_or("AS", NULL);
 	char *end = NULL;
 	unsigned long asn = as ? strtoul(as, &end, 10) : 0;
 	if (r == 0 && as && (*end || asn == 0 || asn > UINT32_MAX)) {
@@ -336,7 +329,6 @@ static int write_node(struct node_run *s, const struct host *h, struct br_node *
 /* 4. */
 static int default_pool(struct node_run *s)
 {
-	const struct node_env *e = s->env;
 	struct br_object **pools;
 	size_t n;
 	if (ds_list(s->ds, model_kind(KIND_IPPOOL), NULL, &pools, &n) < 0) {
@@ -350,15 +342,15 @@ static int default_pool(struct node_run *s)
 		have_v4 |= cidr && cidr_parse(cidr, false, &c) == 0 && c.ip.family == AF_INET;
 	}
 	model_free_all(pools, n);
-	if (have_v4 || env_true(e, "NO_DEFAULT_POOLS"))
+	if (have_v4 || env_true("NO_DEFAULT_POOLS"))
 		return 0;
 	/* The document the user's settings make, decoded and checked like any other. */
 	struct strbuf doc = STRBUF_INIT;
 	sb_init(&doc);
-	const char *block = env_or(e, "CALICO_IPV4POOL_BLOCK_SIZE", "26");
+	const char *block = node_env_or("CALICO_IPV4POOL_BLOCK_SIZE", "26");
 	sb_adds(&doc, "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"IPPool\",\"metadata\":"
 		      "{\"name\":\"default-ipv4-ippool\"},\"spec\":{\"cidr\":");
-	json_write_string(&doc, env_or(e, "CALICO_IPV4POOL_CIDR", "192.168.0.0/16"));
+	json_write_string(&doc, node_env_or("CALICO_IPV4POOL_CIDR", "192.168.0.0/16"));
 	sb_adds(&doc, ",\"blockSize\":");
 	if (strspn(block, "0123456789") == strlen(block) && strlen(block) < 4)
 		sb_adds(&doc, block);
@@ -367,7 +359,7 @@ static int default_pool(struct node_run *s)
 	static const char *const modes[][2] = { { "CALICO_IPV4POOL_IPIP", "ipipMode" },
 						{ "CALICO_IPV4POOL_VXLAN", "vxlanMode" } };
 	for (size_t i = 0; i < 2; i++) {
-		const char *v = env_or(e, modes[i][0], "Never");
+		const char *v = node_env_or(modes[i][0], "Never");
 		/* Calico's manifests say Always, CrossSubnet, Never, and "off" for Never */
 		if (!strcasecmp(v, "off") || !strcasecmp(v, "never"))
 			v = "Never";
@@ -379,11 +371,10 @@ static int default_pool(struct node_run *s)
 		json_write_string(&doc, v);
 	}
 	sb_addf(&doc, ",\"natOutgoing\":%s,\"nodeSelector\":",
-		env_true(e, "CALICO_IPV4POOL_NAT_OUTGOING") ||
-				!e->get("CALICO_IPV4POOL_NAT_OUTGOING")
+		env_true("CALICO_IPV4POOL_NAT_OUTGOING") || !getenv("CALICO_IPV4POOL_NAT_OUTGOING")
 			? "true"
 			: "false");
-	json_write_string(&doc, env_or(e, "CALICO_IPV4POOL_NODE_SELECTOR", "all()"));
+	json_write_string(&doc, node_env_or("CALICO_IPV4POOL_NODE_SELECTOR", "all()"));
 	sb_adds(&doc, "}}");
 	struct jv *v;
 	struct model_errors errs = { 0 };
@@ -497,26 +488,6 @@ static int tunnel_addr(struct node_run *s, struct br_node *n, bool vxlan, struct
 	return 0;
 }
 
-/* Writes @text to @path through a temporary file: a reader sees the old or the new. */
-static int write_atomic(const char *path, const char *text, struct strbuf *err)
-{
-	struct strbuf tmp = STRBUF_INIT;
-	sb_init(&tmp);
-	sb_addf(&tmp, "%s.tmp", path);
-	FILE *f = fopen(sb_str(&tmp), "we");
-	int r = f && fputs(text, f) >= 0 ? 0 : -EIO;
-	if (f && fclose(f) != 0)
-		r = -EIO;
-	if (r == 0 && rename(sb_str(&tmp), path) < 0)
-		r = -errno;
-	if (r < 0) {
-		sb_addf(err, "writing %s: %s", path, strerror(errno ? errno : EIO));
-		unlink(sb_str(&tmp));
-	}
-	sb_free(&tmp);
-	return r;
-}
-
 int node_startup(const struct node_env *e)
 {
 	struct node_run s = { .env = e, .a = arena_new() };
@@ -560,8 +531,9 @@ int node_startup(const struct node_env *e)
 	free(mtus);
 	char text[32];
 	snprintf(text, sizeof(text), "%u\n", mtu);
-	if ((r = write_atomic(e->mtu_file, text, &s.err)) < 0 ||
-	    (r = write_atomic(e->nodename_file, arena_printf(s.a, "%s\n", s.name), &s.err)) < 0)
+	const char *name_line = arena_printf(s.a, "%s\n", s.name);
+	if ((r = node_write_file(e->mtu_file, text, strlen(text), 0644)) < 0 ||
+	    (r = node_write_file(e->nodename_file, name_line, strlen(name_line), 0644)) < 0)
 		goto out;
 	log_info("pod MTU %u (%s) in %s", mtu,
 		 vxlan	? "VXLAN"
