@@ -21,6 +21,8 @@ struct lab {
 	const char *etcd_sock; /* <dir>/etcd/etcd.sock:0 */
 	const char *endpoints; /* "unix:<etcd_sock>" */
 	struct lab_topology *topo;
+	/* a lab on Kubernetes: its administrator's datastore, opened on first use (lab_kube.c) */
+	struct ctl *admin;
 };
 
 /* Paths of the programs a lab runs (next to brindlectl in a build tree, or installed). */

@@ -28,6 +28,7 @@
 #include <brindle/sys/install.h>
 #include <brindle/sys/kube_client.h>
 #include <brindle/sys/strbuf_file.h>
+#include <brindle/core/kdd_map.h>
 #include <brindle/core/kube_codec.h>
 
 #include <dirent.h>
@@ -71,21 +72,23 @@ int lab_kube_enter(struct lab *l)
 	return r;
 }
 
-/* The lab's datastore as its administrator (not lab_ds_as: lab_up.c calls this file). */
-static struct ds *admin_ds(struct lab *l, struct ctl *c)
+/*
+ * The lab administrator's client, on one connection opened on first use and
+ * kept for the command (lab_free closes it). Not lab_ds_as: lab_up.c calls
+ * this file, not the other way round.
+ */
+static struct kube_client *admin_client(struct lab *l)
 {
-	*c = (struct ctl){ 0 };
-	if (lab_kube_enter(l) < 0)
-		return NULL;
-	c->cfg.type = "kubernetes";
-	c->cfg.kubeconfig = lab_kubeconfig(l, "admin");
-	return ctl_ds(c);
-}
-
-static void admin_close(struct ctl *c)
-{
-	ds_close(c->ds);
-	ds_config_free_storage(&c->storage);
+	if (!l->admin) {
+		if (lab_kube_enter(l) < 0)
+			return NULL;
+		l->admin = arena_alloc(l->a, sizeof(*l->admin));
+		*l->admin = (struct ctl){ 0 };
+		l->admin->cfg.type = "kubernetes";
+		l->admin->cfg.kubeconfig = lab_kubeconfig(l, "admin");
+	}
+	struct ds *d = ctl_ds(l->admin);
+	return d ? ds_kube_client(d) : NULL;
 }
 
 /*
@@ -96,9 +99,7 @@ static int admin_request(struct lab *l, const char *method, const char *path, co
 			 const struct strbuf *body, const char *what, int expected,
 			 struct jv **out_copy)
 {
-	struct ctl c;
-	struct ds *d = admin_ds(l, &c);
-	struct kube_client *kc = d ? ds_kube_client(d) : NULL;
+	struct kube_client *kc = admin_client(l);
 	struct jv *out = NULL;
 	int r = kc ? kube_request(kc, method, path, ctype, body, &out) : -EIO;
 	if (r < 0 && r != expected)
@@ -115,8 +116,6 @@ static int admin_request(struct lab *l, const char *method, const char *path, co
 		sb_free(&err);
 		sb_free(&sb);
 	}
-	if (d)
-		admin_close(&c);
 	return r;
 }
 
@@ -259,18 +258,6 @@ static int install_rbac(struct lab *l)
 	return r;
 }
 
-static void add_labels(struct strbuf *sb, const struct br_labels *labels)
-{
-	sb_adds(sb, "{");
-	for (size_t i = 0; i < labels->n; i++) {
-		sb_adds(sb, i ? "," : "");
-		json_write_string(sb, labels->v[i].key);
-		sb_adds(sb, ":");
-		json_write_string(sb, labels->v[i].value);
-	}
-	sb_adds(sb, "}");
-}
-
 int lab_kube_namespace(struct lab *l, const char *name, const struct br_labels *labels, bool create)
 {
 	struct strbuf body = STRBUF_INIT, path = STRBUF_INIT;
@@ -279,7 +266,7 @@ int lab_kube_namespace(struct lab *l, const char *name, const struct br_labels *
 	sb_adds(&body, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":");
 	json_write_string(&body, name);
 	sb_adds(&body, ",\"labels\":");
-	add_labels(&body, labels);
+	lab_labels_json(&body, labels);
 	sb_adds(&body, "}}");
 	const char *what = arena_printf(l->a, "namespace %s", name);
 	int r;
@@ -374,7 +361,7 @@ int lab_kube_pod_create(struct lab *l, const struct lab_pod *p)
 	sb_adds(&body, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":");
 	json_write_string(&body, p->name);
 	sb_adds(&body, ",\"labels\":");
-	add_labels(&body, &p->labels);
+	lab_labels_json(&body, &p->labels);
 	if (p->has_ip)
 		sb_addf(&body,
 			",\"annotations\":{\"cni.projectcalico.org/ipAddrs\":\"[\\\"%s\\\"]\"}",
@@ -397,9 +384,7 @@ int lab_kube_pod_create(struct lab *l, const struct lab_pod *p)
 	kube_path(&path, "v1", p->namespace, "pods", NULL);
 	const char *what = arena_printf(l->a, "pod %s/%s", p->namespace, p->name);
 	uint64_t deadline = now_ms() + 30000;
-	struct ctl c;
-	struct ds *d = admin_ds(l, &c);
-	struct kube_client *kc = d ? ds_kube_client(d) : NULL;
+	struct kube_client *kc = admin_client(l);
 	int r = -EIO;
 	while (kc) {
 		r = kube_request(kc, "POST", sb_str(&path), NULL, &body, NULL);
@@ -412,8 +397,6 @@ int lab_kube_pod_create(struct lab *l, const struct lab_pod *p)
 			ctl_error("%s: %s", what, kube_last_error(kc));
 		break;
 	}
-	if (d)
-		admin_close(&c);
 	sb_free(&body);
 	sb_free(&path);
 	return r;
@@ -514,32 +497,21 @@ int lab_kube_cluster_write(struct ctl *c, const struct br_kind *k, const char *n
 		goto out;
 	}
 	struct arena *a = arena_new();
-	struct jv *doc = model_encode(a, o);
-	struct jv *md = (struct jv *)jv_get(doc, "metadata");
-	/* the server's fields go; resourceVersion comes back for a replace */
-	size_t w = 0;
-	for (size_t i = 0; md && md->type == JV_OBJECT && i < md->obj.n; i++) {
-		const char *key = md->obj.members[i].key;
-		if (!streq(key, "uid") && !streq(key, "creationTimestamp") &&
-		    !streq(key, "resourceVersion"))
-			md->obj.members[w++] = md->obj.members[i];
-	}
-	if (md && md->type == JV_OBJECT)
-		md->obj.n = w;
-	json_write(&body, doc, false);
+	json_write(&body, kdd_native_encode(a, o, false), false);
 	kube_path(&path, k->api_version, ns, k->plural, NULL);
 	r = admin_request(l, "POST", sb_str(&path), NULL, &body, ref, -EEXIST, NULL);
 	*what = "created";
 	if (r == -EEXIST) {
+		/* a replace at the revision the server has now */
 		struct jv *cur = NULL;
 		sb_adds(&path, "/");
 		sb_adds(&path, name);
 		r = admin_request(l, "GET", sb_str(&path), NULL, NULL, ref, 0, &cur);
 		const char *rv = jv_as_string(jv_get(jv_get(cur, "metadata"), "resourceVersion"));
-		if (r == 0 && md && rv) {
-			jv_add(a, md, "resourceVersion", jv_string(a, rv));
+		if (r == 0 && rv) {
+			o->meta.resource_version = arena_strdup(o->arena, rv);
 			sb_reset(&body);
-			json_write(&body, doc, false);
+			json_write(&body, kdd_native_encode(a, o, true), false);
 			r = admin_request(l, "PUT", sb_str(&path), NULL, &body, ref, 0, NULL);
 			*what = "configured";
 		}

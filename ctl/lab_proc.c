@@ -44,6 +44,10 @@ void lab_init(struct lab *l, const char *name)
 
 void lab_free(struct lab *l)
 {
+	if (l->admin) {
+		ds_close(l->admin->ds);
+		ds_config_free_storage(&l->admin->storage);
+	}
 	arena_free(l->a);
 	l->a = NULL;
 }

@@ -836,7 +836,7 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 
 /* --- the datastore resources a topology implies ------------------------------------------- */
 
-static void labels_flow(struct strbuf *sb, const struct br_labels *labels)
+void lab_labels_json(struct strbuf *sb, const struct br_labels *labels)
 {
 	sb_adds(sb, "{");
 	for (size_t i = 0; i < labels->n; i++) {
@@ -896,7 +896,7 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 	for (size_t i = 0; i < t->n_namespaces && !t->kubernetes; i++) {
 		sb_addf(sb, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: ",
 			t->namespaces[i].name);
-		labels_flow(sb, &t->namespaces[i].labels);
+		lab_labels_json(sb, &t->namespaces[i].labels);
 		sb_adds(sb, "}\n");
 	}
 }

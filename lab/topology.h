@@ -126,6 +126,8 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 		       struct lab_topology **out, struct strbuf *err) must_check;
 
 const char *lab_proto_name(enum lab_proto p); /* "TCP", "UDP", "SCTP" */
+/* @labels as a JSON object (also a YAML flow mapping): {"k": "v", ...}. */
+void lab_labels_json(struct strbuf *sb, const struct br_labels *labels);
 /* Any case; false when unknown. */
 bool lab_proto_parse(const char *s, enum lab_proto *out);
 

@@ -964,3 +964,29 @@ int kdd_pod_ipam(struct arena *a, const struct jv *pod, const struct jv *ns,
 			arena_strndup(a, pools->arr.items[i]->s.text, pools->arr.items[i]->s.len);
 	return 0;
 }
+
+struct jv *kdd_native_encode(struct arena *a, const struct br_object *o, bool for_update)
+{
+	struct jv *doc = model_encode(a, o);
+	struct jv *md = (struct jv *)jv_get(doc, "metadata");
+	if (md && md->type == JV_OBJECT) {
+		/* uid and creationTimestamp are the server's; resourceVersion only as a
+		 * precondition. */
+		size_t w = 0;
+		for (size_t i = 0; i < md->obj.n; i++) {
+			const char *key = md->obj.members[i].key;
+			if (streq(key, "uid") || streq(key, "creationTimestamp") ||
+			    streq(key, "resourceVersion"))
+				continue;
+			md->obj.members[w++] = md->obj.members[i];
+		}
+		md->obj.n = w;
+		if (for_update) {
+			const char *rv = o->meta.resource_version;
+			if (!rv || !*rv)
+				rv = arena_printf(a, "%" PRId64, o->revision);
+			jv_add(a, md, "resourceVersion", jv_string(a, rv));
+		}
+	}
+	return doc;
+}

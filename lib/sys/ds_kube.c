@@ -500,33 +500,6 @@ static void take_meta(struct br_object *o, const struct jv *answer)
 		o->meta.creation_timestamp = arena_strdup(o->arena, ts);
 }
 
-/* A Kubernetes object as the API takes it; with its resourceVersion for an update. */
-static struct jv *native_encode(struct arena *a, const struct br_object *o, bool for_update)
-{
-	struct jv *doc = model_encode(a, o);
-	struct jv *md = (struct jv *)jv_get(doc, "metadata");
-	if (md && md->type == JV_OBJECT) {
-		/* uid and creationTimestamp are the server's; resourceVersion only as a
-		 * precondition. */
-		size_t w = 0;
-		for (size_t i = 0; i < md->obj.n; i++) {
-			const char *key = md->obj.members[i].key;
-			if (streq(key, "uid") || streq(key, "creationTimestamp") ||
-			    streq(key, "resourceVersion"))
-				continue;
-			md->obj.members[w++] = md->obj.members[i];
-		}
-		md->obj.n = w;
-		if (for_update) {
-			const char *rv = o->meta.resource_version;
-			if (!rv || !*rv)
-				rv = arena_printf(a, "%" PRId64, o->revision);
-			jv_add(a, md, "resourceVersion", jv_string(a, rv));
-		}
-	}
-	return doc;
-}
-
 /* Renames the CR in @cr (a legacy policy name). */
 static void set_cr_name(struct arena *a, struct jv *cr, const char *name)
 {
@@ -709,7 +682,7 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 			"%s is written with kubectl on the Kubernetes datastore, not brindlectl",
 			k->kind);
 	if (r == 0 && is_native(k)) {
-		cr = native_encode(a, o, !create);
+		cr = kdd_native_encode(a, o, !create);
 		json_write(&body, cr, false);
 	} else if (r == 0) {
 		cr = kdd_crd_encode(a, o, !create, &err);

@@ -129,6 +129,14 @@ int kdd_node_to_calico(const struct jv *node, struct br_node **out, struct model
  */
 struct jv *kdd_node_annotations(struct arena *a, const struct br_node *n);
 
+/*
+ * A Kubernetes object of ours (a NetworkPolicy, a Service...) as the API
+ * takes it: without the server's uid and creationTimestamp, and with
+ * resourceVersion only for an update (@for_update: the object's, else its
+ * revision), as the precondition of the replace. Allocated in @a.
+ */
+struct jv *kdd_native_encode(struct arena *a, const struct br_object *o, bool for_update);
+
 /* --- what a pod asks of IPAM ----------------------------------------------------------------- */
 
 /*
