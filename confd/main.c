@@ -391,27 +391,18 @@ static const struct ds_syncer_ops syncer_ops = { on_update, on_status, on_ds_res
 static void on_http(void *ctx, const char *path, struct httpd_response *resp)
 {
 	struct confd *c = ctx;
-	const char *why;
-	resp->status = 200;
-	if (streq(path, "/liveness")) {
-		sb_adds(&resp->body, "ok\n");
-	} else if (streq(path, "/readiness")) {
-		if (ready(c, &why)) {
-			sb_adds(&resp->body, "ready\n");
-		} else {
-			resp->status = 503;
-			sb_addf(&resp->body, "%s\n", why);
-			const char *ds_why = c->syncer ? ds_syncer_why(c->syncer) : NULL;
-			if (!c->in_sync && ds_why)
-				sb_addf(&resp->body, "datastore: %s\n", ds_why);
-		}
-	} else if (streq(path, "/metrics")) {
-		resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-		metrics_render(c->m, &resp->body);
-	} else {
-		resp->status = 404;
-		sb_adds(&resp->body, "not found: try /liveness, /readiness or /metrics\n");
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	const char *reason;
+	bool ok = !streq(path, "/readiness") || ready(c, &reason);
+	if (!ok) {
+		sb_addf(&why, "%s\n", reason);
+		const char *ds_why = c->syncer ? ds_syncer_why(c->syncer) : NULL;
+		if (!c->in_sync && ds_why)
+			sb_addf(&why, "datastore: %s\n", ds_why);
 	}
+	httpd_health_answer(path, ok, sb_str(&why), c->m, resp);
+	sb_free(&why);
 }
 
 static void setup_metrics(struct confd *c)

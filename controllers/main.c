@@ -286,24 +286,10 @@ out:
 static void on_http(void *ctx, const char *path, struct httpd_response *resp)
 {
 	struct controllers *c = ctx;
-	resp->status = 200;
-	if (streq(path, "/liveness")) {
-		sb_adds(&resp->body, "ok\n");
-	} else if (streq(path, "/readiness")) {
-		if (c->scanned_ok) {
-			sb_adds(&resp->body, "ready\n");
-		} else {
-			resp->status = 503;
-			sb_addf(&resp->body, "ipam gc: %s\n",
-				c->last_error[0] ? c->last_error : "no scan has completed yet");
-		}
-	} else if (streq(path, "/metrics")) {
-		resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-		metrics_render(c->m, &resp->body);
-	} else {
-		resp->status = 404;
-		sb_adds(&resp->body, "not found: try /liveness, /readiness or /metrics\n");
-	}
+	char why[600];
+	snprintf(why, sizeof(why), "ipam gc: %s\n",
+		 c->last_error[0] ? c->last_error : "no scan has completed yet");
+	httpd_health_answer(path, c->scanned_ok, why, c->m, resp);
 }
 
 static void on_timer(struct loop *l, struct loop_timer *t, void *ctx)

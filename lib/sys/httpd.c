@@ -4,6 +4,7 @@
  * deadline (the request's, then the answer's) and one timer is armed for the
  * earliest. Limits and why: include/brindle/httpd.h.
  */
+#include <brindle/core/metrics.h>
 #include <brindle/sys/httpd.h>
 #include <brindle/sys/loop.h>
 #include <brindle/sys/clock.h>
@@ -438,4 +439,26 @@ void httpd_stop(struct httpd *h)
 		close(h->reserve);
 	loop_timer_free(h->timer);
 	free(h);
+}
+
+void httpd_health_answer(const char *path, bool ready, const char *why, const struct metrics *m,
+			 struct httpd_response *resp)
+{
+	resp->status = 200;
+	if (streq(path, "/liveness")) {
+		sb_adds(&resp->body, "ok\n");
+	} else if (streq(path, "/readiness")) {
+		if (ready) {
+			sb_adds(&resp->body, "ready\n");
+		} else {
+			resp->status = 503;
+			sb_adds(&resp->body, why);
+		}
+	} else if (streq(path, "/metrics")) {
+		resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+		metrics_render(m, &resp->body);
+	} else {
+		resp->status = 404;
+		sb_adds(&resp->body, "not found: try /liveness, /readiness or /metrics\n");
+	}
 }

@@ -30,6 +30,7 @@
 #ifndef BRINDLE_HTTPD_H
 #define BRINDLE_HTTPD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <brindle/core/strbuf.h>
 
@@ -68,5 +69,15 @@ uint16_t httpd_port(const struct httpd *h);
 void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
 /* Closes the listener and every connection. Accepts NULL. */
 void httpd_stop(struct httpd *h);
+
+/*
+ * The answers of a daemon's health and metrics port (confd's, the
+ * controllers'): /liveness "ok"; /readiness "ready", or 503 with @why (lines,
+ * each ending in a newline); /metrics the Prometheus text of @m; anything
+ * else 404 naming the three. @why is read only when not @ready.
+ */
+struct metrics;
+void httpd_health_answer(const char *path, bool ready, const char *why, const struct metrics *m,
+			 struct httpd_response *resp);
 
 #endif
