@@ -25,33 +25,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *node_env_or(const char *name, const char *def)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : def;
-}
-
-int node_write_file(const char *path, const void *data, size_t len, mode_t mode)
-{
-	struct strbuf tmp = STRBUF_INIT;
-	sb_init(&tmp);
-	sb_addf(&tmp, "%s.tmp", path);
-	int fd = open(sb_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	int r = 0;
-	if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchmod(fd, mode) < 0 || fsync(fd) < 0)
-		r = -errno;
-	if (fd >= 0 && close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(sb_str(&tmp), path) < 0)
-		r = -errno;
-	if (r < 0) {
-		log_error("writing %s: %s", path, strerror(-r));
-		unlink(sb_str(&tmp));
-	}
-	sb_free(&tmp);
-	return r;
-}
-
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
