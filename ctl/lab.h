@@ -23,12 +23,47 @@ struct lab {
 	struct lab_topology *topo;
 	/* a lab on Kubernetes: its administrator's datastore, opened on first use (lab_kube.c) */
 	struct ctl *admin;
+	/* and the manifests it runs, read on first use (lab_kubelet.c) */
+	struct lab_manifest *manifest;
 };
 
 /* Paths of the programs a lab runs (next to brindlectl in a build tree, or installed). */
 struct lab_bins {
-	const char *felix, *confd, *node, *cni, *cni_dir, *probe;
+	const char *felix, *confd, *node, *controllers, *cni, *cni_dir, *probe;
 };
+
+/* --- lab_view.c: the files a node's process sees -------------------------- */
+
+/*
+ * At @at of the view: @src of the machine bound there, or a symlink to @link,
+ * or else a tmpfs.
+ */
+struct lab_view_mount {
+	const char *src, *at, *link;
+	bool read_only;
+	bool lab_owned; /* @src is the lab's: what is missing under @at is made in it */
+};
+/*
+ * The machine's root, then @mounts in order (their mount points made where
+ * they are missing, never on the machine), built under @root: an empty
+ * directory of the lab.
+ */
+struct lab_view {
+	const char *root;
+	const struct lab_view_mount *mounts;
+	size_t n_mounts;
+};
+struct lab_view_op;
+struct lab_view_plan {
+	const char *root;
+	const struct lab_view_op *ops;
+	size_t n;
+};
+/* The view's mount operations, planned in the parent; NULL with the reason in @err. */
+const struct lab_view_plan *lab_view_plan(struct arena *a, const struct lab_view *v,
+					  struct strbuf *err);
+/* In a child: a mount namespace of its own with the view built, then chroot to it. */
+int lab_view_apply(const struct lab_view_plan *plan);
 
 /* --- lab_proc.c ---------------------------------------------------------- */
 
@@ -40,6 +75,14 @@ void lab_free(struct lab *l);
 /* Loads the topology the lab was built from (<dir>/topology.yaml). */
 int lab_load(struct lab *l) must_check;
 void lab_find_bins(struct arena *a, struct lab_bins *b);
+/* A file of the source tree when brindlectl runs from its build tree, else of the install. */
+const char *lab_file(struct arena *a, const char *src_rel, const char *installed, int mode);
+/* ctl_error("@what: <errno's text>"); the negative errno. */
+int lab_fail_errno(const char *what);
+/* @path and its parents made (0755) where missing. */
+int lab_mkdirs(struct lab *l, const char *path) must_check;
+/* @text as the whole of the file @path (created with @mode); a negative errno. */
+int lab_write_file(const char *path, const char *text, int mode) must_check;
 
 /*
  * Run @argv (inside network namespace @ns unless NULL, entered with setns),
@@ -47,6 +90,17 @@ void lab_find_bins(struct arena *a, struct lab_bins *b);
  * Returns the exit status (128+signal when killed), or a negative errno.
  */
 int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf *out);
+/* How a container's process runs: its network namespace, view and exact environment. */
+struct lab_exec {
+	const char *ns;			  /* NULL: the lab's own */
+	const struct lab_view_plan *view; /* NULL: the machine's files */
+	char *const *envp;		  /* NULL: the lab's environment */
+};
+/* lab_run and lab_spawn with a view and an environment. */
+int lab_run_exec(const struct lab_exec *x, char *const argv[], const char *input,
+		 struct strbuf *out);
+int lab_spawn_exec(struct lab *l, const struct lab_exec *x, const char *log,
+		   char *const argv[]) must_check;
 /* The same with a command line split at spaces (no quoting: names have no spaces). */
 int lab_runf(struct strbuf *out, const char *fmt, ...) printf_like(2, 3);
 /*
@@ -102,6 +156,9 @@ int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, 
 
 /* --- lab_kube.c (a lab with `datastore: kubernetes`) ------------------------ */
 
+/* A token of ServiceAccount @ns/@sa from the TokenRequest API (a day), in the lab's arena. */
+int lab_kube_token(struct lab *l, const char *ns, const char *sa, const char **token) must_check;
+
 /* <dir>/kube/<who>.kubeconfig: admin, brindle-node, brindle-cni, brindlectl. */
 const char *lab_kubeconfig(struct lab *l, const char *who);
 /* This process into the lab's fabric namespace, where its API server listens (once; no-op on etcd).
@@ -122,6 +179,17 @@ int lab_kube_pod_label(struct lab *l, const char *ns, const char *pod, char **ar
 /* ctl.h's cluster_write: the cluster's own kinds written as its administrator. */
 int lab_kube_cluster_write(struct ctl *c, const struct br_kind *k, const char *ns, const char *name,
 			   struct br_object *o, const char **what);
+
+/* --- lab_kubelet.c (the lab as the kubelet of a lab on Kubernetes) --------- */
+
+/* The DaemonSet's pod on node @n: its init containers run, then its containers started. */
+int lab_kubelet_node(struct lab *l, const struct lab_bins *b, const struct lab_node *n) must_check;
+/* The Deployment brindle-controllers' pod, in the fabric's namespace. */
+int lab_kubelet_controllers(struct lab *l, const struct lab_bins *b) must_check;
+/* A runtime's view of node @node's host, for its CNI plugin; NULL on failure (said). */
+const struct lab_view_plan *lab_kubelet_host_view(struct lab *l, const char *node);
+/* The configuration the node's runtime gives its CNI plugin, into @conf (empty when none: said). */
+void lab_kubelet_cni_conf(struct lab *l, const char *node, struct strbuf *conf);
 
 /* --- lab_probe.c ---------------------------------------------------------- */
 int lab_cmd_probe(struct ctl *c, int argc, char **argv);

@@ -9,11 +9,12 @@
  * namespaces and pods as API objects, and after brindle-cni's ADD reports
  * each pod Running with its address.
  *
- * Identities: felix, confd and the node's tunnel address use the user
- * "brindle-node", brindle-cni "brindle-cni", lab apply/delete and the lab's
- * datastore reads "brindlectl" (ClusterRole brindle-ctl-admin); only what the
- * kubelet and a cluster administrator do (Nodes, Namespaces, Pods, their
- * status) is done as admin. A grant missing from a shipped role fails the lab.
+ * Identities: the components run as the ServiceAccounts of deploy/rbac
+ * (lab_kubelet.c gives each pod its token, install-cni the plugin its own),
+ * lab apply/delete and the lab's datastore reads as the user "brindlectl"
+ * (ClusterRole brindle-ctl-admin); only what the kubelet and a cluster
+ * administrator do (Nodes, Namespaces, Pods, their status) is done as admin.
+ * A grant missing from a shipped role fails the lab.
  *
  * brindlectl's own requests go out from the fabric namespace: a lab command
  * enters it once, before its first request (lab_kube_enter), and stays.
@@ -42,17 +43,6 @@
 const char *lab_kubeconfig(struct lab *l, const char *who)
 {
 	return arena_printf(l->a, "%s/kube/%s.kubeconfig", l->dir, who);
-}
-
-/* A file of the source tree when brindlectl runs from its build tree, else of the install. */
-static const char *lab_file(struct arena *a, const char *src_rel, const char *installed, int mode)
-{
-	if (install_in_build_tree(a)) {
-		const char *p = arena_printf(a, "%s/%s", BRINDLE_SOURCE_DIR, src_rel);
-		if (access(p, mode) == 0)
-			return p;
-	}
-	return install_find(a, installed, mode);
 }
 
 int lab_kube_enter(struct lab *l)
@@ -116,6 +106,30 @@ static int admin_request(struct lab *l, const char *method, const char *path, co
 		sb_free(&err);
 		sb_free(&sb);
 	}
+	return r;
+}
+
+int lab_kube_token(struct lab *l, const char *ns, const char *sa, const char **token)
+{
+	struct strbuf body = STRBUF_INIT, path = STRBUF_INIT;
+	sb_init(&body);
+	sb_init(&path);
+	sb_adds(&body, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
+		       "\"spec\":{\"expirationSeconds\":86400}}");
+	kube_path(&path, "v1", ns, "serviceaccounts", sa);
+	sb_adds(&path, "/token");
+	struct jv *out = NULL;
+	int r = admin_request(l, "POST", sb_str(&path), NULL, &body,
+			      arena_printf(l->a, "a token for ServiceAccount %s/%s", ns, sa), 0,
+			      &out);
+	*token = r == 0 ? jv_as_string(jv_get(jv_get(out, "status"), "token")) : NULL;
+	if (r == 0 && !*token) {
+		ctl_error("a token for ServiceAccount %s/%s: the answer has no status.token", ns,
+			  sa);
+		r = -EPROTO;
+	}
+	sb_free(&body);
+	sb_free(&path);
 	return r;
 }
 
@@ -192,14 +206,16 @@ static int install_crds(struct lab *l)
 	return r;
 }
 
-/* The ClusterRoles of deploy/rbac, each bound to the lab's user of that role. */
+/*
+ * deploy/rbac as `kubectl apply -k deploy/` installs it: the ClusterRoles, the
+ * components' ServiceAccounts and their bindings. The lab's operator, user
+ * "brindlectl" with a client certificate, is bound to brindle-ctl-admin.
+ */
 static int install_rbac(struct lab *l)
 {
 	static const char *const files[] = { "brindle-node.yaml", "brindle-cni.yaml",
-					     "brindlectl.yaml" };
-	static const char *const bind[][2] = { { "brindle-node", "brindle-node" },
-					       { "brindle-cni", "brindle-cni" },
-					       { "brindle-ctl-admin", "brindlectl" } };
+					     "brindle-controllers.yaml", "brindlectl.yaml",
+					     "service-accounts.yaml" };
 	const char *dir =
 		lab_file(l->a, "deploy/rbac",
 			 arena_printf(l->a, "%s/brindle/rbac", BRINDLE_INSTALL_DATADIR), R_OK);
@@ -218,43 +234,46 @@ static int install_rbac(struct lab *l)
 		}
 		for (size_t j = 0; j < nd && r == 0; j++) {
 			const char *kind = docs[j] ? jv_as_string(jv_get(docs[j], "kind")) : NULL;
-			if (!kind || !streq(kind, "ClusterRole")) {
-				ctl_error("%s: document %zu: only ClusterRoles are expected", path,
-					  j + 1);
+			const char *ns =
+				jv_as_string(jv_get(jv_get(docs[j], "metadata"), "namespace"));
+			const char *to = NULL;
+			if (kind && streq(kind, "ClusterRole"))
+				to = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+			else if (kind && streq(kind, "ClusterRoleBinding"))
+				to = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+			else if (kind && ns && streq(kind, "ServiceAccount"))
+				to = arena_printf(l->a, "/api/v1/namespaces/%s/serviceaccounts",
+						  ns);
+			if (!to) {
+				ctl_error("%s: document %zu: ClusterRoles, ClusterRoleBindings and "
+					  "ServiceAccounts with a namespace are expected",
+					  path, j + 1);
 				r = -EINVAL;
 			} else {
-				r = post_json(l, "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-					      docs[j], path, false);
+				r = post_json(l, to, docs[j], path, false);
 			}
 		}
 		sb_free(&text);
 		sb_free(&err);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(bind) && r == 0; i++) {
-		struct strbuf out = STRBUF_INIT, body = STRBUF_INIT;
-		sb_init(&out);
-		sb_init(&body);
-		char *args[] = { "user", arena_printf(l->a, "%s/kube", l->dir), (char *)bind[i][1],
-				 NULL };
-		if (testenv(l, &out, args) != 0) {
-			ctl_error("a client certificate for %s: %s", bind[i][1], sb_str(&out));
-			r = -EIO;
-		}
-		sb_addf(&body,
-			"{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":"
-			"\"ClusterRoleBinding\",\"metadata\":{\"name\":\"%s\"},\"roleRef\":{"
-			"\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
-			"\"name\":\"%s\"},\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s."
-			"io\","
-			"\"kind\":\"User\",\"name\":\"%s\"}]}",
-			bind[i][1], bind[i][0], bind[i][1]);
-		if (r == 0)
-			r = admin_request(l, "POST",
-					  "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-					  NULL, &body, "binding the lab's users", 0, NULL);
-		sb_free(&out);
-		sb_free(&body);
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	char *args[] = { "user", arena_printf(l->a, "%s/kube", l->dir), "brindlectl", NULL };
+	if (r == 0 && testenv(l, &out, args) != 0) {
+		ctl_error("a client certificate for brindlectl: %s", sb_str(&out));
+		r = -EIO;
 	}
+	sb_reset(&out);
+	sb_adds(&out, "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":"
+		      "\"ClusterRoleBinding\",\"metadata\":{\"name\":\"brindlectl\"},\"roleRef\":{"
+		      "\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\","
+		      "\"name\":\"brindle-ctl-admin\"},\"subjects\":[{\"apiGroup\":"
+		      "\"rbac.authorization.k8s.io\",\"kind\":\"User\",\"name\":\"brindlectl\"}]}");
+	if (r == 0)
+		r = admin_request(l, "POST",
+				  "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", NULL,
+				  &out, "binding the lab's user brindlectl", 0, NULL);
+	sb_free(&out);
 	return r;
 }
 

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -100,6 +101,9 @@ void lab_find_bins(struct arena *a, struct lab_bins *b)
 			    "brindle-confd");
 	b->node = find_bin(a, "node/brindle-node", arena_printf(a, "%s/brindle-node", sbin),
 			   "brindle-node");
+	b->controllers =
+		find_bin(a, "controllers/brindle-controllers",
+			 arena_printf(a, "%s/brindle-controllers", sbin), "brindle-controllers");
 	b->probe = find_bin(a, "lab/brindle-probe", arena_printf(a, "%s/brindle-probe", bin),
 			    "brindle-probe");
 	/* A runtime's CNI_PATH: brindle-ipam is looked up next to brindle-cni. */
@@ -107,6 +111,57 @@ void lab_find_bins(struct arena *a, struct lab_bins *b)
 			  "/opt/cni/bin/brindle-cni");
 	b->cni_dir = arena_strndup(a, b->cni, (size_t)(strrchr(b->cni, '/') - b->cni));
 	/* brindle-confd finds the templates that go with it (or BRINDLE_CONFD_TEMPLATES). */
+}
+
+const char *lab_file(struct arena *a, const char *src_rel, const char *installed, int mode)
+{
+	if (install_in_build_tree(a)) {
+		const char *p = arena_printf(a, "%s/%s", BRINDLE_SOURCE_DIR, src_rel);
+		if (access(p, mode) == 0)
+			return p;
+	}
+	return install_find(a, installed, mode);
+}
+
+int lab_fail_errno(const char *what)
+{
+	int r = errno ? -errno : -EIO;
+	ctl_error("%s: %s", what, strerror(-r));
+	return r;
+}
+
+int lab_mkdirs(struct lab *l, const char *path)
+{
+	char *p = arena_strdup(l->a, path);
+	for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return lab_fail_errno(p);
+		if (!s)
+			return 0;
+		*s = '/';
+	}
+}
+
+int lab_write_file(const char *path, const char *text, int mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(text), done = 0;
+	while (done < n) {
+		ssize_t w = write(fd, text + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int r = -errno;
+			close(fd);
+			return r;
+		}
+		done += (size_t)w;
+	}
+	return close(fd) < 0 ? -errno : 0;
 }
 
 static int enter_netns(const char *ns)
@@ -121,7 +176,30 @@ static int enter_netns(const char *ns)
 	return r;
 }
 
+/* In a child: its namespace, its view, then the program with its environment. */
+static noreturn void exec_child(const struct lab_exec *x, char *const argv[])
+{
+	if (x->ns && enter_netns(x->ns) < 0) {
+		fprintf(stderr, "cannot enter network namespace %s\n", x->ns);
+		_exit(126);
+	}
+	if (x->view && lab_view_apply(x->view) < 0)
+		_exit(126);
+	if (x->envp)
+		execvpe(argv[0], argv, x->envp);
+	else
+		execvp(argv[0], argv);
+	fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
 int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf *out)
+{
+	return lab_run_exec(&(struct lab_exec){ .ns = ns }, argv, input, out);
+}
+
+int lab_run_exec(const struct lab_exec *x, char *const argv[], const char *input,
+		 struct strbuf *out)
 {
 	int in[2] = { -1, -1 }, o[2] = { -1, -1 };
 	if (pipe2(in, O_CLOEXEC) < 0)
@@ -146,13 +224,7 @@ int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf
 		dup2(in[0], 0);
 		dup2(o[1], 1);
 		dup2(o[1], 2);
-		if (ns && enter_netns(ns) < 0) {
-			fprintf(stderr, "cannot enter network namespace %s\n", ns);
-			_exit(126);
-		}
-		execvp(argv[0], argv);
-		fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		exec_child(x, argv);
 	}
 	close(in[0]);
 	close(o[1]);
@@ -242,7 +314,6 @@ static unsigned long long start_time(pid_t pid)
 
 int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[])
 {
-	const char *logpath = arena_printf(l->a, "%s/%s.log", l->dir, log);
 	size_t n = 0;
 	while (argv[n])
 		n++;
@@ -257,6 +328,12 @@ int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[]
 	for (size_t i = 0; i < n; i++)
 		full[k++] = argv[i];
 	full[k] = NULL;
+	return lab_spawn_exec(l, &(struct lab_exec){ 0 }, log, full);
+}
+
+int lab_spawn_exec(struct lab *l, const struct lab_exec *x, const char *log, char *const argv[])
+{
+	const char *logpath = arena_printf(l->a, "%s/%s.log", l->dir, log);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0)
@@ -270,9 +347,7 @@ int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[]
 		dup2(in, 0);
 		dup2(out, 1);
 		dup2(out, 2);
-		execvp(full[0], full);
-		fprintf(stderr, "%s: %s\n", full[0], strerror(errno));
-		_exit(127);
+		exec_child(x, argv);
 	}
 	/* the start time is the same after exec: it identifies this process from now on */
 	unsigned long long st = 0;

@@ -269,6 +269,9 @@ static int node_startup(struct lab *l, const struct lab_bins *b, const struct la
 	return r == 0 ? 0 : -EIO;
 }
 
+static int start_probe(struct lab *l, const struct lab_bins *b, const struct lab_node *n,
+		       const char *ns);
+
 static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 {
 	const struct lab_topology *t = l->topo;
@@ -294,13 +297,13 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	const char *dir = arena_printf(l->a, "%s/%s", l->dir, n->name);
 	if (mkdir(dir, 0755) < 0)
 		return fail_io(dir, NULL);
-	/* the node's identity on Kubernetes: the brindle-node ClusterRole's user */
-	const char *ep = t->kubernetes
-				 ? "BRINDLE_DATASTORE_TYPE=kubernetes"
-				 : arena_printf(l->a, "BRINDLE_ETCD_ENDPOINTS=%s", l->endpoints);
-	const char *ep2 = t->kubernetes ? arena_printf(l->a, "BRINDLE_KUBECONFIG=%s",
-						       lab_kubeconfig(l, "brindle-node"))
-					: "BRINDLE_DATASTORE_TYPE=etcdv3";
+	/* on Kubernetes: the DaemonSet's pod, as a kubelet runs it */
+	if (t->kubernetes && (r = lab_kubelet_node(l, b, n)) < 0)
+		return r;
+	if (t->kubernetes)
+		return start_probe(l, b, n, ns);
+	const char *ep = arena_printf(l->a, "BRINDLE_ETCD_ENDPOINTS=%s", l->endpoints);
+	const char *ep2 = "BRINDLE_DATASTORE_TYPE=etcdv3";
 	/* the bootstrap first, as the DaemonSet runs it */
 	if ((r = node_startup(l, b, n, ep, ep2, dir)) < 0)
 		return r;
@@ -330,6 +333,14 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	};
 	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
 		return fail_io("starting brindle-felix", NULL);
+	return start_probe(l, b, n, ns);
+}
+
+/* What the node's topology says it answers on, from the node itself. */
+static int start_probe(struct lab *l, const struct lab_bins *b, const struct lab_node *n,
+		       const char *ns)
+{
+	int r = 0;
 	if (n->n_serve) {
 		char **argv = arena_new_array(l->a, char *, 2 * n->n_serve + 3);
 		size_t k = 0;
@@ -547,21 +558,21 @@ static const char *result_ip(struct lab *l, const char *json)
 /*
  * The network configuration brindle-cni reads on stdin (ADD and DEL alike).
  * On etcd the pod's labels, fixed address and named ports come in its args;
- * on Kubernetes brindle-cni reads them from the Pod (lab_kube_pod_create).
+ * on Kubernetes brindle-cni reads them from the Pod (lab_kube_pod_create) and
+ * the configuration is the one install-cni wrote on the node (empty when
+ * there is none: said).
  */
 static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const struct lab_pod *p)
 {
+	if (l->topo->kubernetes) {
+		lab_kubelet_cni_conf(l, node, conf);
+		return;
+	}
 	sb_addf(conf,
 		"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
 		"cni\",\"nodename\":\"%s\",\"log_file_path\":\"%s/cni.log\",\"ipam\":{\"type\":"
 		"\"brindle-ipam\",\"ipam_lock_file\":\"%s/ipam.lock\"}",
 		node, l->dir, l->dir);
-	if (l->topo->kubernetes) {
-		sb_adds(conf, ",\"datastore_type\":\"kubernetes\",\"kubernetes\":{\"kubeconfig\":");
-		json_write_string(conf, lab_kubeconfig(l, "brindle-cni"));
-		sb_adds(conf, "}}\n");
-		return;
-	}
 	sb_addf(conf, ",\"etcd_endpoints\":\"%s\"", l->endpoints);
 	if (!p) {
 		sb_adds(conf, "}\n");
@@ -600,7 +611,15 @@ static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, con
 			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
 			 (char *)b->cni,
 			 NULL };
-	return lab_run(lab_ns_node(l->a, l->topo->name, node), argv, conf, out);
+	struct lab_exec x = { .ns = lab_ns_node(l->a, l->topo->name, node) };
+	if (l->topo->kubernetes) {
+		/* what install-cni put on the node's host, run there */
+		argv[6] = "CNI_PATH=/opt/cni/bin";
+		argv[7] = "/opt/cni/bin/brindle-cni";
+		if (!conf[0] || !(x.view = lab_kubelet_host_view(l, node)))
+			return -EIO;
+	}
+	return lab_run_exec(&x, argv, conf, out);
 }
 
 /* "name:PROTO:port,..." of what a pod answers on (declared ports, then serve entries). */
@@ -854,16 +873,23 @@ static int build(struct lab *l, const char *file, const char *text, int timeout)
 		   (r = build_fabric(l)) < 0) {
 		return r;
 	}
+	/* where the views of a lab on Kubernetes are built (lab_view.c) */
+	const char *root = arena_printf(l->a, "%s/root", l->dir);
+	if (t->kubernetes && mkdir(root, 0755) < 0)
+		return fail_io(root, NULL);
 	for (size_t i = 0; i < t->n_nodes; i++)
 		if ((r = start_node(l, &b, i)) < 0)
 			return r;
+	if (t->kubernetes && (r = lab_kubelet_controllers(l, &b)) < 0)
+		return r;
 	for (size_t i = 0; i < t->n_externals; i++)
 		if ((r = start_external(l, &b, i)) < 0)
 			return r;
 	for (size_t i = 0; i < t->n_peers; i++)
 		if ((r = start_peer(l, i)) < 0)
 			return r;
-	if ((r = start_birds(l)) < 0)
+	/* on Kubernetes BIRD is a container of the DaemonSet */
+	if (!t->kubernetes && (r = start_birds(l)) < 0)
 		return r;
 	for (size_t i = 0; i < t->n_pods; i++)
 		if ((r = lab_pod_start(l, &b, &t->pods[i])) < 0)

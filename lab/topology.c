@@ -224,21 +224,19 @@ bool lab_proto_parse(const char *s, enum lab_proto *out)
 static const char *const encap_names[] = { "None", "VXLAN", "VXLANCrossSubnet", "IPIP",
 					   "IPIPCrossSubnet" };
 
-static void get_labels(struct pctx *c, const struct jv *obj, const char *path,
-		       struct br_labels *out)
+/* A map of strings (labels, settings) at @p. */
+static void get_string_map(struct pctx *c, const struct jv *v, const char *p, struct br_labels *out)
 {
-	const struct jv *v = jv_get(obj, "labels");
 	*out = (struct br_labels){ 0 };
 	if (!v || v->type == JV_NULL)
 		return;
-	const char *p = sub(c, path, "labels");
 	if (!is_object(c, v, p))
 		return;
 	for (size_t i = 0; i < v->obj.n; i++) {
 		const struct jv_member *m = &v->obj.members[i];
 		const char *val = jv_as_string(m->value);
 		if (!m->key[0]) {
-			perr(c, p, "empty label key");
+			perr(c, p, "empty key");
 		} else if (!val || m->value->type == JV_ARRAY || m->value->type == JV_OBJECT ||
 			   m->value->type == JV_NULL) {
 			perr(c, sub(c, p, m->key), "must be a string");
@@ -246,6 +244,12 @@ static void get_labels(struct pctx *c, const struct jv *obj, const char *path,
 			labels_set(c->a, out, m->key, val);
 		}
 	}
+}
+
+static void get_labels(struct pctx *c, const struct jv *obj, const char *path,
+		       struct br_labels *out)
+{
+	get_string_map(c, jv_get(obj, "labels"), sub(c, path, "labels"), out);
 }
 
 /* `serve: [{protocol, port}]` or `ports: [{name, containerPort, protocol}]`. */
@@ -753,9 +757,10 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 		       struct lab_topology **out, struct strbuf *err)
 {
 	static const char *const fields[] = {
-		"name",	 "asNumber",	  "nodeToNodeMesh", "encapsulation", "subnets", "ipPools",
-		"nodes", "externalHosts", "bgpPeers",	    "namespaces",    "pods",	"datastore",
-		NULL
+		"name",		 "asNumber",   "nodeToNodeMesh", "encapsulation",
+		"subnets",	 "ipPools",    "nodes",		 "externalHosts",
+		"bgpPeers",	 "namespaces", "pods",		 "datastore",
+		"brindleConfig", NULL
 	};
 	struct pctx c = { .a = a, .source = source, .err = err };
 	struct jv **docs;
@@ -818,6 +823,9 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 		t->kubernetes = true;
 	else if (ds && !streq(ds, "etcdv3"))
 		perr(&c, "datastore", "unknown datastore \"%s\" (etcdv3 or kubernetes)", ds);
+	get_string_map(&c, jv_get(root, "brindleConfig"), "brindleConfig", &t->brindle_config);
+	if (t->brindle_config.n && !t->kubernetes)
+		perr(&c, "brindleConfig", "is for a lab with datastore: kubernetes");
 	parse_subnets(&c, root, t, &cl);
 	parse_pools(&c, root, t);
 	parse_nodes(&c, root, t, &cl);

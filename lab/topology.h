@@ -101,6 +101,8 @@ struct lab_topology {
 	enum lab_encap encap;
 	/* where the lab keeps its resources: its own etcd, or a Kubernetes control plane */
 	bool kubernetes;
+	/* on Kubernetes: settings of the ConfigMap brindle-config over the manifest's */
+	struct br_labels brindle_config;
 	struct lab_subnet *subnets;
 	size_t n_subnets;
 	struct lab_pool *pools;
