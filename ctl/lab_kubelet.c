@@ -384,7 +384,9 @@ static int run_pod(struct lab *l, const struct lab_bins *b, const struct lab_man
 			sb_init(&out);
 			int r = lab_run_exec(&x, argv, NULL, &out);
 			const char *path = arena_printf(l->a, "%s/%s.log", l->dir, log);
-			(void)lab_write_file(path, sb_str(&out), 0644);
+			int w = lab_write_file(path, sb_str(&out), 0644);
+			if (w < 0)
+				ctl_error("%s: %s", path, strerror(-w));
 			if (r != 0)
 				ctl_error("node %s: init container %s failed (exit %d): %s", node,
 					  cname, r, sb_str(&out));

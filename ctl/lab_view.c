@@ -172,40 +172,31 @@ static enum what lookup(struct view_plan *p, const char *path, const char **link
  */
 static const char *resolve(struct view_plan *p, const char *path)
 {
-	char cur[PATH_MAX] = "", rest[PATH_MAX];
-	snprintf(rest, sizeof(rest), "%s", path);
+	const char *cur = "", *rest = path; /* resolved so far; still to walk */
 	for (int hops = 0; hops < 32;) {
-		char *s = rest;
-		while (*s == '/')
-			s++;
-		if (!*s)
-			return arena_strdup(p->a, cur[0] ? cur : "/");
-		size_t n = strcspn(s, "/");
-		char comp[NAME_MAX + 1];
-		if (n > NAME_MAX)
-			return NULL;
-		memcpy(comp, s, n);
-		comp[n] = '\0';
-		memmove(rest, s + n, strlen(s + n) + 1);
+		while (*rest == '/')
+			rest++;
+		if (!*rest)
+			return cur[0] ? cur : "/";
+		size_t n = strcspn(rest, "/");
+		const char *comp = arena_strndup(p->a, rest, n);
+		rest += n;
 		if (streq(comp, "."))
 			continue;
 		if (streq(comp, "..")) {
-			char *slash = strrchr(cur, '/');
-			if (slash)
-				*slash = '\0';
+			const char *slash = strrchr(cur, '/');
+			cur = slash ? arena_strndup(p->a, cur, (size_t)(slash - cur)) : "";
 			continue;
 		}
-		size_t len = strlen(cur);
-		snprintf(cur + len, sizeof(cur) - len, "/%s", comp);
+		const char *parent = cur;
+		cur = arena_printf(p->a, "%s/%s", parent, comp);
 		const char *link = NULL;
 		if (lookup(p, cur, &link) != LINK)
 			continue;
 		/* the link's target in place of the link: from the root when absolute */
 		hops++;
-		char next[PATH_MAX];
-		snprintf(next, sizeof(next), "%s/%s", link, rest);
-		snprintf(rest, sizeof(rest), "%s", next);
-		cur[link[0] == '/' ? 0 : len] = '\0';
+		rest = arena_printf(p->a, "%s/%s", link, rest);
+		cur = link[0] == '/' ? "" : parent;
 	}
 	return NULL;
 }
@@ -264,18 +255,15 @@ static int unfold(struct view_plan *p, const char *dir, const char *src)
 /* Every directory of @path (resolved) present in the view, the last one too unless @file. */
 static int ensure(struct view_plan *p, const char *path, bool file)
 {
-	char cur[PATH_MAX] = "";
-	const char *s = path;
+	const char *cur = "", *s = path;
 	while (*s) {
 		while (*s == '/')
 			s++;
 		size_t n = strcspn(s, "/");
 		if (!n)
 			break;
-		char parent[PATH_MAX];
-		snprintf(parent, sizeof(parent), "%s", cur[0] ? cur : "/");
-		size_t len = strlen(cur);
-		snprintf(cur + len, sizeof(cur) - len, "/%.*s", (int)n, s);
+		const char *parent = cur[0] ? cur : "/";
+		cur = arena_printf(p->a, "%s/%.*s", cur, (int)n, s);
 		s += n;
 		bool last = !*s || !s[strspn(s, "/")];
 		const char *link = NULL;
@@ -290,8 +278,11 @@ static int ensure(struct view_plan *p, const char *path, bool file)
 		if (m && m->src && m->lab) {
 			/* the lab's own directory: made there */
 			const char *real = arena_printf(p->a, "%s%s", m->src, cur + strlen(m->at));
-			if ((last && file ? close(open(real, O_CREAT | O_WRONLY | O_CLOEXEC, 0644))
-					  : mkdir(real, 0755)) < 0) {
+			int fd =
+				last && file ? open(real, O_CREAT | O_WRONLY | O_CLOEXEC, 0644) : 0;
+			if (fd > 0)
+				close(fd);
+			if (fd < 0 || (!(last && file) && mkdir(real, 0755) < 0)) {
 				sb_addf(p->err, "%s: %s", real, strerror(errno));
 				return -errno;
 			}
