@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # lab/clab-entrypoint.sh: the entrypoint of the Brindle node image
-# (lab/Dockerfile) in a containerlab topology written by
+# (scripts/image; installed as /usr/libexec/brindle/clab-entrypoint) in a
+# containerlab topology written by
 # `brindlectl lab export-clab` (docs/lab.md, "containerlab"). It plays the
 # part `brindlectl lab up` plays for one namespace of a lab, configured by the
 # environment variables the export sets (see lab/clab.c):
@@ -10,7 +11,8 @@
 #   BRINDLE_ROLE=fabric  a bridge per subnet holding its gateway
 #                        (BRINDLE_BRIDGES "brI GW/LEN IFACE...; ..."), forwarding on
 #   BRINDLE_ROLE=node    BRINDLE_ADDRESS on eth1, default route via
-#                        BRINDLE_GATEWAY, node sysctls; brindle-confd,
+#                        BRINDLE_GATEWAY, node sysctls; brindle-node
+#                        startup (as a lab node starts); brindle-confd,
 #                        brindle-felix, BIRD once confd wrote its config;
 #                        brindle-probe on BRINDLE_SERVE; the pods of
 #                        BRINDLE_PODS made with brindle-cni as a runtime does
@@ -19,6 +21,9 @@
 set -euo pipefail
 
 role=${BRINDLE_ROLE:-}
+# the CNI plugins: where the image installs them, else where runtimes look
+cni_dir=/usr/lib/cni
+[ -x "$cni_dir/brindle-cni" ] || cni_dir=/opt/cni/bin
 say() { echo "brindle-node[$role]: $*" >&2; }
 die() {
 	say "$*"
@@ -139,9 +144,9 @@ add_pod() { # NS/POD IP LABELS PORTS SERVE
 	local i
 	for ((i = 0; i < 60; i++)); do
 		if CNI_COMMAND=ADD CNI_CONTAINERID="$netns" CNI_NETNS="/var/run/netns/$netns" \
-			CNI_IFNAME=eth0 CNI_PATH=/opt/cni/bin \
+			CNI_IFNAME=eth0 CNI_PATH="$cni_dir" \
 			CNI_ARGS="K8S_POD_NAMESPACE=$ns;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=$netns" \
-			/opt/cni/bin/brindle-cni <<<"$conf" >"/var/log/brindle/cni-$netns.json"; then
+			"$cni_dir/brindle-cni" <<<"$conf" >"/var/log/brindle/cni-$netns.json"; then
 			# shellcheck disable=SC2046
 			ip netns exec "$netns" brindle-probe serve $(serve_args "$ports") \
 				$(serve_args "$serve") &
@@ -164,8 +169,11 @@ role_node() {
 	sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0
 	local dir=/run/brindle/bird
 	mkdir -p "$dir" /var/log/brindle /etc/brindle/secrets
+	# the bootstrap, as every lab node starts, once the etcd node has written this node's
+	# resource (its address; the pools are the topology's)
+	wait_for 60 "the Node $NODENAME in etcd" brindlectl get node "$NODENAME"
+	NO_DEFAULT_POOLS=true brindle-node startup || die "brindle-node startup failed"
 	brindle-confd --node "$NODENAME" --output-dir "$dir" \
-		--templates /usr/local/share/brindle/bgp-templates \
 		--bird-socket "$dir/bird.ctl" --secrets-dir /etc/brindle/secrets --settle 50ms &
 	brindle-felix &
 	wait_for 60 "brindle-confd writing bird.conf" test -s "$dir/bird.conf"

@@ -85,6 +85,7 @@ static struct jv *clab_node(struct arena *a, const char *image, const char *role
 	struct jv *n = jv_object(a), *env = jv_object(a), *binds = jv_array(a);
 	put(a, n, "kind", "linux");
 	put(a, n, "image", image);
+	put(a, n, "entrypoint", LAB_CLAB_ENTRYPOINT);
 	put(a, n, "mgmt-ipv4", mgmt_ip);
 	/* iptables and ipset may need to load modules of the host's kernel */
 	jv_push(a, binds, jv_string(a, "/lib/modules:/lib/modules:ro"));
@@ -187,7 +188,8 @@ int lab_clab_export(struct arena *a, const struct lab_topology *t, const struct 
 	sb_addf(out,
 		"# containerlab topology of Brindle lab \"%s\", written by brindlectl lab "
 		"export-clab.\n"
-		"# Build the image (lab/Dockerfile), then: containerlab deploy -t THIS_FILE\n",
+		"# Build the node image (scripts/image), load it (docker load -i), then:\n"
+		"# containerlab deploy -t THIS_FILE\n",
 		t->name);
 	yaml_write(out, doc);
 	return 0;

@@ -2,8 +2,9 @@
  * A lab's topology as a containerlab topology (brindlectl lab export-clab,
  * docs/lab.md): pure, a parsed lab_topology in and YAML text out. The lab's
  * namespaces become linux-kind nodes running the Brindle node image
- * (lab/Dockerfile), configured through environment variables read by
- * lab/clab-entrypoint.sh: one `etcd` node holding the datastore and writing
+ * (scripts/image) with its entrypoint for containerlab
+ * (lab/clab-entrypoint.sh, installed as LAB_CLAB_ENTRYPOINT), configured
+ * through environment variables: one `etcd` node holding the datastore and writing
  * the lab's resources, one `fabric` node with a bridge per subnet (as the
  * lab's fabric namespace), and one node per topology node with its uplink
  * `eth1` linked to the fabric and its pods.
@@ -15,8 +16,11 @@
 
 #include <brindle/core/arena.h>
 #include <brindle/core/strbuf.h>
+#include <brindle/version.h>
 
-#define LAB_CLAB_IMAGE	     "brindle-node:latest"
+/* the tag scripts/image gives the node image */
+#define LAB_CLAB_IMAGE	     "localhost/brindle-node:" BRINDLE_VERSION
+#define LAB_CLAB_ENTRYPOINT  "/usr/libexec/brindle/clab-entrypoint"
 #define LAB_CLAB_MGMT_SUBNET "172.31.254.0/24"
 
 struct lab_clab_options {

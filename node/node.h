@@ -17,7 +17,8 @@
 const char *node_env_or(const char *name, const char *def);
 /*
  * @len bytes to @path through @path.tmp, fsync and a rename, with @mode: a
- * reader sees the old file or the new one, never half. Logs why it failed.
+ * reader sees the old file or the new one, never half; its directory made
+ * when missing. Logs why it failed.
  */
 int node_write_file(const char *path, const void *data, size_t len, mode_t mode);
 

@@ -7,7 +7,9 @@
 # inside the test control plane's namespace with the brindle-node
 # ServiceAccount's token, puts the plugins, their kubeconfig and the
 # configuration into a host directory. Every program deploy/brindle-node.yaml
-# starts (and its probes run) is in the image.
+# starts (and its probes run) is in the image. A containerlab topology of
+# `lab export-clab`, wired as containerlab wires it, runs from the image:
+# etcd, the fabric and two nodes whose pods reach each other.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
@@ -37,7 +39,8 @@ mkdir -p "$BT_DIR/tmp"
 # Whatever happens: no container, and none of podman's mounts under the test's directory.
 image_cleanup() {
 	local rc=$?
-	pm rm -af -t 0 >/dev/null 2>&1 || true
+	set +e # every step, whatever the one before did
+	pm rm -af -t 0 >/dev/null 2>&1
 	# podman's storage mounts itself again when asked anything: until none is left
 	local i
 	for i in 1 2 3 4 5; do
@@ -93,4 +96,88 @@ bt_expect_eq "the configuration on the host" "kubernetes" \
 bt_expect_eq "the plugin's kubeconfig is brindle-cni's" "system:serviceaccount:kube-system:brindle-cni" \
 	"$(ip netns exec "$NS" "$KUBE_BIN/kubectl" --kubeconfig "$BT_DIR/host/etc/cni/net.d/brindle-kubeconfig" \
 		auth whoami -o jsonpath='{.status.userInfo.username}')"
+
+# --- containerlab: a topology of `lab export-clab` run from the image ------------------------------
+# There is no Docker or containerlab here: the test wires the exported topology as containerlab
+# does (a network namespace per node, eth0 on the management network, a veth per link, CLAB_INTFS,
+# the node's env and entrypoint) and runs each node from the image's root filesystem, each
+# with its own writable copy (an overlay, ":O"), as each container has.
+cat >"$BT_DIR/clab-topo.yaml" <<YAML
+name: clab
+subnets: [{name: a, cidr: 192.168.100.0/24}]
+ipPools: [{cidr: 10.244.0.0/16, blockSize: 26}]
+nodes: [{name: node1, subnet: a}, {name: node2, subnet: a}]
+namespaces: [{name: x}]
+pods:
+  - {namespace: x, name: a, node: node1, ports: [{name: http, containerPort: 80}]}
+  - {namespace: x, name: b, node: node2, ports: [{name: http, containerPort: 80}]}
+YAML
+"$BRINDLECTL" lab export-clab --file "$BT_DIR/clab-topo.yaml" -o "$BT_DIR/clab.yml"
+bt_expect_contains "the export runs the image scripts/image tagged" \
+	"$(sed -n 's/^scripts\/image: \([^ ]*\) in .*/\1/p' "$BT_DIR/image.log")" "$(grep -m1 'image:' "$BT_DIR/clab.yml")"
+/usr/bin/python3 - "$BT_DIR/clab.yml" >"$BT_DIR/clab.sh" <<'PYEOF2'
+import shlex, sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))
+nodes, links = t["topology"]["nodes"], t["topology"]["links"]
+intfs = {name: 0 for name in nodes}
+for l in links:
+    for e in l["endpoints"]:
+        intfs[e.split(":")[0]] += 1
+plen = t["mgmt"]["ipv4-subnet"].split("/")[1]
+for name, n in nodes.items():
+    env = " ".join(shlex.quote("%s=%s" % kv) for kv in n.get("env", {}).items())
+    print("clab_netns %s %s/%s" % (name, n["mgmt-ipv4"], plen))
+    print("clab_env[%s]=%s" % (name, shlex.quote(env)))
+    print("clab_entry[%s]=%s intfs[%s]=%d" % (name, shlex.quote(n["entrypoint"]), name, intfs[name]))
+for l in links:
+    print("clab_link %s %s" % tuple(l["endpoints"]))
+PYEOF2
+declare -A clab_env clab_entry intfs
+bt_netns mgmt
+ip -n "$BT_PREFIX-mgmt" link add mgmt type bridge
+ip -n "$BT_PREFIX-mgmt" link set mgmt up
+m=0
+clab_netns() { # NAME MGMT-ADDRESS: the node's namespace, eth0 on the management bridge
+	bt_netns "c-$1"
+	ip -n "$BT_PREFIX-mgmt" link add "m$m" type veth peer name eth0 netns "$BT_PREFIX-c-$1"
+	ip -n "$BT_PREFIX-mgmt" link set "m$m" master mgmt up
+	ip -n "$BT_PREFIX-c-$1" addr add "$2" dev eth0
+	ip -n "$BT_PREFIX-c-$1" link set eth0 up
+	m=$((m + 1))
+}
+clab_link() { # A:IF B:IF
+	ip -n "$BT_PREFIX-c-${1%%:*}" link add "${1#*:}" type veth peer name "${2#*:}" netns "$BT_PREFIX-c-${2%%:*}"
+}
+. "$BT_DIR/clab.sh"
+for name in "${!clab_env[@]}"; do
+	eval "envs=(${clab_env[$name]})"
+	args=()
+	for kv in "${envs[@]}"; do args+=(-e "$kv"); done
+	nsenter --net="/var/run/netns/$BT_PREFIX-c-$name" podman --root "$BT_DIR/storage" --runroot "$BT_DIR/run" \
+		--tmpdir "$BT_DIR/tmp" --runtime runc --cgroup-manager cgroupfs --events-backend file \
+		run -d --name "clab-$name" --privileged "${limits[@]}" --network host -e CLAB_INTFS="${intfs[$name]}" \
+		"${args[@]}" --rootfs "$BT_DIR/rootfs:O" "${clab_entry[$name]}" >/dev/null ||
+		bt_fail "node $name of the export did not start"
+done
+# until CMD succeeds, at most SECS; the logs of every node kept when it does not
+clab_wait() {
+	local deadline=$((SECONDS + $1)) c
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] && { sleep 0.2; continue; }
+		for c in etcd fabric node1 node2; do pm logs "clab-$c" >"$BT_DIR/clab-$c.log" 2>&1; done
+		pm exec clab-node1 birdc -s /run/brindle/bird/bird.ctl show protocols all >"$BT_DIR/clab-node1-bird.log" 2>&1
+		return 1
+	done
+}
+up() { pm logs "clab-$1" 2>&1 | grep -q "node $1 up"; }
+for n in node1 node2; do
+	clab_wait 120 up $n || bt_fail "$n of the export is not up within 120 s"
+done
+established() { pm exec clab-node1 birdc -s /run/brindle/bird/bird.ctl show protocols | grep -q 'Mesh_.*Established'; }
+clab_wait 60 established || bt_fail "node1's BGP session to node2 is not Established within 60 s"
+ip_b=$(pm exec clab-node2 cat /var/log/brindle/cni-pod-x-b.json | jq -r '.ips[0].address' | cut -d/ -f1)
+reach() { pm exec clab-node1 ip netns exec pod-x-a brindle-probe tcp "$ip_b" 80 --timeout 1000; }
+clab_wait 30 reach || bt_fail "pod x/a on node1 does not reach x/b ($ip_b) on node2"
+bt_log "an exported containerlab topology runs from the image: BGP up, pods on two nodes reach each other"
 bt_pass

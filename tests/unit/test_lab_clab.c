@@ -83,6 +83,7 @@ static void test_three_node(void **state)
 		assert_non_null(n);
 		assert_string_equal(str(n, "kind"), "linux");
 		assert_string_equal(str(n, "image"), LAB_CLAB_IMAGE);
+		assert_string_equal(str(n, "entrypoint"), LAB_CLAB_ENTRYPOINT);
 		for (size_t j = 0; j < i; j++)
 			assert_string_not_equal(str(n, "mgmt-ipv4"),
 						str(jv_get(nodes, names[j]), "mgmt-ipv4"));
