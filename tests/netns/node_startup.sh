@@ -48,6 +48,9 @@ bt_expect_eq "its block size" "26" "$(jq -r .spec.blockSize <<<"$pool")"
 bt_expect_eq "its NAT" "true" "$(jq -r .spec.natOutgoing <<<"$pool")"
 bt_expect_eq "the pod MTU: the smallest host NIC, no encapsulation" "1480" "$(cat "$BT_DIR/mtu.n1")"
 bt_expect_eq "the nodename file" "n1" "$(cat "$BT_DIR/nodename.n1")"
+# a host without the files' directory yet (no DaemonSet volume made it): made
+startup n1 BRINDLE_MTU_FILE="$BT_DIR/new/var-lib-brindle/mtu" || bt_fail "startup without the directory: $(cat "$BT_DIR/startup.log")"
+bt_expect_eq "the MTU file in a directory startup made" "1480" "$(cat "$BT_DIR/new/var-lib-brindle/mtu")"
 
 # --- IP unset keeps what is stored; IP=autodetect looks again -------------------------------------
 startup n1 IP_AUTODETECTION_METHOD=interface=ens4 || bt_fail "startup: $(cat "$BT_DIR/startup.log")"
