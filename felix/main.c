@@ -68,7 +68,7 @@ struct felix {
 		*m_errors, *m_in_sync, *m_writes, *m_stall, *m_ds_resyncs;
 	/* Calico's names, for the dashboards built on Calico's felix (docs/felix.md) */
 	struct metric *mc_local_eps, *mc_local_pols, *mc_hosts, *mc_resync_state,
-		*mc_resyncs_started, *mc_dp_failures, *mc_ipsets;
+		*mc_resyncs_started, *mc_dp_failures, *mc_ipsets, *mc_apply_time, *mc_calc_time;
 	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
 		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
 	size_t reported_errors;
@@ -92,7 +92,9 @@ static void on_update(void *ctx, const struct ds_update *u)
 		log_error("ignoring %s %s%s%s: %s", u->kind->kind, u->scope ? u->scope : "",
 			  u->scope ? "/" : "", u->name, u->error);
 	}
+	uint64_t t0 = now_ns();
 	calc_update(f->calc, u);
+	metric_observe(f->mc_calc_time, NULL, (double)(now_ns() - t0) / 1e9);
 	f->dirty = true;
 	f->last_change_ms = now_ms();
 	if (!f->pending_since_ms)
@@ -277,8 +279,12 @@ static void update_metrics(struct felix *f)
 	metric_set(f->m_errors, "datastore", (double)f->invalid_values);
 	struct pol_stats s;
 	pol_stats(calc_policy(f->calc), &s);
-	metric_set(f->m_chains, NULL, (double)s.chains);
-	metric_set(f->m_rules, NULL, (double)s.rules);
+	for (int t = 0; t < PT_TABLES; t++) {
+		char v[32];
+		snprintf(v, sizeof(v), "4,%s", pt_table_name((enum pt_table)t));
+		metric_set(f->m_chains, v, (double)s.table_chains[t]);
+		metric_set(f->m_rules, v, (double)s.table_rules[t]);
+	}
 	metric_set(f->m_sets, NULL, (double)s.active_sets);
 	metric_set(f->m_members, NULL, (double)s.members);
 	metric_set(f->m_policies, NULL, (double)s.active_policies);
@@ -348,6 +354,7 @@ static void apply(struct loop *l, void *ctx)
 	int r = dataplane_apply(f->dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, now);
 	double secs = (double)(now_ns() - t0) / 1e9;
 	metric_observe(f->m_apply, NULL, secs);
+	metric_observe(f->mc_apply_time, NULL, secs);
 	if (f->applies++ == 0)
 		log_info("first apply after sync took %.1f ms", secs * 1e3);
 	f->last_apply_ok = r == 0;
@@ -499,10 +506,14 @@ static void make_metrics(struct felix *f)
 				   "window");
 	f->m_writes = metrics_counter(f->m, "felix_kernel_writes_total", "Netlink changes applied.",
 				      NULL);
+	/* Calico's names and labels (Calico counts the chains it programs, Brindle those it wants)
+	 */
 	f->m_chains = metrics_gauge(f->m, "felix_iptables_chains",
-				    "iptables chains felix wants (filter and nat).", NULL);
+				    "iptables chains felix wants, by IP version and table.",
+				    "ip_version,table");
 	f->m_rules = metrics_gauge(f->m, "felix_iptables_rules",
-				   "iptables rules in those chains.", NULL);
+				   "iptables rules in those chains, by IP version and table.",
+				   "ip_version,table");
 	f->m_sets = metrics_gauge(f->m, "felix_ipsets", "ip sets felix wants.", NULL);
 	f->m_members = metrics_gauge(f->m, "felix_ipset_members",
 				     "Members of those ip sets.", NULL);
@@ -543,6 +554,12 @@ static void make_metrics(struct felix *f)
 					    NULL);
 	f->mc_ipsets = metrics_gauge(f->m, "felix_ipsets_calico",
 				     "Number of active Calico IP sets.", NULL);
+	f->mc_apply_time =
+		metrics_summary(f->m, "felix_int_dataplane_apply_time_seconds",
+				"Time in seconds that it took to apply a dataplane update.", NULL);
+	f->mc_calc_time = metrics_summary(
+		f->m, "felix_calc_graph_update_time_seconds",
+		"Seconds to update calculation graph for each datastore OnUpdate call.", NULL);
 	metric_set(f->mc_resync_state, NULL, 1);
 	metric_set(f->mc_resyncs_started, NULL, 0);
 	metric_set(f->mc_dp_failures, NULL, 0);

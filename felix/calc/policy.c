@@ -499,9 +499,11 @@ void pol_stats(const struct pol *p, struct pol_stats *out)
 	for (struct hmap_iter it = hmap_iter(&p->d.sets); hmap_next(&it);)
 		out->members += ((const struct pset *)it.value)->members.n;
 	for (int t = 0; t < PT_TABLES; t++) {
-		out->chains += p->d.tables[t].chains.n;
+		out->table_chains[t] = p->d.tables[t].chains.n;
 		for (struct hmap_iter it = hmap_iter(&p->d.tables[t].chains); hmap_next(&it);)
-			out->rules += ((const struct pchain *)it.value)->n;
+			out->table_rules[t] += ((const struct pchain *)it.value)->n;
+		out->chains += out->table_chains[t];
+		out->rules += out->table_rules[t];
 	}
 }
 

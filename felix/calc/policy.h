@@ -119,6 +119,7 @@ const char *pol_endpoint_of_iface(const struct pol *p, const char *iface);
 struct pol_stats {
 	size_t policies, profiles, endpoints, local_endpoints, netsets;
 	size_t active_policies, active_sets, members, chains, rules;
+	size_t table_chains[PT_TABLES], table_rules[PT_TABLES]; /* per table; chains, rules: all */
 };
 void pol_stats(const struct pol *p, struct pol_stats *out);
 

@@ -13,13 +13,17 @@
 enum metric_type {
 	M_COUNTER,
 	M_GAUGE,
-	M_HISTOGRAM
+	M_HISTOGRAM,
+	M_SUMMARY
 };
 
+static const double summary_quantiles[] = { 0.5, 0.9, 0.99 };
+
 struct series {
-	double value; /* counter, gauge; histogram sum */
+	double value; /* counter, gauge; histogram and summary sum */
 	uint64_t count;
 	uint64_t *buckets; /* cumulative counts, histogram only */
+	double *window;	   /* the last observations (a ring), summary only */
 };
 
 struct metric {
@@ -48,6 +52,7 @@ static void series_free(struct hmap *m)
 	for (struct hmap_iter it = hmap_iter(m); hmap_next(&it);) {
 		struct series *s = it.value;
 		free(s->buckets);
+		free(s->window);
 		free(s);
 	}
 	hmap_clear(m);
@@ -116,6 +121,12 @@ struct metric *metrics_histogram(struct metrics *r, const char *name, const char
 	return m;
 }
 
+struct metric *metrics_summary(struct metrics *r, const char *name, const char *help,
+			       const char *labels)
+{
+	return add(r, M_SUMMARY, name, help, labels);
+}
+
 static struct series *get_series(struct metric *m, const char *values)
 {
 	const char *key = values ? values : "";
@@ -124,6 +135,8 @@ static struct series *get_series(struct metric *m, const char *values)
 		s = xcalloc(1, sizeof(*s));
 		if (m->type == M_HISTOGRAM)
 			s->buckets = xcalloc(m->n_bounds + 1, sizeof(uint64_t));
+		if (m->type == M_SUMMARY)
+			s->window = xcalloc(METRICS_SUMMARY_WINDOW, sizeof(double));
 		hmap_put(&m->series, key, s);
 	}
 	return s;
@@ -142,6 +155,8 @@ void metric_set(struct metric *m, const char *values, double v)
 void metric_observe(struct metric *m, const char *values, double v)
 {
 	struct series *s = get_series(m, values);
+	if (s->window)
+		s->window[s->count % METRICS_SUMMARY_WINDOW] = v;
 	s->value += v;
 	s->count++;
 	for (size_t i = 0; i < m->n_bounds; i++)
@@ -152,7 +167,8 @@ void metric_observe(struct metric *m, const char *values, double v)
 double metric_value(const struct metric *m, const char *values)
 {
 	const struct series *s = hmap_get(&m->series, values ? values : "");
-	return s ? (m->type == M_HISTOGRAM ? (double)s->count : s->value) : 0;
+	return s ? (m->type == M_HISTOGRAM || m->type == M_SUMMARY ? (double)s->count : s->value)
+		 : 0;
 }
 
 static void fmt_double(struct strbuf *out, double v)
@@ -165,11 +181,11 @@ static void fmt_double(struct strbuf *out, double v)
 		sb_addf(out, "%.9g", v);
 }
 
-/* {a="x",b="y"[,le="0.5"]} with values escaped. */
+/* {a="x",b="y"[,le="0.5"]} with values escaped; @extra ("le", "quantile") = @xval last. */
 static void fmt_labels(struct strbuf *out, const struct metric *m, const char *values,
-		       const char *le)
+		       const char *extra, const char *xval)
 {
-	if (!m->n_labels && !le)
+	if (!m->n_labels && !extra)
 		return;
 	sb_addc(out, '{');
 	const char *p = values ? values : "";
@@ -188,9 +204,48 @@ static void fmt_labels(struct strbuf *out, const struct metric *m, const char *v
 		sb_addc(out, '"');
 		p += n + (p[n] ? 1 : 0);
 	}
-	if (le)
-		sb_addf(out, "%sle=\"%s\"", m->n_labels ? "," : "", le);
+	if (extra)
+		sb_addf(out, "%s%s=\"%s\"", m->n_labels ? "," : "", extra, xval);
 	sb_addc(out, '}');
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* {labels,quantile="q"} value for each quantile of the window, then _sum and _count. */
+static void render_summary(struct strbuf *out, const struct metric *m, const char *vals,
+			   const struct series *s)
+{
+	size_t n = s->count < METRICS_SUMMARY_WINDOW ? (size_t)s->count : METRICS_SUMMARY_WINDOW;
+	double *sorted = xmalloc(sizeof(double) * (n ? n : 1));
+	memcpy(sorted, s->window, sizeof(double) * n);
+	qsort(sorted, n, sizeof(double), cmp_double);
+	for (size_t q = 0; q < ARRAY_SIZE(summary_quantiles); q++) {
+		char quantile[16];
+		snprintf(quantile, sizeof(quantile), "%g", summary_quantiles[q]);
+		sb_adds(out, m->name);
+		fmt_labels(out, m, vals, "quantile", quantile);
+		sb_addc(out, ' ');
+		if (n) {
+			/* the nearest rank */
+			size_t rank = (size_t)ceil(summary_quantiles[q] * (double)n);
+			fmt_double(out, sorted[rank ? rank - 1 : 0]);
+		} else {
+			sb_adds(out, "NaN");
+		}
+		sb_addc(out, '\n');
+	}
+	free(sorted);
+	sb_addf(out, "%s_sum", m->name);
+	fmt_labels(out, m, vals, NULL, NULL);
+	sb_addc(out, ' ');
+	fmt_double(out, s->value);
+	sb_addf(out, "\n%s_count", m->name);
+	fmt_labels(out, m, vals, NULL, NULL);
+	sb_addf(out, " %llu\n", (unsigned long long)s->count);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -205,7 +260,7 @@ static int cmp_metric(const void *a, const void *b)
 
 void metrics_render(const struct metrics *r, struct strbuf *out)
 {
-	static const char *const types[] = { "counter", "gauge", "histogram" };
+	static const char *const types[] = { "counter", "gauge", "histogram", "summary" };
 	struct metric **sorted = xmalloc(sizeof(*sorted) * (r->n ? r->n : 1));
 	memcpy(sorted, r->v, sizeof(*sorted) * r->n);
 	qsort(sorted, r->n, sizeof(*sorted), cmp_metric);
@@ -219,14 +274,18 @@ void metrics_render(const struct metrics *r, struct strbuf *out)
 			keys[n++] = it.key;
 		qsort(keys, n, sizeof(char *), cmp_str);
 		/* An unlabelled counter or gauge shows 0 before its first change. */
-		if (n == 0 && !m->n_labels && m->type != M_HISTOGRAM)
+		if (n == 0 && !m->n_labels && (m->type == M_COUNTER || m->type == M_GAUGE))
 			sb_addf(out, "%s 0\n", m->name);
 		for (size_t k = 0; k < n; k++) {
 			const struct series *s = hmap_get(&m->series, keys[k]);
 			const char *vals = *keys[k] ? keys[k] : NULL;
+			if (m->type == M_SUMMARY) {
+				render_summary(out, m, vals, s);
+				continue;
+			}
 			if (m->type != M_HISTOGRAM) {
 				sb_adds(out, m->name);
-				fmt_labels(out, m, vals, NULL);
+				fmt_labels(out, m, vals, NULL, NULL);
 				sb_addc(out, ' ');
 				fmt_double(out, s->value);
 				sb_addc(out, '\n');
@@ -244,17 +303,17 @@ void metrics_render(const struct metrics *r, struct strbuf *out)
 					snprintf(le, sizeof(le), "+Inf");
 				}
 				sb_addf(out, "%s_bucket", m->name);
-				fmt_labels(out, m, vals, le);
+				fmt_labels(out, m, vals, "le", le);
 				sb_addf(out, " %llu\n",
 					(unsigned long long)(b < m->n_bounds ? s->buckets[b]
 									     : s->count));
 			}
 			sb_addf(out, "%s_sum", m->name);
-			fmt_labels(out, m, vals, NULL);
+			fmt_labels(out, m, vals, NULL, NULL);
 			sb_addc(out, ' ');
 			fmt_double(out, s->value);
 			sb_addf(out, "\n%s_count", m->name);
-			fmt_labels(out, m, vals, NULL);
+			fmt_labels(out, m, vals, NULL, NULL);
 			sb_addf(out, " %llu\n", (unsigned long long)s->count);
 		}
 		free(keys);

@@ -63,4 +63,15 @@ bt_expect_eq "felix_resyncs_started: the first list" 1 "$(bt_metric "$NODE" $M f
 bt_expect_eq "felix_active_local_endpoints" 20 "$(bt_metric "$NODE" $M felix_active_local_endpoints)"
 bt_expect_eq "felix_cluster_num_hosts" 1 "$(bt_metric "$NODE" $M felix_cluster_num_hosts)"
 bt_expect_eq "felix_int_dataplane_failures" 0 "$(bt_metric "$NODE" $M felix_int_dataplane_failures)"
+bt_expect_eq "felix_int_dataplane_apply_time_seconds counts the applies" \
+	"$(bt_metric "$NODE" $M felix_apply_seconds_count)" "$(bt_metric "$NODE" $M felix_int_dataplane_apply_time_seconds_count)"
+median=$(bt_metric "$NODE" $M 'felix_int_dataplane_apply_time_seconds{quantile="0.5"}')
+awk -v m="$median" 'BEGIN { exit !(m > 0 && m < 5) }' || bt_fail "the median apply time is $median s"
+bt_expect_eq "felix_calc_graph_update_time_seconds: one per datastore event" 21 \
+	"$(bt_metric "$NODE" $M felix_calc_graph_update_time_seconds_count)"
+# the chains per table, Calico's labels; no policy: felix's own chains only
+filter_chains=$(bt_metric "$NODE" $M 'felix_iptables_chains{ip_version="4",table="filter"}')
+[ "$filter_chains" -gt 0 ] || bt_fail "felix_iptables_chains for filter is $filter_chains"
+bt_expect_eq "filter's chains in the per-table count as iptables lists them" \
+	"$(ip netns exec "$NODE" iptables-legacy-save -t filter | grep -c '^:cali-')" "$filter_chains"
 bt_pass

@@ -56,6 +56,51 @@ static void test_render(void **state)
 	metrics_free(r);
 }
 
+/* Quantiles by nearest rank over the last METRICS_SUMMARY_WINDOW observations, with labels. */
+static void test_summary(void **state)
+{
+	struct metrics *r = metrics_new();
+	struct metric *s = metrics_summary(r, "felix_int_dataplane_apply_time_seconds",
+					   "Time to apply.", "table");
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	metrics_render(r, &sb);
+	assert_string_equal(sb_str(&sb),
+			    "# HELP felix_int_dataplane_apply_time_seconds Time to apply.\n"
+			    "# TYPE felix_int_dataplane_apply_time_seconds summary\n");
+	/* 1..100: the median 50, the 90th 90, the 99th 99 */
+	for (int i = 100; i >= 1; i--)
+		metric_observe(s, "filter", i);
+	sb_reset(&sb);
+	metrics_render(r, &sb);
+	assert_non_null(
+		strstr(sb_str(&sb),
+		       "felix_int_dataplane_apply_time_seconds{table=\"filter\","
+		       "quantile=\"0.5\"} 50\n"
+		       "felix_int_dataplane_apply_time_seconds{table=\"filter\","
+		       "quantile=\"0.9\"} 90\n"
+		       "felix_int_dataplane_apply_time_seconds{table=\"filter\","
+		       "quantile=\"0.99\"} 99\n"
+		       "felix_int_dataplane_apply_time_seconds_sum{table=\"filter\"} 5050\n"
+		       "felix_int_dataplane_apply_time_seconds_count{table=\"filter\"} 100\n"));
+	/* the window forgets: after a window of 1000s, every quantile is 1000, the count all */
+	for (int i = 0; i < METRICS_SUMMARY_WINDOW; i++)
+		metric_observe(s, "filter", 1000);
+	sb_reset(&sb);
+	metrics_render(r, &sb);
+	assert_non_null(strstr(sb_str(&sb), "quantile=\"0.5\"} 1000\n"));
+	assert_non_null(strstr(sb_str(&sb), "quantile=\"0.99\"} 1000\n"));
+	assert_true(metric_value(s, "filter") == 100 + METRICS_SUMMARY_WINDOW);
+	/* a series without observations says NaN */
+	metric_set(s, "nat", 0);
+	sb_reset(&sb);
+	metrics_render(r, &sb);
+	assert_non_null(strstr(sb_str(&sb), "{table=\"nat\",quantile=\"0.9\"} NaN\n"));
+	sb_free(&sb);
+	metrics_free(r);
+	(void)state;
+}
+
 static void handler(void *ctx, const char *path, struct httpd_response *resp)
 {
 	if (strcmp(path, "/readiness") == 0) {
@@ -139,6 +184,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_server),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /*
- * A Prometheus metrics registry: counters, gauges and histograms with
- * labels, rendered in the text exposition format (version 0.0.4). Pure;
+ * A Prometheus metrics registry: counters, gauges, histograms and summaries
+ * with labels, rendered in the text exposition format (version 0.0.4). Pure;
  * the daemons serve it over httpd.
  */
 #ifndef BRINDLE_METRICS_H
@@ -23,6 +23,14 @@ struct metric *metrics_gauge(struct metrics *r, const char *name, const char *he
 /* @buckets: upper bounds, ascending (+Inf is implied). */
 struct metric *metrics_histogram(struct metrics *r, const char *name, const char *help,
 				 const char *labels, const double *buckets, size_t n);
+/*
+ * A summary: the 0.5, 0.9 and 0.99 quantiles of the last METRICS_SUMMARY_WINDOW
+ * observations (a window by count, not time: the registry has no clock), with
+ * the sum and count of all. NaN quantiles before the first observation.
+ */
+#define METRICS_SUMMARY_WINDOW 500
+struct metric *metrics_summary(struct metrics *r, const char *name, const char *help,
+			       const char *labels);
 
 /* @values: label values, comma-separated in the order of the names ("route,main"), or NULL. */
 void metric_add(struct metric *m, const char *values, double v);
