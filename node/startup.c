@@ -17,7 +17,7 @@
  *   5. its tunnel addresses: an IPIP and a VXLAN address from IPAM (handles
  *      ipip-tunnel-addr-<node>, vxlan-tunnel-addr-<node>) while an enabled pool
  *      that selects the node uses that encapsulation, released when none does;
- *   6. the pod MTU (ad_pod_mtu) into the MTU file, and the name into the
+ *   6. the pod MTU (CNI_MTU, else ad_pod_mtu) into the MTU file, and the name into the
  *      nodename file, for brindle-cni and the next start.
  */
 #include "node.h"
@@ -501,6 +501,15 @@ int node_startup(const struct node_env *e)
 		sb_adds(&s.err, "no node name: set NODENAME");
 		goto out;
 	}
+	/* the pods' MTU as the user gives it (Calico's veth_mtu), 0 or unset: detected */
+	const char *mtu_v = node_env_or("CNI_MTU", "0");
+	char *end;
+	unsigned long set_mtu = strtoul(mtu_v, &end, 10);
+	if (*end || !*mtu_v || mtu_v[0] == '-' || (set_mtu && (set_mtu < 68 || set_mtu > 65535))) {
+		sb_addf(&s.err, "CNI_MTU: \"%.32s\" is not an MTU (68-65535, or 0 to detect it)",
+			mtu_v);
+		goto out;
+	}
 	struct ds_config cfg = { 0 };
 	struct ds_config_storage st = { 0 };
 	if ((r = ds_config_from_env(&cfg, &st, &s.err)) < 0 ||
@@ -527,7 +536,7 @@ int node_startup(const struct node_env *e)
 		mtus[i] = (struct ad_link_mtu){ .name = h.links.v[i].name,
 						.up = (h.links.v[i].flags & IFF_UP) != 0,
 						.mtu = h.links.v[i].mtu };
-	unsigned mtu = ad_pod_mtu(mtus, h.links.n, ipip, vxlan);
+	unsigned mtu = set_mtu ? (unsigned)set_mtu : ad_pod_mtu(mtus, h.links.n, ipip, vxlan);
 	free(mtus);
 	char text[32];
 	snprintf(text, sizeof(text), "%u\n", mtu);
@@ -536,9 +545,10 @@ int node_startup(const struct node_env *e)
 	    (r = node_write_file(e->nodename_file, name_line, strlen(name_line), 0644)) < 0)
 		goto out;
 	log_info("pod MTU %u (%s) in %s", mtu,
-		 vxlan	? "VXLAN"
-		 : ipip ? "IPIP"
-			: "no encapsulation",
+		 set_mtu ? "CNI_MTU"
+		 : vxlan ? "VXLAN"
+		 : ipip	 ? "IPIP"
+			 : "no encapsulation",
 		 e->mtu_file);
 out:
 	if (r < 0)

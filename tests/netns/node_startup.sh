@@ -116,6 +116,8 @@ ipip=$(field n1 .spec.bgp.ipv4IPIPTunnelAddr)
 handles=$("$BRINDLECTL" get ipamhandles -o name)
 case "$handles" in *vxlan-tunnel-addr-n1*) bt_fail "the VXLAN handle is left: $handles" ;; esac
 bt_expect_eq "the pod MTU for IPIP" "1460" "$(cat "$BT_DIR/mtu.n1")"
+startup n1 CNI_MTU=1400 || bt_fail "CNI_MTU: $(cat "$BT_DIR/startup.log")"
+bt_expect_eq "CNI_MTU sets the pod MTU" "1400" "$(cat "$BT_DIR/mtu.n1")"
 
 # --- bad settings change nothing -----------------------------------------------------------------
 before=$("$BRINDLECTL" get node n1 -o json)
@@ -124,6 +126,10 @@ bt_expect_contains "the bad method is named" "IP_AUTODETECTION_METHOD: unknown m
 	"$(cat "$BT_DIR/startup.log")"
 if startup n1 IP=10.0.0.300; then bt_fail "a bad IP was taken"; fi
 bt_expect_contains "the bad IP is named" "IP=10.0.0.300: not an IPv4 address" "$(cat "$BT_DIR/startup.log")"
+echo 1400 >"$BT_DIR/mtu.n1"
+if startup n1 CNI_MTU=9x; then bt_fail "a bad CNI_MTU was taken"; fi
+bt_expect_contains "the bad MTU is named" 'CNI_MTU: "9x" is not an MTU' "$(cat "$BT_DIR/startup.log")"
+bt_expect_eq "and the MTU file is as it was" 1400 "$(cat "$BT_DIR/mtu.n1")"
 bt_expect_eq "the Node is as it was" "$before" "$("$BRINDLECTL" get node n1 -o json)"
 "$BRINDLECTL" delete ippool default-ipv4-ippool >/dev/null
 if startup n1 CALICO_IPV4POOL_BLOCK_SIZE=33; then bt_fail "blockSize 33 was taken"; fi
