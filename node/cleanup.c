@@ -8,7 +8,10 @@
  *   ip sets   every set named "cali4*" (after the rules that use them);
  *   routes    every route of protocol 80 (felix's: pods, blocks, tunnels);
  *   devices   vxlan.calico deleted; tunl0 (which cannot be deleted) loses
- *             its addresses and goes down.
+ *             its addresses and goes down;
+ *   CNI       the plugins, configuration and kubeconfig install-cni wrote
+ *             (CNI_BIN_DIR, CNI_NET_DIR, CNI_CONF_NAME as for install-cni),
+ *             so the runtime stops calling a plugin that is gone.
  * Pods' own veths are left to their CNI DEL. Run it after stopping felix (it
  * would put everything back), e.g. from the DaemonSet's uninstall job.
  */
@@ -16,6 +19,7 @@
 
 #include <brindle/core/ipt_rule.h>
 #include <brindle/core/nl_msg.h>
+#include <brindle/core/util.h>
 #include <brindle/sys/ipset.h>
 #include <brindle/sys/ipt.h>
 #include <brindle/sys/log.h>
@@ -23,8 +27,10 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHAIN_PREFIX "cali-"
 #define SET_PREFIX   "cali4"
@@ -167,9 +173,32 @@ static int clean_netlink(void)
 	return r;
 }
 
+/* What install-cni wrote, where it wrote it (the same settings): a missing file is fine. */
+static int clean_cni_files(void)
+{
+	const char *bin = node_env_or("CNI_BIN_DIR", "/host/opt/cni/bin");
+	const char *net = node_env_or("CNI_NET_DIR", "/host/etc/cni/net.d");
+	const char *files[] = { "brindle-cni", "brindle-ipam",
+				node_env_or("CNI_CONF_NAME", "10-brindle.conflist"),
+				"brindle-kubeconfig" };
+	int r = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", i < 2 ? bin : net, files[i]);
+		if (unlink(path) == 0)
+			log_info("removed %s", path);
+		else if (errno != ENOENT) {
+			log_error("removing %s: %s", path, strerror(errno));
+			r = -errno;
+		}
+	}
+	return r;
+}
+
 int node_cleanup(void)
 {
 	/* The rules first: they use the sets. Each part runs even when one before failed. */
 	int r1 = clean_iptables(), r2 = clean_ipsets(), r3 = clean_netlink();
-	return r1 < 0 ? r1 : r2 < 0 ? r2 : r3;
+	int r4 = clean_cni_files();
+	return r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4;
 }

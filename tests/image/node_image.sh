@@ -82,7 +82,8 @@ for p in brindle-cni brindle-ipam; do
 	[ -x "$BT_DIR/host/opt/cni/bin/$p" ] || bt_fail "install-cni put no $p on the host"
 done
 # Every program the manifests start is in the image, with the tools their probes use.
-kc apply --dry-run=client -o json -f "$BT_SOURCE_DIR/deploy/brindle-node.yaml" |
+cat "$BT_SOURCE_DIR/deploy/brindle-node.yaml" - "$BT_SOURCE_DIR/deploy/uninstall.yaml" <<<"---" |
+	kc apply --dry-run=client -o json -f - |
 	jq -r '.items[] | select(.kind == "DaemonSet" or .kind == "Deployment") | .spec.template.spec |
 		((.initContainers // []) + .containers)[] |
 		.command[0], (.livenessProbe.exec.command[0] // empty)' | sort -u >"$BT_DIR/commands"

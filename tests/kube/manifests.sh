@@ -5,7 +5,8 @@
 # as each component's ServiceAccount grants exactly what the component uses
 # (the reads its syncers make, the writes it does) and denies the rest:
 # no Secrets, no pod or node writes beyond the status annotations, no
-# policy writes.
+# policy writes. The overlay docs/install.md shows builds with the image and
+# settings it names and passes a dry run, and so does deploy/uninstall.yaml.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
@@ -91,4 +92,23 @@ for sa in brindle-node brindle-cni brindle-controllers; do
 	can "$sa" no create deployments.apps
 done
 bt_log "$checked permissions checked"
+
+# The overlay of docs/install.md ("In short"), as written there, next to a copy of deploy/:
+# the image and the settings it changes, and the server accepts the result.
+mkdir -p "$BT_DIR/site/my-brindle"
+ln -s "$BT_SOURCE_DIR/deploy" "$BT_DIR/site/deploy"
+awk '/<!-- overlay -->/ {f=1; next} f && /^```yaml/ {p=1; next} p && /^```/ {exit} p' \
+	"$BT_SOURCE_DIR/docs/install.md" >"$BT_DIR/site/my-brindle/kustomization.yaml"
+[ -s "$BT_DIR/site/my-brindle/kustomization.yaml" ] || bt_fail "no overlay found in docs/install.md"
+kc kustomize "$BT_DIR/site/my-brindle" >"$BT_DIR/overlay.yaml" 2>&1 || bt_fail "the docs' overlay: $(cat "$BT_DIR/overlay.yaml")"
+bt_expect_eq "every container runs the overlay's image" "REGISTRY/brindle-node:0.1.0" \
+	"$(grep 'image:' "$BT_DIR/overlay.yaml" | sed 's/.*image: //' | sort -u)"
+for kv in "CALICO_IPV4POOL_CIDR: 10.244.0.0/16" "CALICO_IPV4POOL_VXLAN: Never" "IP_AUTODETECTION_METHOD: interface=eth0"; do
+	bt_expect_contains "the overlay sets $kv" "  $kv" "$(cat "$BT_DIR/overlay.yaml")"
+done
+kc apply --dry-run=server -k "$BT_DIR/site/my-brindle" >"$BT_DIR/overlay-dry-run.out" 2>&1 ||
+	bt_fail "the docs' overlay fails a server-side dry run: $(cat "$BT_DIR/overlay-dry-run.out")"
+# and the uninstall DaemonSet
+kc apply --dry-run=server -f "$BT_SOURCE_DIR/deploy/uninstall.yaml" >"$BT_DIR/uninstall.out" 2>&1 ||
+	bt_fail "deploy/uninstall.yaml fails a server-side dry run: $(cat "$BT_DIR/uninstall.out")"
 bt_pass

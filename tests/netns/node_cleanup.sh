@@ -4,7 +4,8 @@
 # an iptables chain and rules in built-in chains of filter and nat, an ip
 # set, a static route, a device. After felix stops, cleanup removes every
 # rule, chain and set of Brindle's, its routes and vxlan.calico, and leaves
-# the rest exactly as it was; a second cleanup finds nothing and succeeds.
+# the rest exactly as it was, and the CNI files install-cni wrote (not another
+# network's); a second cleanup finds nothing and succeeds.
 . "$(dirname "$0")/../lib/common.sh"
 
 FELIX=$BT_BUILD_DIR/felix/brindle-felix
@@ -80,7 +81,13 @@ $(in_n1 ipset list -n | grep -c '^cali4') sets, $(ip -n "$N1" route show proto 8
 # Uninstall: felix stops, then cleanup.
 kill "${bt_pids[-1]}"
 bt_wait_for 10 "felix to stop" bash -c "! kill -0 ${bt_pids[-1]} 2>/dev/null"
-in_n1 "$NODEBIN" cleanup >"$BT_DIR/cleanup.log" 2>&1 || bt_fail "cleanup failed: $(cat "$BT_DIR/cleanup.log")"
+# what install-cni put on the host, beside another network's plugin and configuration
+mkdir -p "$BT_DIR/host/bin" "$BT_DIR/host/net.d"
+touch "$BT_DIR/host/bin/"{brindle-cni,brindle-ipam,loopback} "$BT_DIR/host/net.d/"{10-brindle.conflist,brindle-kubeconfig,99-other.conflist}
+in_n1 env CNI_BIN_DIR="$BT_DIR/host/bin" CNI_NET_DIR="$BT_DIR/host/net.d" "$NODEBIN" cleanup >"$BT_DIR/cleanup.log" 2>&1 ||
+	bt_fail "cleanup failed: $(cat "$BT_DIR/cleanup.log")"
+bt_expect_eq "the CNI files install-cni wrote are gone, the others stay" "99-other.conflist loopback" \
+	"$(ls "$BT_DIR/host/bin" "$BT_DIR/host/net.d" | grep -v '^/\|^$' | sort | tr '\n' ' ' | sed 's/ $//')"
 bt_expect_eq "no iptables line of Brindle's" "" "$(in_n1 iptables-legacy-save | grep -i cali || true)"
 bt_expect_eq "no ip set of Brindle's" "" "$(in_n1 ipset list -n | grep '^cali' || true)"
 bt_expect_eq "no route of Brindle's" "" "$(ip -n "$N1" route show proto 80)"
