@@ -250,6 +250,21 @@ static const char *host_path(struct lab *l, const char *node_dir, const struct j
 	return own;
 }
 
+/* The view of @what built on the lab's root directory; NULL with the reason said. */
+static const struct lab_view_plan *plan_view(struct lab *l, const struct lab_view_mount *vm,
+					     size_t n, const char *what)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	const struct lab_view *v =
+		&(struct lab_view){ arena_printf(l->a, "%s/root", l->dir), vm, n };
+	const struct lab_view_plan *plan = lab_view_plan(l->a, v, &err);
+	if (!plan)
+		ctl_error("%s: its files: %s", what, sb_str(&err));
+	sb_free(&err);
+	return plan;
+}
+
 /* A container's view: its own /run and /var, its volumes, the ServiceAccount. */
 static const struct lab_view_plan *container_view(struct lab *l, const struct jv *spec,
 						  const struct jv *ctr, const char *node_dir,
@@ -295,15 +310,7 @@ static const struct lab_view_plan *container_view(struct lab *l, const struct jv
 	vm[k++] = (struct lab_view_mount){
 		.src = sa_dir, .at = SA_MOUNT, .read_only = true, .lab_owned = true
 	};
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	const struct lab_view *v =
-		&(struct lab_view){ arena_printf(l->a, "%s/root", l->dir), vm, k };
-	const struct lab_view_plan *plan = lab_view_plan(l->a, v, &err);
-	if (!plan)
-		ctl_error("%s: its files: %s", what, sb_str(&err));
-	sb_free(&err);
-	return plan;
+	return plan_view(l, vm, k, what);
 }
 
 /* The command with a program of Brindle's replaced by the lab's. */
@@ -458,15 +465,7 @@ const struct lab_view_plan *lab_kubelet_host_view(struct lab *l, const char *nod
 			return NULL;
 		vm[k++] = (struct lab_view_mount){ .src = src, .at = path, .lab_owned = true };
 	}
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	const struct lab_view *v =
-		&(struct lab_view){ arena_printf(l->a, "%s/root", l->dir), vm, k };
-	const struct lab_view_plan *plan = lab_view_plan(l->a, v, &err);
-	if (!plan)
-		ctl_error("node %s: the host's files: %s", node, sb_str(&err));
-	sb_free(&err);
-	return plan;
+	return plan_view(l, vm, k, arena_printf(l->a, "node %s, the host", node));
 }
 
 /*

@@ -215,6 +215,19 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* NAME_sum and NAME_count of a histogram or summary series. */
+static void render_sum_count(struct strbuf *out, const struct metric *m, const char *vals,
+			     const struct series *s)
+{
+	sb_addf(out, "%s_sum", m->name);
+	fmt_labels(out, m, vals, NULL, NULL);
+	sb_addc(out, ' ');
+	fmt_double(out, s->value);
+	sb_addf(out, "\n%s_count", m->name);
+	fmt_labels(out, m, vals, NULL, NULL);
+	sb_addf(out, " %llu\n", (unsigned long long)s->count);
+}
+
 /* {labels,quantile="q"} value for each quantile of the window, then _sum and _count. */
 static void render_summary(struct strbuf *out, const struct metric *m, const char *vals,
 			   const struct series *s)
@@ -239,13 +252,7 @@ static void render_summary(struct strbuf *out, const struct metric *m, const cha
 		sb_addc(out, '\n');
 	}
 	free(sorted);
-	sb_addf(out, "%s_sum", m->name);
-	fmt_labels(out, m, vals, NULL, NULL);
-	sb_addc(out, ' ');
-	fmt_double(out, s->value);
-	sb_addf(out, "\n%s_count", m->name);
-	fmt_labels(out, m, vals, NULL, NULL);
-	sb_addf(out, " %llu\n", (unsigned long long)s->count);
+	render_sum_count(out, m, vals, s);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -308,13 +315,7 @@ void metrics_render(const struct metrics *r, struct strbuf *out)
 					(unsigned long long)(b < m->n_bounds ? s->buckets[b]
 									     : s->count));
 			}
-			sb_addf(out, "%s_sum", m->name);
-			fmt_labels(out, m, vals, NULL, NULL);
-			sb_addc(out, ' ');
-			fmt_double(out, s->value);
-			sb_addf(out, "\n%s_count", m->name);
-			fmt_labels(out, m, vals, NULL, NULL);
-			sb_addf(out, " %llu\n", (unsigned long long)s->count);
+			render_sum_count(out, m, vals, s);
 		}
 		free(keys);
 	}
