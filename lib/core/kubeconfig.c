@@ -211,10 +211,11 @@ static int parse_server(struct kparser *p, const char *where, const char *s, con
 	else
 		return fail(p, "%s.server: \"%s\": the scheme must be https:// or http://", where,
 			    s);
-	size_t n = strlen(url);
-	while (n && url[n - 1] == '/')
-		url[--n] = '\0';
+	/* trailing slashes off, never into the scheme ("https://" alone is no URL) */
 	const char *host = strstr(url, "://") + 3;
+	size_t n = strlen(url);
+	while (n > (size_t)(host - url) && url[n - 1] == '/')
+		url[--n] = '\0';
 	if (!*host || *host == '/' || strpbrk(url, " \t\r\n"))
 		return fail(p, "%s.server: \"%s\" is not a URL", where, s);
 	*out = url;

@@ -2,7 +2,8 @@
 # The docs cannot drift from the tool: every ```yaml block in docs/*.md is
 # validated with brindlectl validate (resources; a block after the marker
 # <!-- topology --> as a lab topology file, one after <!-- crd --> as the v3
-# resource it stores; one after <!-- invalid --> must be refused), every examples/*.yaml likewise, and every `-f PATH` in a ```sh
+# resource it stores; one after <!-- invalid --> must be refused; one after
+# <!-- overlay --> is a kustomization, which the kube tier builds), every examples/*.yaml likewise, and every `-f PATH` in a ```sh
 # block of docs/*.md names a file of the repository (or one the block itself
 # writes). Needs no datastore.
 . "$(dirname "$0")/../lib/common.sh"
@@ -20,7 +21,7 @@ n_files=0
 # --- YAML blocks: docs/<page>.md -> $BT_DIR/<page>-<line>.<marker>.yaml ----------------
 for md in docs/*.md; do
 	awk -v dir="$BT_DIR" -v page="$(basename "$md" .md)" '
-		/^<!-- (invalid|topology|crd) -->$/ { marker = $2; next }
+		/^<!-- (invalid|topology|crd|overlay) -->$/ { marker = $2; next }
 		/^```yaml$/ { out = sprintf("%s/%s-%d.%s.yaml", dir, page, NR + 1, marker ? marker : "resource"); inblock = 1; marker = ""; next }
 		/^```/ { if (inblock) close(out); inblock = 0; marker = ""; next }
 		inblock { print > out; next }
@@ -42,6 +43,10 @@ for f in "$BT_DIR"/*.yaml; do
 		sed 's#^apiVersion: crd.projectcalico.org/v1#apiVersion: projectcalico.org/v3#' "$f" >"$f.v3"
 		out=$("$BRINDLECTL" validate -f "$f.v3" 2>&1) ||
 			fail "$where: the custom resource example is refused:"$'\n'"$out"
+		;;
+	*.overlay.yaml)
+		# a kustomize overlay: built and dry-run against the API server by tests/kube/manifests.sh
+		grep -q '^kind: Kustomization$' "$f" || fail "$where: marked <!-- overlay --> but not a Kustomization"
 		;;
 	*.topology.yaml)
 		out=$("$BRINDLECTL" validate --topology -f "$f" 2>&1) ||

@@ -218,6 +218,10 @@ static void test_refusals(void **state)
 		{ "clusters: [{name: c, cluster: {server: 'https:///api'}}]\n"
 		  "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
 		  "clusters[0].cluster.server: \"https:///api\" is not a URL" },
+		/* a scheme alone (the fuzzer's find: the slashes were taken into the scheme) */
+		{ "clusters: [{name: c, cluster: {server: 'https://'}}]\n"
+		  "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
+		  "clusters[0].cluster.server: \"https://\" is not a URL" },
 		{ "clusters: [{name: c, cluster: {server: {host: h}}}]\n"
 		  "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n",
 		  "clusters[0].cluster.server: not a string but map" },
