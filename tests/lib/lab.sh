@@ -40,6 +40,18 @@ lab_cleanup() {
 	set +e
 	if [ -d "$STATE" ]; then
 		for f in "$STATE"/*.log; do [ -f "$f" ] && cp "$f" "$BT_DIR/lab-$(basename "$f")"; done
+		if [ $rc -ne 0 ] || [ "${bt_failed:-0}" -ne 0 ]; then
+			# what the nodes hold at the failure: felix's own account, then the kernel's
+			local ns
+			for ns in $(ip netns list | awk -v p="lab-$LAB-" 'index($1, p) == 1 {print $1}'); do
+				ip netns exec "$ns" curl -s --max-time 2 http://127.0.0.1:9091/metrics 2>/dev/null |
+					grep -E '^felix_(in_sync|resync_state|apply_seconds_count|datastore_events_total|loop_longest|errors_total|int_dataplane_failures)' \
+						>"$BT_DIR/z-$ns-felix-metrics.log"
+				[ -s "$BT_DIR/z-$ns-felix-metrics.log" ] || rm -f "$BT_DIR/z-$ns-felix-metrics.log"
+			done
+			labctl get workloadendpoints -A -o yaml 2>&1 | grep -E '^  (name|namespace):|^    [a-z].*: ' \
+				>"$BT_DIR/z-endpoints.log"
+		fi
 		lab down "$LAB" >/dev/null 2>&1
 	fi
 	(exit $rc)
