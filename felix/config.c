@@ -65,6 +65,7 @@ void felix_config_defaults(struct felix_config *c)
 	c->route_grace_ms = 10000;
 	snprintf(c->log_prefix, sizeof(c->log_prefix), "calico-packet");
 	snprintf(c->event_log_dir, sizeof(c->event_log_dir), "%s", FELIX_EVENT_LOG_DIR);
+	snprintf(c->iptables_lock_path, sizeof(c->iptables_lock_path), "/run/xtables.lock");
 	snprintf(c->event_log_file, sizeof(c->event_log_file), "%s", FELIX_EVENT_LOG_NAME);
 	c->wep_min_prefix_v4 = 32;
 	c->wep_min_prefix_v6 = 128;
@@ -473,6 +474,18 @@ void felix_config_compute(struct felix_config *c, const struct br_felixconfig *g
 		apply_resource(c, node, &evlog);
 	apply_env(c, env, errs);
 	resolve_event_log(c, evlog, env, errs);
+	/* Calico's IptablesLockFilePath, from the environment only: it names a file felix creates
+	 */
+	const char *lock = getenv_in(env, "FELIX_IPTABLESLOCKFILEPATH");
+	if (lock && (lock[0] != '/' || strlen(lock) >= sizeof(c->iptables_lock_path) ||
+		     str_has_suffix(lock, "/")))
+		model_errors_add(
+			errs,
+			"FELIX_IPTABLESLOCKFILEPATH: \"%.100s\" is not an absolute file path; "
+			"using %s",
+			lock, c->iptables_lock_path);
+	else if (lock)
+		snprintf(c->iptables_lock_path, sizeof(c->iptables_lock_path), "%s", lock);
 }
 
 bool felix_is_workload_iface(const struct felix_config *c, const char *ifname)

@@ -60,6 +60,8 @@ struct felix_config {
 	bool event_log_allowed;
 	char event_log_dir[256];  /* FELIX_POLICYEVENTLOGDIR, default /var/log/brindle */
 	char event_log_file[256]; /* a name in event_log_dir, or "-" for standard output */
+	/* the xtables lock shared with the node's other iptables users (environment only) */
+	char iptables_lock_path[256]; /* FELIX_IPTABLESLOCKFILEPATH, default /run/xtables.lock */
 	/* the widest network a workload endpoint may claim, per family */
 	uint8_t wep_min_prefix_v4; /* workloadIPv4MinPrefixLength, default 32 */
 	uint8_t wep_min_prefix_v6; /* workloadIPv6MinPrefixLength, default 128 */

@@ -658,7 +658,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f.sys = sysctl_open_kernel();
-	if ((r = ipt_open_kernel(NULL, 10000, &f.ipt)) < 0 || (r = ips_open_kernel(&f.ips)) < 0) {
+	if ((r = ipt_open_kernel(f.cfg.iptables_lock_path, 10000, &f.ipt)) < 0 ||
+	    (r = ips_open_kernel(&f.ips)) < 0) {
 		log_error("%s: %s", f.ipt ? "ip sets" : "iptables", strerror(-r));
 		goto out;
 	}

@@ -208,6 +208,17 @@ static void test_event_log_stays_in_its_directory(void **state)
 	assert_int_equal(errs.n, 1);
 	assert_string_equal(c.event_log_dir, "/var/log/brindle");
 	model_errors_clear(&errs);
+	/* the xtables lock: the machine's by default, an absolute file from the environment */
+	assert_string_equal(c.iptables_lock_path, "/run/xtables.lock");
+	char *env4[] = { "FELIX_IPTABLESLOCKFILEPATH=/run/node1/xtables.lock", NULL };
+	compute(&c, NULL, env4, &errs);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(c.iptables_lock_path, "/run/node1/xtables.lock");
+	char *env5[] = { "FELIX_IPTABLESLOCKFILEPATH=xtables.lock", NULL };
+	compute(&c, NULL, env5, &errs);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(c.iptables_lock_path, "/run/xtables.lock");
+	model_errors_clear(&errs);
 }
 
 static void test_workload_prefix_lengths_and_metrics_host(void **state)
