@@ -656,7 +656,9 @@ static void load_ranges(struct builder *b, int f, struct svc_ranges *r, struct c
 		r->v[k] = arena_new_array(b->a, struct br_cidr, counts[k] + 1);
 		for (size_t i = 0; i < counts[k]; i++) {
 			struct br_cidr c;
-			if (cidr_parse(lists[k][i].cidr, false, &c) < 0 || family_of(&c.ip) != f)
+			/* an entry without a cidr says nothing (Calico accepts and ignores it) */
+			if (!lists[k][i].cidr || cidr_parse(lists[k][i].cidr, false, &c) < 0 ||
+			    family_of(&c.ip) != f)
 				continue;
 			cidr_mask(&c);
 			r->v[k][r->n[k]++] = c;

@@ -505,9 +505,9 @@ static MODEL_STRUCT(ippool_desc, struct br_ippool_spec, ippool_fields, .defaults
 
 /* --- BGP ------------------------------------------------------------------------------------- */
 
+/* An entry without a cidr is accepted and advertises nothing, as in Calico. */
 static const struct model_field cidr_entry_fields[] = {
-	MF("cidr", MF_STRING, struct br_cidr_entry, cidr, .flags = MF_REQUIRED,
-	   .check = model_check_cidr),
+	MF("cidr", MF_STRING, struct br_cidr_entry, cidr, .check = model_check_cidr),
 };
 static MODEL_STRUCT(cidr_entry_desc, struct br_cidr_entry, cidr_entry_fields);
 

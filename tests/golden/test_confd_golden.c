@@ -177,14 +177,14 @@ static bool golden_file(const char *dir, const char *name, const char *text, siz
 			mkdir(got, 0755);
 			const char *rel = strstr(dir, GOLDEN_DIR "/");
 			char flat[1024];
-			snprintf(flat, sizeof(flat), "%s/%s",
-				 rel ? rel + strlen(GOLDEN_DIR) + 1 : dir, name);
+			test_snprintf(flat, sizeof(flat), "%s/%s",
+				      rel ? rel + strlen(GOLDEN_DIR) + 1 : dir, name);
 			for (char *c = flat; *c; c++)
 				if (*c == '/')
 					*c = '_';
 			snprintf(got, sizeof(got), "%s/golden-got/%s", build, flat);
 		} else {
-			snprintf(got, sizeof(got), "%s.got", path);
+			test_snprintf(got, sizeof(got), "%s.got", path);
 		}
 		FILE *f = fopen(got, "w");
 		if (f) {
@@ -221,7 +221,7 @@ static bool render_node(struct scenario *sc, const struct render_templates *t, c
 	for (size_t i = 0; i < v->n_problems; i++)
 		sb_addf(&problems, "%s\n", v->problems[i]);
 	char ppath[4096];
-	snprintf(ppath, sizeof(ppath), "%s/problems.txt", dir);
+	test_snprintf(ppath, sizeof(ppath), "%s/problems.txt", dir);
 	if (problems.len)
 		ok &= golden_file(dir, "problems.txt", problems.buf, problems.len);
 	else if (updating())
@@ -232,7 +232,7 @@ static bool render_node(struct scenario *sc, const struct render_templates *t, c
 	}
 	/* The golden set itself must be a configuration BIRD accepts. */
 	char main_path[4096];
-	snprintf(main_path, sizeof(main_path), "%s/%s", dir, RENDER_MAIN_FILE);
+	test_snprintf(main_path, sizeof(main_path), "%s/%s", dir, RENDER_MAIN_FILE);
 	sb_reset(&err);
 	if (bird_check("bird", main_path, 10000, &err) < 0) {
 		print_error("bird -p -c %s: %s\n", main_path, sb_str(&err));
@@ -277,8 +277,8 @@ static void test_golden(void **state)
 	size_t renders = 0;
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], dir[4096];
-		snprintf(path, sizeof(path), "%s/%s.yaml", top, names[i]);
-		snprintf(dir, sizeof(dir), "%s/%s", top, names[i]);
+		test_snprintf(path, sizeof(path), "%s/%s.yaml", top, names[i]);
+		test_snprintf(dir, sizeof(dir), "%s/%s", top, names[i]);
 		mkdir(dir, 0755);
 		struct scenario sc = { 0 };
 		load_scenario(path, &sc);
@@ -288,7 +288,7 @@ static void test_golden(void **state)
 		for (size_t k = 0; k < nodes->arr.n; k++) {
 			const char *node = jv_as_string(nodes->arr.items[k]);
 			char ndir[4096];
-			snprintf(ndir, sizeof(ndir), "%s/%s", dir, node);
+			test_snprintf(ndir, sizeof(ndir), "%s/%s", dir, node);
 			if (!render_node(&sc, t, ndir, node)) {
 				print_error("scenario %s, node %s: FAILED\n", names[i], node);
 				failures++;

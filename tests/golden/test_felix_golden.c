@@ -255,8 +255,8 @@ static void test_golden(void **state)
 	int failures = 0;
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], dir[4096];
-		snprintf(path, sizeof(path), "%s/%s.yaml", top, names[i]);
-		snprintf(dir, sizeof(dir), "%s/%s", top, names[i]);
+		test_snprintf(path, sizeof(path), "%s/%s.yaml", top, names[i]);
+		test_snprintf(dir, sizeof(dir), "%s/%s", top, names[i]);
 		if (!run_scenario(path, dir)) {
 			print_error("scenario %s: FAILED\n", names[i]);
 			failures++;

@@ -18,3 +18,13 @@ void test_read_source_file(const char *rel, struct strbuf *sb)
 	if (sb_read_file(sb, p) < 0)
 		fail_msg("cannot read %s", p);
 }
+
+void test_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		fail_msg("%.60s...: longer than the %zu bytes given", buf, size);
+}

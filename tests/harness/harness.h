@@ -17,5 +17,11 @@
 const char *test_source_path(const char *rel);
 /* Reads a source-tree file into @sb; fails the test if it cannot. */
 void test_read_source_file(const char *rel, struct strbuf *sb);
+/*
+ * snprintf into @buf that fails the test when the text does not fit: a path
+ * or document cut short would test something else.
+ */
+void test_snprintf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

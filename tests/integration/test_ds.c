@@ -225,7 +225,8 @@ static void rec_update(void *ctx, const struct ds_update *u)
 	} else {
 		r->n_deletes++;
 	}
-	snprintf(r->last, sizeof(r->last), "%s %s", u->obj ? "put" : "del", key);
+	int n = snprintf(r->last, sizeof(r->last), "%s %s", u->obj ? "put" : "del", key);
+	assert_true(n > 0 && (size_t)n < sizeof(r->last));
 }
 
 static void rec_status(void *ctx, enum ds_sync_status st, const char *why)

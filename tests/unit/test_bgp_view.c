@@ -364,6 +364,21 @@ static void test_services(void **state)
 	world_free(w);
 }
 
+/* An entry without a cidr is accepted and says nothing, as in Calico (issue 16). */
+static void test_service_entry_without_cidr(void **state)
+{
+	const char *yaml =
+		BGPCONF("default", "{serviceClusterIPs: [{}, {cidr: 10.96.0.0/12}], "
+				   "serviceExternalIPs: [{}]}") NODE("a", "10.0.0.11/24", "");
+	struct world *w = world_new(yaml, false);
+	struct bgp_view *v = view_of(w, "a");
+	assert_string_equal(statics(v, BGP_V4), "10.96.0.0/12");
+	assert_int_equal(v->fam[BGP_V4].n_service_ranges, 1);
+	bgp_view_free(v);
+	world_free(w);
+	(void)state;
+}
+
 static void test_order_does_not_matter(void **state)
 {
 	const char *yaml = SVC_CONF LNODE("rr", "{rr: 'y'}", "10.0.0.2/24",
@@ -434,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_blocks_and_pools),
 		cmocka_unit_test(test_services),
+		cmocka_unit_test(test_service_entry_without_cidr),
 		cmocka_unit_test(test_order_does_not_matter),
 		cmocka_unit_test(test_errors_and_problems),
 	};

@@ -68,23 +68,27 @@ static void pod(const char *ns, const char *name, const char *node, const char *
 		const char *ip, const char *labels, const char *ports)
 {
 	char buf[2048];
-	snprintf(buf, sizeof(buf),
-		 "apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
-		 "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s%sprojectcalico.org/namespace: "
-		 "%s, projectcalico.org/orchestrator: k8s}\n"
-		 "spec:\n  orchestrator: k8s\n  node: %s\n  pod: %s\n  endpoint: eth0\n"
-		 "  interfaceName: %s\n  ipNetworks: [%s/32]\n  profiles: [kns.%s]\n%s%s\n",
-		 name, ns, labels, labels[0] ? ", " : "", ns, node, name, iface, ip, ns,
-		 ports ? "  ports: " : "", ports ? ports : "");
+	int n = snprintf(buf, sizeof(buf),
+			 "apiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\n"
+			 "metadata:\n  name: %s\n  namespace: %s\n  labels: "
+			 "{%s%sprojectcalico.org/namespace: "
+			 "%s, projectcalico.org/orchestrator: k8s}\n"
+			 "spec:\n  orchestrator: k8s\n  node: %s\n  pod: %s\n  endpoint: eth0\n"
+			 "  interfaceName: %s\n  ipNetworks: [%s/32]\n  profiles: [kns.%s]\n%s%s\n",
+			 name, ns, labels, labels[0] ? ", " : "", ns, node, name, iface, ip, ns,
+			 ports ? "  ports: " : "", ports ? ports : "");
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
 	apply(buf);
 }
 
 static void ns(const char *name, const char *labels)
 {
 	char buf[512];
-	snprintf(buf, sizeof(buf),
-		 "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {%s}}\n", name,
-		 labels);
+	/* the length checked: a cut document would test something else (and gcc says so) */
+	int n = snprintf(buf, sizeof(buf),
+			 "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {%s}}\n",
+			 name, labels);
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
 	apply(buf);
 }
 
