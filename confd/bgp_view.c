@@ -269,7 +269,12 @@ static bool peer_settings(struct builder *b, const struct br_bgppeer *bp, int f,
 	return true;
 }
 
-static void finish_session(struct builder *b, struct bgp_session *s, int f)
+/*
+ * @address_rule: the smaller address waits for the other (passive), as Calico
+ * does for mesh peers and global peers given by IP; never for peers a
+ * peerSelector gives (Calico makes those active on both sides).
+ */
+static void finish_session(struct builder *b, struct bgp_session *s, int f, bool address_rule)
 {
 	s->ibgp = s->as == s->local_as;
 	const char *peer_cluster = NULL;
@@ -281,7 +286,7 @@ static void finish_session(struct builder *b, struct bgp_session *s, int f)
 		s->rr_client = true;
 		s->rr_cluster_id = b->me->cluster_id;
 	}
-	if (s->type == BGP_PEER_GLOBAL && s->peer_node)
+	if (address_rule && s->type == BGP_PEER_GLOBAL && s->peer_node)
 		s->passive = passive_towards(b->me->ip_str[f], s->peer_ip);
 	if (b->v->bind_node_ip && s->source_address)
 		s->strict_bind = true;
@@ -334,7 +339,7 @@ static void add_forward(struct builder *b, const struct peer_ctx *pc)
 				s.ibgp = s.as == s.local_as;
 				if (!peer_settings(b, pc->bp, f, &s))
 					continue;
-				finish_session(b, &s, f);
+				finish_session(b, &s, f, false);
 				add_session(b, f, &s);
 			}
 		}
@@ -369,7 +374,7 @@ static void add_forward(struct builder *b, const struct peer_ctx *pc)
 	s.ibgp = s.as == s.local_as;
 	if (!peer_settings(b, pc->bp, f, &s))
 		return;
-	finish_session(b, &s, f);
+	finish_session(b, &s, f, true);
 	add_session(b, f, &s);
 }
 
@@ -424,7 +429,7 @@ static void add_reverse(struct builder *b, const struct peer_ctx *pc)
 			s.ibgp = s.as == s.local_as;
 			if (!peer_settings(b, pc->bp, f, &s))
 				continue;
-			finish_session(b, &s, f);
+			finish_session(b, &s, f, false);
 			add_session(b, f, &s);
 		}
 	}

@@ -90,6 +90,7 @@ bt_wait_for 20 "node-1's confd to have BIRD load its last configuration" \
 	bt_http_ok "$(confd_ns node-1)" http://127.0.0.1:9098/readiness
 renders=$(metric brindle_confd_renders_total)
 r0=$(reloads)
+[ "${r0:-0}" -ge 1 ] || bt_fail "no reload of BIRD counted yet: \"$r0\""
 conf0=$(cat "$BT_DIR/node-1/bird.conf")
 "$BRINDLECTL" apply -f - >/dev/null <<'YAML'
 apiVersion: projectcalico.org/v3

@@ -246,15 +246,27 @@ static void test_reverse_and_ports(void **state)
 
 static void test_global_passive_only_towards_nodes(void **state)
 {
-	const char *yaml =
-		BGPCONF("default", "{nodeToNodeMeshEnabled: false}") NODE("a", "10.0.0.11/24", "")
-			NODE("b", "10.0.0.12/24", "") PEER("all", "{peerSelector: all()}")
+	/* a global peer given by IP that is a node: the address rule, as the mesh's */
+	const char *yaml = BGPCONF("default", "{nodeToNodeMeshEnabled: false}")
+		NODE("a", "10.0.0.11/24", "") NODE("b", "10.0.0.12/24", "")
+			PEER("b", "{peerIP: 10.0.0.12, asNumber: 64512}")
 				PEER("router", "{peerIP: 10.0.0.200, asNumber: 65000}");
 	struct world *w = world_new(yaml, false);
 	struct bgp_view *v = view_of(w, "a");
 	assert_true(session(v, BGP_V4, "Global_10_0_0_12")->passive);
 	/* The router is not ours to coordinate with: always connect. */
 	assert_false(session(v, BGP_V4, "Global_10_0_0_200")->passive);
+	bgp_view_free(v);
+	world_free(w);
+	/* peers a peerSelector gives connect from both sides, as in Calico (issue 16) */
+	yaml = BGPCONF("default", "{nodeToNodeMeshEnabled: false}") NODE("a", "10.0.0.11/24", "")
+		NODE("b", "10.0.0.12/24", "") PEER("all", "{peerSelector: all()}");
+	w = world_new(yaml, false);
+	v = view_of(w, "a");
+	assert_false(session(v, BGP_V4, "Global_10_0_0_12")->passive);
+	bgp_view_free(v);
+	v = view_of(w, "b");
+	assert_false(session(v, BGP_V4, "Global_10_0_0_11")->passive);
 	bgp_view_free(v);
 	world_free(w);
 }
