@@ -18,6 +18,7 @@ struct builder {
 	const char *keys[MAX_DEPTH]; /* pending member key per open object */
 	int depth;
 	bool too_deep;
+	bool nul; /* a string or key held \u0000: refused, not cut where C would stop reading */
 	/* completed top-level values */
 	json_value_fn cb;
 	void *cb_ctx;
@@ -95,6 +96,10 @@ static int cb_number(void *ctx, const char *s, size_t len)
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
 	struct builder *b = ctx;
+	if (memchr(s, '\0', len)) {
+		b->nul = true;
+		return 0;
+	}
 	return emit(b, jv_stringn(b->a, (const char *)s, len));
 }
 
@@ -107,6 +112,10 @@ static int cb_start_map(void *ctx)
 static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
 {
 	struct builder *b = ctx;
+	if (memchr(s, '\0', len)) {
+		b->nul = true;
+		return 0;
+	}
 	b->keys[b->depth - 1] = arena_strndup(b->a, (const char *)s, len);
 	return 1;
 }
@@ -154,6 +163,10 @@ static void yajl_message(yajl_handle h, struct builder *b, const char *text, siz
 		sb_addf(err, "line %u: ", line_at(text, MIN(consumed, len)));
 	if (b->too_deep) {
 		sb_addf(err, "nesting deeper than %d levels", MAX_DEPTH);
+		return;
+	}
+	if (b->nul) {
+		sb_adds(err, "a string holds a NUL character (\\u0000)");
 		return;
 	}
 	unsigned char *m = yajl_get_error(h, 0, NULL, 0);

@@ -124,6 +124,27 @@ static void test_json_error_line(void **state)
 	arena_free(a);
 }
 
+/* \u0000 would cut the string where C reads it: a different value than written (issue 16). */
+static void test_json_nul_refused(void **state)
+{
+	struct arena *a = arena_new();
+	struct strbuf err = STRBUF_INIT;
+	struct jv *v;
+	const char *value = "{\"metadata\": {\"name\": \"web\\u0000-admin\"}}";
+	assert_int_equal(json_parse(a, value, strlen(value), &v, &err), -EINVAL);
+	assert_string_equal(sb_str(&err), "line 1: a string holds a NUL character (\\u0000)");
+	const char *key = "{\"na\\u0000me\": 1}";
+	assert_int_equal(json_parse(a, key, strlen(key), &v, &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "NUL character"));
+	/* other escapes still decode */
+	const char *ok = "{\"a\": \"x\\u0041\\n\"}";
+	assert_int_equal(json_parse(a, ok, strlen(ok), &v, &err), 0);
+	assert_string_equal(jv_as_string(jv_get(v, "a")), "xA\n");
+	sb_free(&err);
+	arena_free(a);
+	(void)state;
+}
+
 struct collected {
 	int n;
 	char last[128];
@@ -189,7 +210,8 @@ int main(void)
 		cmocka_unit_test(test_yaml_scalars),	  cmocka_unit_test(test_yaml_multi_doc),
 		cmocka_unit_test(test_yaml_anchor_alias), cmocka_unit_test(test_yaml_errors),
 		cmocka_unit_test(test_json_roundtrip),	  cmocka_unit_test(test_json_error_line),
-		cmocka_unit_test(test_json_stream_split), cmocka_unit_test(test_yaml_write),
+		cmocka_unit_test(test_json_nul_refused),  cmocka_unit_test(test_json_stream_split),
+		cmocka_unit_test(test_yaml_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
