@@ -80,8 +80,8 @@ const char *lab_file(struct arena *a, const char *src_rel, const char *installed
 /* ctl_error("@what: <errno's text>"); the negative errno. */
 int lab_fail_errno(const char *what);
 /* @path and its parents made (0755) where missing. */
-int lab_mkdirs(struct lab *l, const char *path) must_check;
-/* @text as the whole of the file @path (created with @mode); a negative errno. */
+int lab_mkdirs(const char *path) must_check;
+/* @text as the whole of the file @path (file_write_whole, @mode); a negative errno. */
 int lab_write_file(const char *path, const char *text, int mode) must_check;
 
 /*

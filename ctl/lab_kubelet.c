@@ -212,13 +212,13 @@ static const char *service_account(struct lab *l, const char *pod_dir, const cha
 	int r = lab_kube_token(l, ns, sa, &token);
 	if (r == 0 && (r = sb_read_file(&ca, ca_file)) < 0)
 		ctl_error("%s: %s", ca_file, strerror(-r));
-	if (r == 0 &&
-	    ((mkdir(dir, 0755) < 0 && errno != EEXIST) ||
-	     lab_write_file(arena_printf(l->a, "%s/token", dir), token, 0600) < 0 ||
-	     lab_write_file(arena_printf(l->a, "%s/ca.crt", dir), sb_str(&ca), 0644) < 0 ||
-	     lab_write_file(arena_printf(l->a, "%s/namespace", dir), ns, 0644) < 0)) {
-		ctl_error("%s: %s", dir, strerror(errno));
-		r = -EIO;
+	const char *files[][2] = { { "token", token },
+				   { "ca.crt", sb_str(&ca) },
+				   { "namespace", ns } };
+	for (size_t i = 0; i < ARRAY_SIZE(files) && r == 0; i++) {
+		const char *path = arena_printf(l->a, "%s/%s", dir, files[i][0]);
+		if ((r = lab_write_file(path, files[i][1], i == 0 ? 0600 : 0644)) < 0)
+			ctl_error("%s: %s", path, strerror(-r));
 	}
 	sb_free(&ca);
 	return r == 0 ? dir : NULL;
@@ -242,8 +242,8 @@ static const char *host_path(struct lab *l, const char *node_dir, const struct j
 		return path;
 	const char *own = arena_printf(l->a, "%s/host%s", node_dir, path);
 	bool file = type && streq(type, "FileOrCreate");
-	if (lab_mkdirs(l, file ? arena_strndup(l->a, own, (size_t)(strrchr(own, '/') - own))
-			       : own) < 0)
+	if (lab_mkdirs(file ? arena_strndup(l->a, own, (size_t)(strrchr(own, '/') - own)) : own) <
+	    0)
 		return NULL;
 	if (file && access(own, F_OK) < 0 && lab_write_file(own, "", 0644) < 0)
 		return NULL;
@@ -291,7 +291,7 @@ static const struct lab_view_plan *container_view(struct lab *l, const struct jv
 			src = host_path(l, node_dir, hp);
 		else if (vol && jv_get(vol, "emptyDir")) {
 			src = arena_printf(l->a, "%s/volumes/%s", pod_dir, name);
-			if (lab_mkdirs(l, src) < 0)
+			if (lab_mkdirs(src) < 0)
 				src = NULL;
 		}
 		bool ro = false;
@@ -361,7 +361,7 @@ static int run_pod(struct lab *l, const struct lab_bins *b, const struct lab_man
 		jv_as_string(jv_get(jv_get(workload, "metadata"), "namespace")) ?: "default";
 	const char *sa = jv_as_string(jv_get(spec, "serviceAccountName")) ?: "default";
 	const char *pod_dir = arena_printf(l->a, "%s/pods/%s", node_dir, name);
-	if (lab_mkdirs(l, pod_dir) < 0)
+	if (lab_mkdirs(pod_dir) < 0)
 		return -EIO;
 	const char *sa_dir = service_account(l, pod_dir, ns, sa);
 	if (!sa_dir)
@@ -428,7 +428,7 @@ int lab_kubelet_controllers(struct lab *l, const struct lab_bins *b)
 	if (!m)
 		return -EINVAL;
 	const char *dir = arena_printf(l->a, "%s/controllers", l->dir);
-	if (lab_mkdirs(l, dir) < 0)
+	if (lab_mkdirs(dir) < 0)
 		return -EIO;
 	return run_pod(l, b, m, m->deployment, "controllers", lab_ns_fabric(l->a, l->topo->name),
 		       dir);
@@ -451,7 +451,7 @@ const struct lab_view_plan *lab_kubelet_host_view(struct lab *l, const char *nod
 	size_t nv = vols && vols->type == JV_ARRAY ? vols->arr.n : 0, k = 0;
 	struct lab_view_mount *vm = arena_new_array(l->a, struct lab_view_mount, nv + 2);
 	const char *run = arena_printf(l->a, "%s/host/run", node_dir);
-	if (lab_mkdirs(l, run) < 0)
+	if (lab_mkdirs(run) < 0)
 		return NULL;
 	vm[k++] = (struct lab_view_mount){ .src = run, .at = "/run", .lab_owned = true };
 	vm[k++] = (struct lab_view_mount){ .src = "/run/netns", .at = "/run/netns" };

@@ -130,38 +130,17 @@ int lab_fail_errno(const char *what)
 	return r;
 }
 
-int lab_mkdirs(struct lab *l, const char *path)
+int lab_mkdirs(const char *path)
 {
-	char *p = arena_strdup(l->a, path);
-	for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return lab_fail_errno(p);
-		if (!s)
-			return 0;
-		*s = '/';
-	}
+	int r = file_make_dirs(path);
+	if (r < 0)
+		ctl_error("%s: %s", path, strerror(-r));
+	return r;
 }
 
 int lab_write_file(const char *path, const char *text, int mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	size_t n = strlen(text), done = 0;
-	while (done < n) {
-		ssize_t w = write(fd, text + done, n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int r = -errno;
-			close(fd);
-			return r;
-		}
-		done += (size_t)w;
-	}
-	return close(fd) < 0 ? -errno : 0;
+	return file_write_whole(path, text, strlen(text), (mode_t)mode);
 }
 
 static int enter_netns(const char *ns)
