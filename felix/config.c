@@ -47,6 +47,7 @@ void felix_config_defaults(struct felix_config *c)
 	c->route_refresh_ms = 90000;
 	c->iptables_refresh_ms = 90000;
 	c->ipsets_refresh_ms = 90000;
+	c->drift_check_ms = 1000;
 	c->apply_settle_ms = 10;
 	c->apply_max_delay_ms = 1000;
 	c->vxlan_port = 4789;
@@ -362,6 +363,7 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 		{ "FELIX_ROUTEREFRESHINTERVAL", &c->route_refresh_ms },
 		{ "FELIX_IPTABLESREFRESHINTERVAL", &c->iptables_refresh_ms },
 		{ "FELIX_IPSETSREFRESHINTERVAL", &c->ipsets_refresh_ms },
+		{ "FELIX_DRIFTCHECKINTERVAL", &c->drift_check_ms },
 		{ "FELIX_APPLYSETTLE", &c->apply_settle_ms },
 		{ "FELIX_APPLYMAXDELAY", &c->apply_max_delay_ms },
 	};

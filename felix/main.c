@@ -51,7 +51,7 @@ struct felix {
 	struct sysctl *sys;
 	struct nl_monitor *mon;
 	struct httpd *health, *metrics_http;
-	struct loop_timer *wake;
+	struct loop_timer *wake, *drift_check;
 	struct felix_config cfg;
 	unsigned fc_generation;
 	enum ds_sync_status sync;
@@ -70,7 +70,7 @@ struct felix {
 	struct metric *mc_local_eps, *mc_local_pols, *mc_hosts, *mc_resync_state,
 		*mc_resyncs_started, *mc_dp_failures, *mc_ipsets, *mc_apply_time, *mc_calc_time;
 	struct metric *m_chains, *m_rules, *m_sets, *m_members, *m_policies, *m_policy_errors,
-		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged;
+		*m_commits, *m_rule_writes, *m_set_writes, *m_events_logged, *m_drift;
 	size_t reported_errors;
 };
 
@@ -295,6 +295,10 @@ static void update_metrics(struct felix *f)
 	metric_set(f->m_policy_errors, NULL, (double)pol_n_errors(calc_policy(f->calc)));
 	for (int t = 0; t < PT_TABLES; t++)
 		metric_set(f->m_commits, pt_table_name(t), (double)st->commits[t]);
+	static const char *const drift_names[DP_DRIFT_KINDS] = { "route", "sysctl", "iptables",
+								 "ipset" };
+	for (int k = 0; k < DP_DRIFT_KINDS; k++)
+		metric_set(f->m_drift, drift_names[k], (double)st->drift_repairs[k]);
 	metric_set(f->m_rule_writes, NULL, (double)st->rule_writes);
 	metric_set(f->m_set_writes, NULL, (double)st->set_writes);
 	metric_set(f->m_errors, "policy", (double)pol_n_errors(calc_policy(f->calc)));
@@ -385,6 +389,20 @@ static void on_link_msg(const struct nlmsghdr *h, void *ctx)
 	struct felix *f = ctx;
 	struct nl_link l;
 	struct nl_addr a;
+	struct nl_route r;
+	uint8_t family;
+	int ifindex;
+	if ((h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELROUTE) &&
+	    nl_parse_route(h, &r) == 0) {
+		if (dataplane_on_route(f->dp, &r, h->nlmsg_type == RTM_DELROUTE, now_ms()))
+			f->dirty = true;
+		return;
+	}
+	if (h->nlmsg_type == RTM_NEWNETCONF && nl_parse_netconf(h, &family, &ifindex) == 0) {
+		if (family == AF_INET && ifindex > 0 && dataplane_on_netconf(f->dp, ifindex))
+			f->dirty = true;
+		return;
+	}
 	if ((h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) &&
 	    nl_parse_addr(h, &a) == 0) {
 		if (dataplane_on_addr(f->dp, &a))
@@ -397,6 +415,16 @@ static void on_link_msg(const struct nlmsghdr *h, void *ctx)
 	dataplane_on_link(f->dp, &l, h->nlmsg_type == RTM_DELLINK);
 	if (felix_is_workload_iface(&f->cfg, l.name) || strcmp(l.name, "vxlan.calico") == 0 ||
 	    strcmp(l.name, "tunl0") == 0)
+		f->dirty = true;
+}
+
+/* --- drift checks ------------------------------------------------------------------------ */
+
+static void on_drift_check(struct loop *l, struct loop_timer *t, void *ctx)
+{
+	struct felix *f = ctx;
+	/* Only once felix has written, and only while it may write: not during an outage. */
+	if (f->applies && f->sync == DS_IN_SYNC && dataplane_check(f->dp))
 		f->dirty = true;
 }
 
@@ -529,6 +557,11 @@ static void make_metrics(struct felix *f)
 					   "iptables rules inserted, replaced or deleted.", NULL);
 	f->m_set_writes = metrics_counter(f->m, "felix_ipset_writes_total",
 					  "ip set operations applied.", NULL);
+	f->m_drift =
+		metrics_counter(f->m, "felix_dataplane_drift_repairs_total",
+				"Someone else's changes to what felix programs, noticed and put "
+				"back, by kind (route, sysctl, iptables, ipset).",
+				"kind");
 	f->m_events_logged = metrics_counter(
 		f->m, "felix_event_log_lines_total",
 		"Connection events written to the event log, or dropped by its rate limit.",
@@ -652,8 +685,9 @@ int main(int argc, char **argv)
 	}
 	int r;
 	if ((r = nl_open_kernel(&f.nl)) < 0 ||
-	    (r = nl_monitor_open(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR, &f.mon)) <
-		    0) {
+	    (r = nl_monitor_open(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+					 RTMGRP_IPV4_ROUTE | 1u << (RTNLGRP_IPV4_NETCONF - 1),
+				 &f.mon)) < 0) {
 		log_error("netlink: %s", strerror(-r));
 		goto out;
 	}
@@ -680,6 +714,9 @@ int main(int argc, char **argv)
 		goto out;
 	event_log_configure(&f);
 	f.wake = loop_timer_new(f.loop, on_wake, &f);
+	f.drift_check = loop_timer_new(f.loop, on_drift_check, &f);
+	if (f.cfg.drift_check_ms)
+		loop_timer_arm(f.drift_check, f.cfg.drift_check_ms, f.cfg.drift_check_ms);
 	static const struct ds_watch_spec specs[] = {
 		{ KIND_FELIXCONFIGURATION, NULL },
 		{ KIND_NODE, NULL },
@@ -708,6 +745,7 @@ out:
 	httpd_stop(f.health);
 	httpd_stop(f.metrics_http);
 	loop_timer_free(f.wake);
+	loop_timer_free(f.drift_check);
 	dataplane_free(f.dp);
 	nflog_close(f.nflog);
 	logfile_free(f.evlog);

@@ -133,6 +133,43 @@ bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a)
 	return true;
 }
 
+bool dataplane_on_route(struct dataplane *dp, const struct nl_route *r, bool deleted,
+			uint64_t now_ms)
+{
+	bool turn = false;
+	for (int i = 0; i < W_COUNT; i++)
+		if (dp->slots[i].w)
+			turn |= dp_writer_route_changed(dp->slots[i].w, r, deleted, now_ms);
+	return turn;
+}
+
+bool dataplane_on_netconf(struct dataplane *dp, int ifindex)
+{
+	return dp->links && links_settings_changed(dp->links, ifindex);
+}
+
+bool dataplane_check(struct dataplane *dp)
+{
+	bool turn = false;
+	for (int i = 0; i < W_COUNT; i++) {
+		struct slot *s = &dp->slots[i];
+		/* A writer about to read back anyway needs no check. */
+		if (!s->w || s->stale || !s->ok)
+			continue;
+		switch (dp_writer_check(s->w)) {
+		case DP_CHECK_SAME:
+			break;
+		case DP_CHECK_READ:
+			s->stale = true;
+			/* fall through */
+		case DP_CHECK_TURN:
+			turn = true;
+			break;
+		}
+	}
+	return turn;
+}
+
 uint64_t dataplane_next_deadline(const struct dataplane *dp)
 {
 	uint64_t next = 0;

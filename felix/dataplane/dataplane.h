@@ -15,8 +15,11 @@
  *
  * Anything else is left alone: a route felix does not own is never replaced,
  * nothing of a workload's goes on a host interface, foreign rules and chains
- * keep their place. Tables are read back at every commit (libiptc reads the
- * whole table anyway), so a rule someone removed comes back at the next check.
+ * keep their place. Someone else's change to what is ours is put back: routes
+ * and interface settings as the kernel announces the change (netlink
+ * events), iptables tables and ip sets at the next cheap check (a digest of
+ * each table, the size of each set; FELIX_DRIFTCHECKINTERVAL, 1 s), and
+ * everything at the refresh intervals by a full read.
  */
 #ifndef FELIX_DATAPLANE_H
 #define FELIX_DATAPLANE_H
@@ -33,6 +36,7 @@
 struct desired;
 struct nl_addr;
 struct nl_link;
+struct nl_route;
 
 enum dp_error_kind {
 	DP_ERR_NETLINK,	 /* a write the kernel refused */
@@ -46,6 +50,15 @@ enum dp_error_kind {
 	DP_ERR_KINDS
 };
 
+/* What someone else changed and felix put back (felix_dataplane_drift_repairs_total). */
+enum dp_drift_kind {
+	DP_DRIFT_ROUTE,	   /* a route of ours deleted or changed */
+	DP_DRIFT_SYSCTL,   /* a workload interface's setting */
+	DP_DRIFT_IPTABLES, /* a rule or chain of ours */
+	DP_DRIFT_IPSET,	   /* a member of one of our sets */
+	DP_DRIFT_KINDS
+};
+
 struct dp_status {
 	bool last_apply_ok;
 	char problem[256];	     /* routing: why not ready (a tunnel device, no IPIP) */
@@ -57,6 +70,7 @@ struct dp_status {
 	uint64_t commits[PT_TABLES]; /* iptables table commits */
 	uint64_t rule_writes;	     /* rules inserted, replaced or deleted */
 	uint64_t set_writes;	     /* ip set operations applied */
+	uint64_t drift_repairs[DP_DRIFT_KINDS];
 };
 
 /* The kernel's interfaces: a writer whose backend is NULL is left out. None is owned. */
@@ -78,6 +92,17 @@ void dataplane_request_resync(struct dataplane *dp);
 void dataplane_on_link(struct dataplane *dp, const struct nl_link *l, bool deleted);
 /* An address was added or removed (from a netlink monitor); true when it matters. */
 bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a);
+/* A route was added, changed or deleted (from a netlink monitor); true: apply soon. */
+bool dataplane_on_route(struct dataplane *dp, const struct nl_route *r, bool deleted,
+			uint64_t now_ms);
+/* An interface's IPv4 settings changed (RTM_NEWNETCONF); true: apply soon. */
+bool dataplane_on_netconf(struct dataplane *dp, int ifindex);
+/*
+ * The cheap checks for what the kernel tells no one about (iptables tables,
+ * ip set sizes), on felix's drift-check timer; true when a writer found
+ * something changed and wants an apply.
+ */
+bool dataplane_check(struct dataplane *dp);
 
 /*
  * Make the kernel match @routing and @policy (NULL when there are no writers

@@ -23,6 +23,9 @@ struct ipsets {
 	struct ips *ips;
 	struct hmap kernel;	 /* name → (void *)1: ours, as the kernel has them */
 	struct hmap doomed;	 /* sets to destroy once no rule uses them → (void *)1 */
+	struct hmap sizes;	 /* name → (void *)(members + 1) as the last apply left it */
+	bool check_read;	 /* the coming read is a check's */
+	unsigned false_alarms;	 /* check reads that found nothing to change */
 	struct ips_list listing; /* read, not planned yet */
 	bool listed;
 	struct ips_batch *batch;
@@ -156,9 +159,14 @@ static int ipsets_plan(struct dp_writer *w, const struct dp_input *in)
 	struct ipsets *s = ipsets_of(w);
 	struct pol_desired *d = in->policy;
 	ips_batch_reset(s->batch);
-	if (s->listed)
+	if (s->listed) {
 		plan_full(s, d);
-	else
+		if (s->check_read && !ips_batch_count(s->batch) && ++s->false_alarms == 3)
+			log_warn("ip sets: the kernel's counts of members disagree with felix's "
+				 "though the members agree; the size check is off until felix "
+				 "restarts (the refresh interval still reads every member)");
+		s->check_read = false;
+	} else
 		plan_delta(s, d);
 	hmap_clear(&d->dirty_sets);
 	hmap_clear(&d->dirty_members);
@@ -167,12 +175,26 @@ static int ipsets_plan(struct dp_writer *w, const struct dp_input *in)
 
 /* --- apply -------------------------------------------------------------------------------- */
 
+/* What the sets of ours hold now that an apply made them what is wanted: what check expects. */
+static void note_sizes(struct ipsets *s, const struct pol_desired *d)
+{
+	hmap_clear(&s->sizes);
+	for (struct hmap_iter it = hmap_iter(&s->kernel); hmap_next(&it);) {
+		const struct pset *want = hmap_get(&d->sets, it.key);
+		if (want)
+			hmap_put(&s->sizes, it.key, (void *)(uintptr_t)(want->members.n + 1));
+	}
+}
+
 static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
 {
 	struct ipsets *s = ipsets_of(w);
 	size_t n = ips_batch_count(s->batch);
-	if (!n)
+	hmap_clear(&s->sizes);
+	if (!n) {
+		note_sizes(s, in->policy);
 		return 0;
+	}
 	int *errs = xcalloc(n, sizeof(*errs));
 	int r = ips_apply(s->ips, s->batch, errs);
 	w->report->status.set_writes += n;
@@ -184,8 +206,9 @@ static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
 		       first < n ? ips_batch_describe(s->batch, first) : "",
 		       ips_last_error(s->ips) ? ips_last_error(s->ips) : "");
 		r = r < 0 ? r : -EIO;
-	} else if (log_enabled(LOG_DEBUG)) {
-		for (size_t i = 0; i < n; i++)
+	} else {
+		note_sizes(s, in->policy);
+		for (size_t i = 0; log_enabled(LOG_DEBUG) && i < n; i++)
 			log_debug("ipset %s", ips_batch_describe(s->batch, i));
 	}
 	free(errs);
@@ -235,9 +258,57 @@ static int ipsets_finish(struct dp_writer *w, const struct dp_input *in)
 	return 0;
 }
 
+/* --- check -------------------------------------------------------------------------------- */
+
+/*
+ * Each set's size as the kernel says it (`ipset list -terse`: no members
+ * listed) against what the last apply left: a member someone removed or
+ * added shows, and the sets are read back in full. A member swapped for
+ * another leaves the size alone: that waits for the refresh interval.
+ */
+static enum dp_check ipsets_check(struct dp_writer *w)
+{
+	struct ipsets *s = ipsets_of(w);
+	if (!s->sizes.n || s->false_alarms >= 3)
+		return DP_CHECK_SAME;
+	struct ips_list l = { 0 };
+	int r = ips_list_names(s->ips, OUR_SET_PREFIX, &l);
+	if (r < 0) {
+		ips_list_free(&l);
+		return DP_CHECK_SAME; /* the next apply or refresh reports it */
+	}
+	enum dp_check verdict = DP_CHECK_SAME;
+	size_t seen = 0;
+	for (size_t i = 0; i < l.n && verdict == DP_CHECK_SAME; i++) {
+		uintptr_t want = (uintptr_t)hmap_get(&s->sizes, l.v[i].info.name);
+		if (!want)
+			continue;
+		seen++;
+		if (l.v[i].entries == SIZE_MAX || l.v[i].entries == want - 1)
+			continue;
+		log_warn("ip set %s: %zu members where felix left %zu: changed by someone else; "
+			 "reading the sets back",
+			 l.v[i].info.name, l.v[i].entries, (size_t)(want - 1));
+		verdict = DP_CHECK_READ;
+	}
+	if (verdict == DP_CHECK_SAME && seen < s->sizes.n) {
+		log_warn("ip sets: %zu of felix's sets are gone; reading the sets back",
+			 s->sizes.n - seen);
+		verdict = DP_CHECK_READ;
+	}
+	if (verdict != DP_CHECK_SAME) {
+		w->report->status.drift_repairs[DP_DRIFT_IPSET]++;
+		hmap_clear(&s->sizes);
+		s->check_read = true;
+	}
+	ips_list_free(&l);
+	return verdict;
+}
+
 static void ipsets_free(struct dp_writer *w)
 {
 	struct ipsets *s = ipsets_of(w);
+	hmap_clear(&s->sizes);
 	hmap_clear(&s->kernel);
 	hmap_clear(&s->doomed);
 	ips_list_free(&s->listing);
@@ -251,6 +322,7 @@ static const struct dp_writer_ops ipsets_ops = {
 	.plan = ipsets_plan,
 	.apply = ipsets_apply,
 	.finish = ipsets_finish,
+	.check = ipsets_check,
 	.free = ipsets_free,
 };
 

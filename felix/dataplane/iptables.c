@@ -10,6 +10,9 @@
  * plan picks the tables that changed or are to be compared, and apply runs a
  * session for each: read the table, edit what differs (rules compared by id,
  * position by position), commit. A session without an edit writes nothing.
+ * Between sessions, check compares a digest of each table (ipt_fingerprint)
+ * with the one the last session left, so a rule someone else removed is
+ * compared, and put back, at the next turn.
  */
 #include "dataplane/writer.h"
 
@@ -31,6 +34,10 @@ struct iptables {
 	struct ipt *ipt;
 	bool compare[PT_TABLES]; /* compare even if nothing changed (after a read) */
 	bool planned[PT_TABLES];
+	/* Each table's digest as felix last left it (fingerprinted), for check. */
+	uint64_t digest[PT_TABLES];
+	bool fingerprinted[PT_TABLES];
+	bool drifted[PT_TABLES]; /* check saw it change: the next sync says what it put back */
 };
 
 static struct iptables *iptables_of(struct dp_writer *w)
@@ -134,12 +141,19 @@ static bool unwanted(const struct ipt_chain_state *c, const struct ptable *want)
 	       !hmap_has(&want->chains, c->name);
 }
 
+/* The table's digest as this session left it, for check; a table without one is not checked. */
+static void remember(struct iptables *x, enum pt_table t)
+{
+	x->fingerprinted[t] = ipt_fingerprint(x->ipt, pt_table_name(t), &x->digest[t]) == 0;
+}
+
 static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *want)
 {
 	struct dp_status *st = &x->w.report->status;
 	struct ipt_table_state k = { 0 };
 	const char *name = pt_table_name(t);
 	uint64_t t0 = now_ns();
+	x->fingerprinted[t] = false;
 	int r = ipt_begin(x->ipt, name, &k);
 	if (r < 0) {
 		failed(x, "iptables %s: reading the table: %s%s%s", name, strerror(-r),
@@ -177,6 +191,8 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	}
 	if (!s.writes) {
 		ipt_abort(x->ipt); /* nothing to write: no commit */
+		x->drifted[t] = false;
+		remember(x, t);
 		return 0;
 	}
 	r = ipt_commit(x->ipt);
@@ -188,8 +204,17 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	}
 	st->commits[t]++;
 	st->rule_writes += s.writes;
-	log_info("iptables %s: %zu change%s in %.1f ms", name, s.writes, s.writes == 1 ? "" : "s",
-		 ms);
+	remember(x, t);
+	if (x->drifted[t]) {
+		st->drift_repairs[DP_DRIFT_IPTABLES]++;
+		log_warn("iptables %s: someone else changed felix's rules; %zu change%s put them "
+			 "back in %.1f ms",
+			 name, s.writes, s.writes == 1 ? "" : "s", ms);
+	} else {
+		log_info("iptables %s: %zu change%s in %.1f ms", name, s.writes,
+			 s.writes == 1 ? "" : "s", ms);
+	}
+	x->drifted[t] = false;
 	return 0;
 }
 
@@ -228,6 +253,31 @@ static int iptables_apply(struct dp_writer *w, const struct dp_input *in)
 	return ret;
 }
 
+/*
+ * A digest of each table against the one felix left (no lock, nothing
+ * parsed). Any change shows, felix's or not (kube-proxy rewrites its own
+ * chains): a changed table is compared at the next turn, which writes only
+ * if something of felix's differs.
+ */
+static enum dp_check iptables_check(struct dp_writer *w)
+{
+	struct iptables *x = iptables_of(w);
+	enum dp_check verdict = DP_CHECK_SAME;
+	for (int t = 0; t < PT_TABLES; t++) {
+		uint64_t now;
+		if (!x->fingerprinted[t] ||
+		    (ipt_fingerprint(x->ipt, pt_table_name(t), &now) == 0 && now == x->digest[t]))
+			continue;
+		log_debug("iptables %s: changed since felix's last look; comparing it",
+			  pt_table_name(t));
+		x->fingerprinted[t] = false;
+		x->compare[t] = true;
+		x->drifted[t] = true;
+		verdict = DP_CHECK_TURN;
+	}
+	return verdict;
+}
+
 static void iptables_free(struct dp_writer *w)
 {
 	free(w);
@@ -238,6 +288,7 @@ static const struct dp_writer_ops iptables_ops = {
 	.read = iptables_read,
 	.plan = iptables_plan,
 	.apply = iptables_apply,
+	.check = iptables_check,
 	.free = iptables_free,
 };
 

@@ -30,6 +30,7 @@ struct links {
 	bool addrs_stale;      /* an address changed: read them again before planning */
 	struct hmap waiting;   /* workload interfaces not up yet → (void *)1 */
 	struct hmap retry;     /* workload interfaces to look at again → (void *)1 */
+	struct hmap touched;   /* interfaces whose settings someone changed → (void *)1 */
 	bool ipip_reported;
 	/* planned this turn */
 	bool tunnels;
@@ -140,6 +141,17 @@ static int addrs_dump(struct links *l)
 void links_addrs_changed(struct links *l)
 {
 	l->addrs_stale = true;
+}
+
+bool links_settings_changed(struct links *l, int ifindex)
+{
+	const struct nl_link *link = links_indexed(l, ifindex);
+	if (!link)
+		return false;
+	/* Felix's own writes come back too: the look that follows finds nothing to change. */
+	hmap_put(&l->retry, link->name, (void *)1);
+	hmap_put(&l->touched, link->name, (void *)1);
+	return true;
 }
 
 /* Is @ifname a host interface (links.h)? @why says which. */
@@ -449,11 +461,17 @@ static int iface_settings(struct links *l, struct desired *d, const char *name)
 		hmap_put(&l->retry, name, (void *)1);
 		return r;
 	}
-	if (changed)
+	bool touched = hmap_del(&l->touched, name) != NULL;
+	if (changed && touched) {
+		l->w.report->status.drift_repairs[DP_DRIFT_SYSCTL]++;
+		log_warn("interface %s: %d setting%s changed by someone else, put back", name,
+			 changed, changed == 1 ? "" : "s");
+	} else if (changed) {
 		dp_report_change(l->w.report,
 				 "interface %s: %d setting%s changed (proxy_arp, forwarding, "
 				 "route_localnet, proxy_delay, accept_ra)",
 				 name, changed, changed == 1 ? "" : "s");
+	}
 	return 0;
 }
 
@@ -520,6 +538,7 @@ static int links_apply(struct dp_writer *w, const struct dp_input *in)
 		if (r < 0 && !ret)
 			ret = r;
 	}
+	hmap_clear(&l->touched); /* what the turn did not look at was not ours */
 	free_planned(l);
 	l->retry_at = l->retry.n ? in->now_ms + RETRY_MS : 0;
 	return ret;
@@ -553,6 +572,7 @@ static void links_free(struct dp_writer *w)
 	hmap_clear(&l->addressed);
 	hmap_clear(&l->waiting);
 	hmap_clear(&l->retry);
+	hmap_clear(&l->touched);
 	free_planned(l);
 	free(l);
 }

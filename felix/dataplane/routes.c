@@ -479,6 +479,61 @@ static void routes_link_changed(struct dp_writer *w, const struct nl_link *l, bo
 	free(keys);
 }
 
+/* --- route events ------------------------------------------------------------------------- */
+
+/*
+ * The kernel's word on a route. Felix's own writes come back this way, and
+ * the mirror already holds their result, so an event that agrees with the
+ * mirror is an echo. One that does not, for a key of ours: someone deleted,
+ * replaced or added it; the mirror takes the kernel's word and the key is
+ * planned again at the next turn.
+ */
+static bool routes_route_changed(struct dp_writer *w, const struct nl_route *r, bool deleted,
+				 uint64_t now_ms)
+{
+	struct routes *rt = routes_of(w);
+	if (r->family != AF_INET || r->table != RT_TABLE_MAIN)
+		return false;
+	char key[CIDR_STRLEN + 12], c[CIDR_STRLEN];
+	if (r->priority)
+		snprintf(key, sizeof(key), "%s#%u", cidr_str(&r->dst, c), r->priority);
+	else
+		snprintf(key, sizeof(key), "%s", cidr_str(&r->dst, c));
+	struct mirror_route *m = hmap_get(&rt->mirror, key);
+	bool ours = r->protocol == NL_PROTO_BRINDLE;
+	if (!ours && !m)
+		return false; /* someone else's route where we have none */
+	if (m && ours) {
+		struct nl_route have;
+		bool same = mirror_route_of(key, m, &have) && have.oif == r->oif &&
+			    have.type == r->type && have.mtu == r->mtu &&
+			    ip_equal(&have.gw, &r->gw);
+		if (same && !deleted)
+			return false; /* an echo of our own add or replace */
+	} else if (!m && deleted) {
+		return false; /* an echo of our own delete */
+	}
+	if (m) {
+		bool known = m->known;
+		free(hmap_del(&rt->mirror, key));
+		if (known) {
+			rt->w.report->status.drift_repairs[DP_DRIFT_ROUTE]++;
+			log_warn("route %s: %s by someone else; felix puts its own back", key,
+				 deleted ? "deleted" : "replaced");
+		}
+	}
+	if (ours && !deleted) {
+		/* Ours by protocol (the CNI plugin's, or written by hand): judged as a read would.
+		 */
+		struct mirror_route *n = xcalloc(1, sizeof(*n));
+		mirror_set(n, r);
+		n->first_seen = now_ms;
+		free(hmap_put(&rt->mirror, key, n));
+	}
+	hmap_put(&rt->retry, key, (void *)1);
+	return true;
+}
+
 static uint64_t routes_deadline(const struct dp_writer *w)
 {
 	const struct routes *rt = (const struct routes *)w;
@@ -507,6 +562,7 @@ static const struct dp_writer_ops routes_ops = {
 	.plan = routes_plan,
 	.apply = routes_apply,
 	.link_changed = routes_link_changed,
+	.route_changed = routes_route_changed,
 	.deadline = routes_deadline,
 	.free = routes_free,
 };

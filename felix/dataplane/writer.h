@@ -64,6 +64,13 @@ struct dp_report {
 
 struct dp_writer;
 
+/* What a writer's check between reads found. */
+enum dp_check {
+	DP_CHECK_SAME, /* the kernel holds what the writer last left there */
+	DP_CHECK_TURN, /* changed: the writer marked what to compare, and wants a turn */
+	DP_CHECK_READ, /* changed: read everything back at the next turn */
+};
+
 struct dp_writer_ops {
 	const char *name;
 	int (*read)(struct dp_writer *w, const struct dp_input *in);
@@ -72,6 +79,19 @@ struct dp_writer_ops {
 	int (*finish)(struct dp_writer *w, const struct dp_input *in);
 	/* A link appeared, changed (@deleted false) or went away. */
 	void (*link_changed)(struct dp_writer *w, const struct nl_link *l, bool deleted);
+	/*
+	 * A route was added, changed or deleted (from a netlink monitor; the
+	 * writer's own writes come back this way too). True when the writer
+	 * wants a turn: a route of ours changed under it.
+	 */
+	bool (*route_changed)(struct dp_writer *w, const struct nl_route *r, bool deleted,
+			      uint64_t now_ms);
+	/*
+	 * A cheap look, on a short timer, at whether someone else changed what
+	 * is ours since the writer's last turn, for kinds the kernel tells no
+	 * one about (iptables, ip sets). It must cost far less than a read.
+	 */
+	enum dp_check (*check)(struct dp_writer *w);
 	/* When the writer wants a turn without new data (a grace period ending); 0: never. */
 	uint64_t (*deadline)(const struct dp_writer *w);
 	void (*free)(struct dp_writer *w);
@@ -108,6 +128,17 @@ static inline void dp_writer_link_changed(struct dp_writer *w, const struct nl_l
 {
 	if (w->ops->link_changed)
 		w->ops->link_changed(w, l, deleted);
+}
+
+static inline bool dp_writer_route_changed(struct dp_writer *w, const struct nl_route *r,
+					   bool deleted, uint64_t now_ms)
+{
+	return w->ops->route_changed && w->ops->route_changed(w, r, deleted, now_ms);
+}
+
+static inline enum dp_check dp_writer_check(struct dp_writer *w)
+{
+	return w->ops->check ? w->ops->check(w) : DP_CHECK_SAME;
 }
 
 static inline uint64_t dp_writer_deadline(const struct dp_writer *w)

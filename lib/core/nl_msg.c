@@ -9,6 +9,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
+#include <linux/netconf.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <stdio.h>
@@ -542,6 +543,21 @@ int nl_parse_route(const struct nlmsghdr *h, struct nl_route *out)
 		get_u32(m.tb[RTAX_MTU], &r.mtu);
 	}
 	*out = r;
+	return 0;
+}
+
+int nl_parse_netconf(const struct nlmsghdr *h, uint8_t *family, int *ifindex)
+{
+	if (h->nlmsg_len < mnl_nlmsg_size(sizeof(struct netconfmsg)))
+		return -EINVAL;
+	const struct netconfmsg *nc = mnl_nlmsg_get_payload(h);
+	struct attrs at;
+	parse_attrs(h, sizeof(*nc), &at, NETCONFA_MAX + 1);
+	uint32_t v;
+	if (!get_u32(at.tb[NETCONFA_IFINDEX], &v))
+		return -EINVAL;
+	*family = nc->ncm_family;
+	*ifindex = (int)v;
 	return 0;
 }
 

@@ -21,7 +21,8 @@
  * static jmp_buf for print failures) is why one lock guards every call.
  *
  * Reading uses the library's output function: `ipset save` text for list(),
- * `ipset list -terse` text for list_names(), captured and parsed here.
+ * `ipset list -terse` text for list_names() (headers and the number of
+ * entries, without the members), captured and parsed here.
  * What counts as ours is decided by the caller's name prefix.
  */
 #include "ipset_internal.h"
@@ -617,7 +618,8 @@ static void parse_terse(struct ips_kernel *k, const char *prefix, struct ips_lis
 				continue;
 			struct ips_info info = { .type = IPS_OTHER };
 			snprintf(info.name, sizeof(info.name), "%s", name);
-			ips_list_push(out, &info);
+			/* Unknown until the kernel says (it does since Linux 4.15). */
+			ips_list_push(out, &info)->entries = SIZE_MAX;
 			cur = out->n - 1;
 		} else if (cur != SIZE_MAX && str_has_prefix(line, "Type: ")) {
 			struct ips_info *info = &out->v[cur].info;
@@ -625,6 +627,9 @@ static void parse_terse(struct ips_kernel *k, const char *prefix, struct ips_lis
 				info->type = IPS_OTHER;
 		} else if (cur != SIZE_MAX && str_has_prefix(line, "Header: ")) {
 			parse_header(line + strlen("Header: "), &out->v[cur].info);
+		} else if (cur != SIZE_MAX && str_has_prefix(line, "Number of entries: ")) {
+			out->v[cur].entries =
+				strtoul(line + strlen("Number of entries: "), NULL, 10);
 		}
 	}
 }
@@ -635,8 +640,11 @@ static int k_list(struct ips *s, const char *prefix, struct ips_list *out)
 	pthread_mutex_lock(&lib_lock);
 	int r = run_list(k, false);
 	pthread_mutex_unlock(&lib_lock);
-	if (r == 0)
+	if (r == 0) {
 		parse_save(k, prefix, out);
+		for (size_t i = 0; i < out->n; i++)
+			out->v[i].entries = out->v[i].n;
+	}
 	sb_reset(&k->out);
 	return r;
 }

@@ -11,6 +11,7 @@
  * is ours: the caller reads ids and targets from the state begin returns.
  */
 #include <brindle/core/arena.h>
+#include <brindle/core/hash.h>
 #include <brindle/core/hmap.h>
 #include <brindle/sys/ipt.h>
 #include <brindle/sys/clock.h>
@@ -394,6 +395,63 @@ static void k_abort(struct ipt *t)
 	end_session(kernel_of(t));
 }
 
+/*
+ * The table's blob as the kernel hands it to libiptc (IPT_SO_GET_INFO, then
+ * IPT_SO_GET_ENTRIES), hashed with every rule's counters zeroed. libiptc has
+ * no cheaper call than a full iptc_init, which parses the blob into chains;
+ * this is the same two getsockopts and one pass over the bytes.
+ */
+static int k_fingerprint(struct ipt *t, const char *table, uint64_t *out)
+{
+	struct ipt_kernel *k = kernel_of(t);
+	int e = set_socket(k);
+	if (e < 0 && k->set_sock < 0) {
+		/* No ipset support: any raw socket serves. */
+		int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+		if (fd < 0)
+			return fail(k, -errno, "raw socket: %s", strerror(errno));
+		k->set_sock = fd;
+	}
+	struct ipt_getinfo info = { 0 };
+	if (strlen(table) >= sizeof(info.name))
+		return fail(k, -EINVAL, "table name %s too long", table);
+	memcpy(info.name, table, strlen(table));
+	socklen_t len = sizeof(info);
+	if (getsockopt(k->set_sock, IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) < 0)
+		return fail(k, -errno, "table %s: %s", table, strerror(errno));
+	for (int tries = 0;; tries++) {
+		size_t size = sizeof(struct ipt_get_entries) + info.size;
+		struct ipt_get_entries *ents = xcalloc(1, size);
+		memcpy(ents->name, info.name, sizeof(ents->name));
+		ents->size = info.size;
+		len = (socklen_t)size;
+		if (getsockopt(k->set_sock, IPPROTO_IP, IPT_SO_GET_ENTRIES, ents, &len) < 0) {
+			int err = errno;
+			free(ents);
+			/* EAGAIN: the table changed size between the two calls. */
+			if (err == EAGAIN && tries < 3 &&
+			    (len = sizeof(info), getsockopt(k->set_sock, IPPROTO_IP,
+							    IPT_SO_GET_INFO, &info, &len) == 0))
+				continue;
+			return fail(k, -err, "reading table %s: %s", table, strerror(err));
+		}
+		uint8_t *base = (uint8_t *)ents->entrytable;
+		for (size_t off = 0; off + sizeof(struct ipt_entry) <= ents->size;) {
+			struct ipt_entry *ent = (struct ipt_entry *)(base + off);
+			memset(&ent->counters, 0, sizeof(ent->counters));
+			if (ent->next_offset < sizeof(struct ipt_entry))
+				break;
+			off += ent->next_offset;
+		}
+		uint64_t h = hash_fnv1a64(base, ents->size);
+		h ^= hash_fnv1a64(info.hook_entry, sizeof(info.hook_entry)) * 31;
+		h ^= hash_fnv1a64(info.underflow, sizeof(info.underflow)) * 131;
+		*out = h ^ info.num_entries;
+		free(ents);
+		return 0;
+	}
+}
+
 static void k_close(struct ipt *t)
 {
 	struct ipt_kernel *k = kernel_of(t);
@@ -417,6 +475,7 @@ static const struct ipt_ops kernel_ops = {
 	.delete = k_delete,
 	.commit = k_commit,
 	.abort = k_abort,
+	.fingerprint = k_fingerprint,
 	.close = k_close,
 };
 

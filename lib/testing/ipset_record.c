@@ -170,6 +170,7 @@ static int list(struct ips *s, const char *prefix, struct ips_list *out, bool me
 			continue;
 		const struct rec_set *set = it.value;
 		struct ips_set *o = ips_list_push(out, &set->info);
+		o->entries = set->members.n;
 		if (!members)
 			continue;
 		for (struct hmap_iter m = hmap_iter(&set->members); hmap_next(&m);)

@@ -12,6 +12,7 @@
  * A session edits a copy of one table; commit swaps it in, abort drops it.
  */
 #include <brindle/core/arena.h>
+#include <brindle/core/hash.h>
 #include <brindle/sys/ipt.h>
 #include <brindle/testing/ipt_record.h>
 
@@ -411,6 +412,21 @@ static void rec_abort(struct ipt *t)
 	r->cur = NULL;
 }
 
+static struct rec_table *table_named(struct ipt_record *r, const char *table);
+
+/* The table as ipt_record_save prints it, hashed (counters are always 0 here). */
+static int rec_fingerprint(struct ipt *t, const char *table, uint64_t *out)
+{
+	if (!table_named(record_of(t), table))
+		return err(record_of(t), -ENOENT, "no table %s", table);
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	ipt_record_save(t, table, &sb);
+	*out = hash_fnv1a64(sb.buf, sb.len);
+	sb_free(&sb);
+	return 0;
+}
+
 static void rec_close(struct ipt *t)
 {
 	struct ipt_record *r = record_of(t);
@@ -432,6 +448,7 @@ static const struct ipt_ops record_ops = {
 	.replace = rec_replace,
 	.delete = rec_delete,
 	.commit = rec_commit,
+	.fingerprint = rec_fingerprint,
 	.abort = rec_abort,
 	.close = rec_close,
 };

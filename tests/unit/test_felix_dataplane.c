@@ -684,6 +684,119 @@ static void test_policy_writers(void **state)
 	fixture_free(f);
 }
 
+/* The route of ours for 10.244.1.7/32 as the kernel has it (or as an event says it). */
+static bool our_route(struct fixture *f, const char *dst, struct nl_route *out)
+{
+	struct nl_route_list list = { 0 };
+	struct nl_route_filter flt = { .family = AF_INET, .table = RT_TABLE_MAIN };
+	assert_int_equal(nl_dump_routes(f->nl, &flt, &list), 0);
+	bool found = false;
+	for (size_t i = 0; i < list.n && !found; i++) {
+		char c[CIDR_STRLEN];
+		if (strcmp(cidr_str(&list.v[i].dst, c), dst) == 0 &&
+		    list.v[i].protocol == NL_PROTO_BRINDLE) {
+			*out = list.v[i];
+			found = true;
+		}
+	}
+	nl_route_list_free(&list);
+	return found;
+}
+
+/*
+ * Someone else's changes between reads: a route of ours deleted (the
+ * netlink event says so; felix's own writes come back as events too and are
+ * not taken for it), a chain of ours flushed (the table digest differs), a
+ * member removed from a set of ours (the set's size differs). Each is put
+ * back at the next apply and counted by kind; with nothing changed, the
+ * checks find nothing.
+ */
+static void test_drift(void **state)
+{
+	struct fixture *f = fixture();
+	add_link(f, "calia", true);
+	cluster(f);
+	put(f->calc,
+	    obj("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+		"metadata: {name: db}\nspec:\n  selector: all()\n"
+		"  ingress: [{action: Allow, source: {nets: [192.0.2.0/24, 198.51.100.0/24]}}]\n"),
+	    NULL, "db");
+	struct pol *pol = calc_policy(f->calc);
+	struct ipt *ipt = ipt_open_recording();
+	struct ips *ips = ips_open_recording();
+	struct dp_backends b = { .nl = f->nl, .sys = f->sys, .ipt = ipt, .ips = ips };
+	struct dataplane *dp = dataplane_new(&b);
+	pol_flush(pol);
+	assert_int_equal(
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1000), 0);
+	const struct dp_status *st = dataplane_status(dp);
+	assert_false(dataplane_check(dp));
+
+	/* Routes: the echo of felix's own add is nothing; a delete by someone else is. */
+	struct nl_route r;
+	assert_true(our_route(f, "10.244.1.7/32", &r));
+	assert_false(dataplane_on_route(dp, &r, false, 1100));
+	raw(f, NL_DEL, &r);
+	assert_true(dataplane_on_route(dp, &r, true, 1100));
+	nl_record_clear_log(f->nl);
+	assert_int_equal(
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1200), 0);
+	if (!logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"))
+		dump_log(f);
+	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
+	assert_int_equal(st->drift_repairs[DP_DRIFT_ROUTE], 1);
+	/* ...whose echo is nothing again. */
+	assert_true(our_route(f, "10.244.1.7/32", &r));
+	assert_false(dataplane_on_route(dp, &r, false, 1300));
+	/* A route that is not ours, where felix has none: nothing. */
+	struct nl_route other = r;
+	other.protocol = 4;
+	assert_int_equal(cidr_parse("10.9.0.0/24", false, &other.dst), 0);
+	assert_false(dataplane_on_route(dp, &other, false, 1300));
+
+	/* iptables: a chain of ours flushed. */
+	unsigned commits = ipt_record_commits(ipt, "filter");
+	struct ipt_table_state k = { 0 };
+	assert_int_equal(ipt_begin(ipt, "filter", &k), 0);
+	ipt_table_state_free(&k);
+	assert_int_equal(ipt_flush_chain(ipt, "cali-tw-calia"), 0);
+	assert_int_equal(ipt_commit(ipt), 0);
+	assert_true(dataplane_check(dp));
+	pol_flush(pol);
+	assert_int_equal(
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1400), 0);
+	assert_int_equal(ipt_record_commits(ipt, "filter"), commits + 2);
+	assert_int_equal(st->drift_repairs[DP_DRIFT_IPTABLES], 1);
+	assert_false(dataplane_check(dp));
+
+	/* ip sets: a member removed. */
+	size_t before = ips_record_count(ips);
+	struct ips_batch *del = ips_batch_new();
+	struct ips_list l = { 0 };
+	assert_int_equal(ips_list_sets(ips, "cali40", &l), 0);
+	assert_true(l.n >= 1 && l.v[0].n >= 1);
+	ips_batch_del(del, l.v[0].info.name, l.v[0].members[0]);
+	assert_int_equal(ips_apply(ips, del, NULL), 0);
+	ips_batch_free(del);
+	assert_true(dataplane_check(dp));
+	pol_flush(pol);
+	assert_int_equal(
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1500), 0);
+	assert_int_equal(st->drift_repairs[DP_DRIFT_IPSET], 1);
+	assert_int_equal(ips_record_count(ips), before + 2); /* the del, and felix's add */
+	struct ips_list again = { 0 };
+	assert_int_equal(ips_list_sets(ips, "cali40", &again), 0);
+	assert_int_equal(again.v[0].n, l.v[0].n);
+	ips_list_free(&again);
+	ips_list_free(&l);
+	assert_false(dataplane_check(dp));
+
+	dataplane_free(dp);
+	ipt_close(ipt);
+	ips_close(ips);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -697,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_ipip_without_kernel_support),
 		cmocka_unit_test(test_ipip_on_a_kernel_with_it),
 		cmocka_unit_test(test_policy_writers),
+		cmocka_unit_test(test_drift),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

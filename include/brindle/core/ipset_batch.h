@@ -97,6 +97,9 @@ struct ips_set {
 	 * `ipset save` prints it */
 	char **members;
 	size_t n;
+	/* How many members the kernel says the set has; list_names gives it too, or SIZE_MAX on
+	 * a kernel that does not say. */
+	size_t entries;
 };
 
 struct ips_list {

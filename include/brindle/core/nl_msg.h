@@ -130,6 +130,8 @@ int nl_parse_link(const struct nlmsghdr *h, struct nl_link *out) must_check;
 int nl_parse_addr(const struct nlmsghdr *h, struct nl_addr *out) must_check;
 int nl_parse_route(const struct nlmsghdr *h, struct nl_route *out) must_check;
 int nl_parse_neigh(const struct nlmsghdr *h, struct nl_neigh *out) must_check;
+/* RTM_NEWNETCONF: whose settings changed (an ifindex; < 0 for "all" and "default"). */
+int nl_parse_netconf(const struct nlmsghdr *h, uint8_t *family, int *ifindex) must_check;
 
 /* Dump filters: what the kernel filters on with strict checking. Zero = any. */
 struct nl_route_filter {

@@ -61,6 +61,13 @@ struct ipt_ops {
 	int (*delete)(struct ipt *t, const char *chain, size_t pos);
 	int (*commit)(struct ipt *t);
 	void (*abort)(struct ipt *t);
+	/*
+	 * A digest of @table as it is now, its packet and byte counters left
+	 * out: equal digests, same rules. For noticing someone else's change
+	 * between sessions without reading the table the way a session does
+	 * (no lock, nothing parsed). Works outside a session.
+	 */
+	int (*fingerprint)(struct ipt *t, const char *table, uint64_t *out);
 	void (*close)(struct ipt *t);
 };
 
@@ -118,6 +125,10 @@ static inline must_check int ipt_commit(struct ipt *t)
 static inline void ipt_abort(struct ipt *t)
 {
 	t->ops->abort(t);
+}
+static inline must_check int ipt_fingerprint(struct ipt *t, const char *table, uint64_t *out)
+{
+	return t->ops->fingerprint(t, table, out);
 }
 
 /*
