@@ -203,11 +203,14 @@ int main(int argc, char **argv)
 	double *cadd1 = calloc((size_t)nk, sizeof(double));
 	double *list = calloc((size_t)runs, sizeof(double)),
 	       *save = calloc((size_t)runs, sizeof(double));
+	double *names = calloc((size_t)runs, sizeof(double)),
+	       *terse = calloc((size_t)runs, sizeof(double));
 	struct strbuf fp_ours, fp_restore;
 	sb_init(&fp_ours);
 	sb_init(&fp_restore);
 	char *restore_args[] = { "ipset", "restore", "-exist", NULL };
 	char *save_args[] = { "ipset", "save", NULL };
+	char *terse_args[] = { "ipset", "list", "-terse", NULL };
 	char *add_args[] = { "ipset", "-exist", "add", target, (char *)extra, NULL };
 	size_t ops = 0;
 
@@ -244,6 +247,12 @@ int main(int argc, char **argv)
 		list[run] = ms_since(t0);
 		ips_list_free(&l);
 		save[run] = run_ipset(NULL, save_args);
+		t0 = now_ns();
+		if (ips_list_names(s, "cali", &l) < 0)
+			die("list_names", ips_last_error(s));
+		names[run] = ms_since(t0);
+		ips_list_free(&l);
+		terse[run] = run_ipset(NULL, terse_args);
 
 		destroy_all(s);
 		restore[run] = run_ipset(full, restore_args);
@@ -273,6 +282,10 @@ int main(int argc, char **argv)
 	printf("\nReading everything back (median of %d)\n", runs);
 	printf("  %-44s %8.2f ms  1.00x\n", "ipset save > /dev/null (baseline)", sv);
 	printf("  %-44s %8.2f ms  %.2fx\n", "ours: list (parsed, canonical, sorted)", li, li / sv);
+	double ln = median(names, (size_t)runs), te = median(terse, (size_t)runs);
+	printf("\nEvery set's size, no members (felix's drift check; median of %d)\n", runs);
+	printf("  %-44s %8.2f ms  1.00x\n", "ipset list -terse > /dev/null (baseline)", te);
+	printf("  %-44s %8.2f ms  %.2fx\n", "ours: list_names (one netlink dump)", ln, ln / te);
 
 	unlink(full);
 	unlink(one_add);

@@ -20,9 +20,9 @@
  * start of every apply. libipset's process-wide state (types, that cache, a
  * static jmp_buf for print failures) is why one lock guards every call.
  *
- * Reading uses the library's output function: `ipset save` text for list(),
- * `ipset list -terse` text for list_names() (headers and the number of
- * entries, without the members), captured and parsed here.
+ * Reading members uses the library's output function: `ipset save` text for
+ * list(), captured and parsed here. list_names() (headers and the number of
+ * entries, no members) is one netlink dump of our own (see there why).
  * What counts as ours is decided by the caller's name prefix.
  */
 #include "ipset_internal.h"
@@ -37,6 +37,10 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
 
 #include <libipset/data.h>
 #include <libipset/errcode.h>
@@ -61,6 +65,8 @@ struct ips_kernel {
 	struct strbuf out; /* output of list commands */
 	struct hmap known; /* per apply: set name -> struct known */
 	struct strbuf msg; /* the text of the last report */
+	struct mnl_socket *nl; /* list_names' own netlink socket, opened at its first use */
+	uint32_t nl_seq;
 };
 
 static struct ips_kernel *kernel_of(struct ips *s)
@@ -490,22 +496,18 @@ static int k_apply(struct ips *s, struct ips_batch *b, int *errs)
 
 /* --- list ----------------------------------------------------------------------- */
 
-static int run_list(struct ips_kernel *k, bool terse)
+static int run_save(struct ips_kernel *k)
 {
 	struct ipset_session *session = k->session;
-	enum ipset_cmd cmd = terse ? IPSET_CMD_LIST : IPSET_CMD_SAVE;
 	sb_reset(&k->out);
 	ipset_data_reset(ipset_session_data(session));
 	ipset_session_report_reset(session);
-	ipset_session_output(session, terse ? IPSET_LIST_PLAIN : IPSET_LIST_SAVE);
-	if (terse)
-		ipset_envopt_set(session, IPSET_ENV_LIST_HEADER);
-	int r = ipset_cmd(session, cmd, 0);
-	ipset_envopt_unset(session, IPSET_ENV_LIST_HEADER);
+	ipset_session_output(session, IPSET_LIST_SAVE);
+	int r = ipset_cmd(session, IPSET_CMD_SAVE, 0);
 	ipset_session_output(session, IPSET_LIST_NONE);
 	if (r < 0) {
-		r = decode_report(k, cmd);
-		sb_addf(&k->ips.err, "%s: %s", terse ? "list" : "save", sb_str(&k->msg));
+		r = decode_report(k, IPSET_CMD_SAVE);
+		sb_addf(&k->ips.err, "save: %s", sb_str(&k->msg));
 	}
 	return r < 0 ? r : 0;
 }
@@ -605,40 +607,11 @@ static void parse_save(struct ips_kernel *k, const char *prefix, struct ips_list
 	}
 }
 
-/* `ipset list -terse`: "Name: N", "Type: T", "Header: OPTIONS" lines per set. */
-static void parse_terse(struct ips_kernel *k, const char *prefix, struct ips_list *out)
-{
-	size_t pos = 0, cur = SIZE_MAX;
-	char *line;
-	while ((line = next_line(k->out.buf, k->out.len, &pos))) {
-		if (str_has_prefix(line, "Name: ")) {
-			cur = SIZE_MAX;
-			const char *name = line + strlen("Name: ");
-			if (!str_has_prefix(name, prefix) || strlen(name) > IPS_NAME_MAX)
-				continue;
-			struct ips_info info = { .type = IPS_OTHER };
-			snprintf(info.name, sizeof(info.name), "%s", name);
-			/* Unknown until the kernel says (it does since Linux 4.15). */
-			ips_list_push(out, &info)->entries = SIZE_MAX;
-			cur = out->n - 1;
-		} else if (cur != SIZE_MAX && str_has_prefix(line, "Type: ")) {
-			struct ips_info *info = &out->v[cur].info;
-			if (ips_type_parse(line + strlen("Type: "), &info->type) < 0)
-				info->type = IPS_OTHER;
-		} else if (cur != SIZE_MAX && str_has_prefix(line, "Header: ")) {
-			parse_header(line + strlen("Header: "), &out->v[cur].info);
-		} else if (cur != SIZE_MAX && str_has_prefix(line, "Number of entries: ")) {
-			out->v[cur].entries =
-				strtoul(line + strlen("Number of entries: "), NULL, 10);
-		}
-	}
-}
-
 static int k_list(struct ips *s, const char *prefix, struct ips_list *out)
 {
 	struct ips_kernel *k = kernel_of(s);
 	pthread_mutex_lock(&lib_lock);
-	int r = run_list(k, false);
+	int r = run_save(k);
 	pthread_mutex_unlock(&lib_lock);
 	if (r == 0) {
 		parse_save(k, prefix, out);
@@ -649,15 +622,115 @@ static int k_list(struct ips *s, const char *prefix, struct ips_list *out)
 	return r;
 }
 
+/*
+ * The sets' headers (name, type, family, maxelem, number of entries) by one
+ * netlink dump of IPSET_CMD_LIST with IPSET_FLAG_LIST_HEADER, over libmnl.
+ * Hand-written because libipset offers listings only as text: formatting and
+ * re-parsing it cost twice what the kernel's dump does, and felix's drift
+ * check reads these sizes every second.
+ */
+struct terse {
+	const char *prefix;
+	struct ips_list *out;
+};
+
+static int attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	uint16_t type = mnl_attr_get_type(a);
+	if (type <= IPSET_ATTR_CREATE_MAX)
+		tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static int terse_msg(const struct nlmsghdr *h, void *data)
+{
+	struct terse *t = data;
+	const struct nlattr *tb[IPSET_ATTR_CREATE_MAX + 1] = { 0 };
+	const struct nlattr *d[IPSET_ATTR_CREATE_MAX + 1] = { 0 };
+	if (mnl_attr_parse(h, sizeof(struct nfgenmsg), attr_cb, tb) < 0 ||
+	    !tb[IPSET_ATTR_SETNAME] ||
+	    mnl_attr_validate(tb[IPSET_ATTR_SETNAME], MNL_TYPE_NUL_STRING) < 0)
+		return MNL_CB_OK;
+	const char *name = mnl_attr_get_str(tb[IPSET_ATTR_SETNAME]);
+	if (!str_has_prefix(name, t->prefix) || strlen(name) > IPS_NAME_MAX)
+		return MNL_CB_OK;
+	struct ips_info info = { .type = IPS_OTHER };
+	snprintf(info.name, sizeof(info.name), "%s", name);
+	if (tb[IPSET_ATTR_TYPENAME] &&
+	    mnl_attr_validate(tb[IPSET_ATTR_TYPENAME], MNL_TYPE_NUL_STRING) == 0 &&
+	    ips_type_parse(mnl_attr_get_str(tb[IPSET_ATTR_TYPENAME]), &info.type) < 0)
+		info.type = IPS_OTHER;
+	if (tb[IPSET_ATTR_FAMILY] && mnl_attr_validate(tb[IPSET_ATTR_FAMILY], MNL_TYPE_U8) == 0) {
+		uint8_t f = mnl_attr_get_u8(tb[IPSET_ATTR_FAMILY]);
+		info.family = f == NFPROTO_IPV4 ? AF_INET : f == NFPROTO_IPV6 ? AF_INET6 : 0;
+	}
+	size_t entries = SIZE_MAX; /* unknown until the kernel says (it does since Linux 4.15) */
+	if (tb[IPSET_ATTR_DATA] && mnl_attr_parse_nested(tb[IPSET_ATTR_DATA], attr_cb, d) >= 0) {
+		if (d[IPSET_ATTR_MAXELEM] &&
+		    mnl_attr_validate(d[IPSET_ATTR_MAXELEM], MNL_TYPE_U32) == 0)
+			info.maxelem = ntohl(mnl_attr_get_u32(d[IPSET_ATTR_MAXELEM]));
+		if (d[IPSET_ATTR_ELEMENTS] &&
+		    mnl_attr_validate(d[IPSET_ATTR_ELEMENTS], MNL_TYPE_U32) == 0)
+			entries = ntohl(mnl_attr_get_u32(d[IPSET_ATTR_ELEMENTS]));
+	}
+	ips_list_push(t->out, &info)->entries = entries;
+	return MNL_CB_OK;
+}
+
 static int k_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 {
 	struct ips_kernel *k = kernel_of(s);
-	pthread_mutex_lock(&lib_lock);
-	int r = run_list(k, true);
-	pthread_mutex_unlock(&lib_lock);
-	if (r == 0)
-		parse_terse(k, prefix, out);
-	sb_reset(&k->out);
+	if (!k->nl) {
+		k->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+		if (!k->nl || mnl_socket_bind(k->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+			int e = errno;
+			if (k->nl)
+				mnl_socket_close(k->nl);
+			k->nl = NULL;
+			sb_reset(&s->err);
+			sb_addf(&s->err, "list: netlink socket: %s", strerror(e));
+			return -e;
+		}
+	}
+	static __thread uint8_t buf[32768];
+	struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+	h->nlmsg_type = (NFNL_SUBSYS_IPSET << 8) | IPSET_CMD_LIST;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	uint32_t seq = ++k->nl_seq;
+	h->nlmsg_seq = seq;
+	struct nfgenmsg *nf = mnl_nlmsg_put_extra_header(h, sizeof(*nf));
+	nf->nfgen_family = NFPROTO_IPV4;
+	nf->version = NFNETLINK_V0;
+	nf->res_id = htons(0);
+	mnl_attr_put_u8(h, IPSET_ATTR_PROTOCOL, IPSET_PROTOCOL);
+	mnl_attr_put_u32(h, IPSET_ATTR_FLAGS | NLA_F_NET_BYTEORDER, htonl(IPSET_FLAG_LIST_HEADER));
+	struct terse t = { prefix, out };
+	size_t before = out->n;
+	int r = mnl_socket_sendto(k->nl, h, h->nlmsg_len) < 0 ? -errno : 0;
+	uint32_t portid = mnl_socket_get_portid(k->nl);
+	while (r == 0) {
+		ssize_t n = mnl_socket_recvfrom(k->nl, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		int cb = mnl_cb_run(buf, (size_t)n, seq, portid, terse_msg, &t);
+		if (cb == MNL_CB_STOP)
+			break;
+		if (cb < 0)
+			r = -errno;
+	}
+	if (r < 0) {
+		/* A socket left mid-dump would answer the next request with this one's rest. */
+		mnl_socket_close(k->nl);
+		k->nl = NULL;
+		out->n = before; /* headers only: nothing else to free */
+		sb_reset(&s->err);
+		sb_addf(&s->err, "list: %s", strerror(-r));
+	}
 	return r;
 }
 
@@ -671,6 +744,8 @@ static void k_close(struct ips *s)
 		ipset_session_fini(k->session);
 	forget_sets(k);
 	pthread_mutex_unlock(&lib_lock);
+	if (k->nl)
+		mnl_socket_close(k->nl);
 	sb_free(&k->out);
 	sb_free(&k->msg);
 	sb_free(&s->err);

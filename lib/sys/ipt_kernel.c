@@ -401,7 +401,7 @@ static void k_abort(struct ipt *t)
  * no cheaper call than a full iptc_init, which parses the blob into chains;
  * this is the same two getsockopts and one pass over the bytes.
  */
-static int k_fingerprint(struct ipt *t, const char *table, uint64_t *out)
+static int k_fingerprint(struct ipt *t, const char *table, bool rules, uint64_t *out)
 {
 	struct ipt_kernel *k = kernel_of(t);
 	int e = set_socket(k);
@@ -419,6 +419,13 @@ static int k_fingerprint(struct ipt *t, const char *table, uint64_t *out)
 	socklen_t len = sizeof(info);
 	if (getsockopt(k->set_sock, IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) < 0)
 		return fail(k, -errno, "table %s: %s", table, strerror(errno));
+	uint64_t head = hash_fnv1a64(info.hook_entry, sizeof(info.hook_entry)) * 31 ^
+			hash_fnv1a64(info.underflow, sizeof(info.underflow)) * 131 ^
+			((uint64_t)info.size << 24) ^ info.num_entries;
+	if (!rules) {
+		*out = head;
+		return 0;
+	}
 	for (int tries = 0;; tries++) {
 		size_t size = sizeof(struct ipt_get_entries) + info.size;
 		struct ipt_get_entries *ents = xcalloc(1, size);
@@ -443,10 +450,7 @@ static int k_fingerprint(struct ipt *t, const char *table, uint64_t *out)
 				break;
 			off += ent->next_offset;
 		}
-		uint64_t h = hash_fnv1a64(base, ents->size);
-		h ^= hash_fnv1a64(info.hook_entry, sizeof(info.hook_entry)) * 31;
-		h ^= hash_fnv1a64(info.underflow, sizeof(info.underflow)) * 131;
-		*out = h ^ info.num_entries;
+		*out = hash_fnv1a64(base, ents->size) ^ head;
 		free(ents);
 		return 0;
 	}

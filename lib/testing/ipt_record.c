@@ -414,11 +414,20 @@ static void rec_abort(struct ipt *t)
 
 static struct rec_table *table_named(struct ipt_record *r, const char *table);
 
-/* The table as ipt_record_save prints it, hashed (counters are always 0 here). */
-static int rec_fingerprint(struct ipt *t, const char *table, uint64_t *out)
+/* The table as ipt_record_save prints it, hashed (counters are always 0 here); the header
+ * digest is the number of rules and chains. */
+static int rec_fingerprint(struct ipt *t, const char *table, bool rules, uint64_t *out)
 {
-	if (!table_named(record_of(t), table))
+	struct rec_table *tab = table_named(record_of(t), table);
+	if (!tab)
 		return err(record_of(t), -ENOENT, "no table %s", table);
+	if (!rules) {
+		uint64_t n = tab->n;
+		for (size_t i = 0; i < tab->n; i++)
+			n += (uint64_t)tab->chains[i].n << 20;
+		*out = n;
+		return 0;
+	}
 	struct strbuf sb = STRBUF_INIT;
 	sb_init(&sb);
 	ipt_record_save(t, table, &sb);

@@ -769,6 +769,42 @@ static void test_drift(void **state)
 	assert_int_equal(st->drift_repairs[DP_DRIFT_IPTABLES], 1);
 	assert_false(dataplane_check(dp));
 
+	/* A rule rewritten in place (a drop made an accept, same size): the full digest, taken
+	 * every 30th check, shows it within 60. */
+	for (int i = 0; i < 30; i++)
+		assert_false(dataplane_check(dp));
+	struct strbuf save = STRBUF_INIT;
+	sb_init(&save);
+	ipt_record_save(ipt, "filter", &save);
+	size_t pos = 0;
+	char rule[512] = "";
+	for (const char *line = sb_str(&save); line && *line; line = strchr(line, '\n') + 1) {
+		if (strncmp(line, "-A cali-tw-calia ", 17) != 0)
+			continue;
+		const char *end = strchr(line, '\n');
+		if (strstr(line, " -j DROP") && strstr(line, " -j DROP") < end) {
+			snprintf(rule, sizeof(rule), "%.*s", (int)(end - line - 17), line + 17);
+			break;
+		}
+		pos++;
+	}
+	sb_free(&save);
+	char *drop = strstr(rule, " -j DROP");
+	assert_non_null(drop);
+	memcpy(drop, " -j ACCEPT", strlen(" -j ACCEPT") + 1);
+	assert_int_equal(ipt_begin(ipt, "filter", &k), 0);
+	ipt_table_state_free(&k);
+	assert_int_equal(ipt_replace(ipt, "cali-tw-calia", pos, rule), 0);
+	assert_int_equal(ipt_commit(ipt), 0);
+	int checks = 1;
+	while (!dataplane_check(dp) && checks < 60)
+		checks++;
+	assert_true(checks < 60);
+	pol_flush(pol);
+	assert_int_equal(
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1450), 0);
+	assert_int_equal(st->drift_repairs[DP_DRIFT_IPTABLES], 2);
+
 	/* ip sets: a member removed. */
 	size_t before = ips_record_count(ips);
 	struct ips_batch *del = ips_batch_new();

@@ -62,12 +62,16 @@ struct ipt_ops {
 	int (*commit)(struct ipt *t);
 	void (*abort)(struct ipt *t);
 	/*
-	 * A digest of @table as it is now, its packet and byte counters left
-	 * out: equal digests, same rules. For noticing someone else's change
-	 * between sessions without reading the table the way a session does
-	 * (no lock, nothing parsed). Works outside a session.
+	 * A digest of @table as it is now, for noticing someone else's change
+	 * between sessions (no lock, nothing parsed; works outside a session).
+	 * With @rules, of every rule, packet and byte counters left out: equal
+	 * digests, same rules. Without, of the table's header only (its size,
+	 * number of entries, where each built-in chain starts): it changes when
+	 * a rule or chain is added or removed or a rule changes size, not when a
+	 * rule is rewritten in place to the same size, and costs microseconds
+	 * where the full digest costs what the kernel's copy of the table does.
 	 */
-	int (*fingerprint)(struct ipt *t, const char *table, uint64_t *out);
+	int (*fingerprint)(struct ipt *t, const char *table, bool rules, uint64_t *out);
 	void (*close)(struct ipt *t);
 };
 
@@ -126,9 +130,10 @@ static inline void ipt_abort(struct ipt *t)
 {
 	t->ops->abort(t);
 }
-static inline must_check int ipt_fingerprint(struct ipt *t, const char *table, uint64_t *out)
+static inline must_check int ipt_fingerprint(struct ipt *t, const char *table, bool rules,
+					     uint64_t *out)
 {
-	return t->ops->fingerprint(t, table, out);
+	return t->ops->fingerprint(t, table, rules, out);
 }
 
 /*
