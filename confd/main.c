@@ -71,8 +71,13 @@ struct confd {
 	struct output *out;
 	struct secrets secrets;
 	bool in_sync, dirty, synced_once;
+	struct ds_outage outage;
 	uint64_t first_dirty_ms, last_event_ms;
-	struct loop_timer *settle, *retry, *resync;
+	struct loop_timer *settle, *retry, *resync, *bird_retry;
+	/* BIRD, watched over a control connection of its own: closed when BIRD goes. */
+	struct bird_ctl *bird;
+	bool bird_was_up; /* it was up once: its return is logged and reconfigured */
+	char *bird_down;  /* why BIRD is not there; NULL while connected */
 	uint64_t retry_ms;
 	struct render_output last;
 	bool have_last;
@@ -86,7 +91,7 @@ struct confd {
 	int exit_code;
 	struct httpd *httpd;
 	struct metrics *m;
-	struct metric *m_ds_resyncs;
+	struct metric *m_ds_resyncs, *m_outage;
 	struct metric *m_renders, *m_writes, *m_reloads, *m_rejected, *m_valid, *m_in_sync,
 		*m_sessions, *m_problems, *m_render_seconds, *m_updates;
 };
@@ -134,8 +139,12 @@ static void log_problems(struct confd *c, const struct bgp_view *v)
 
 static bool ready(const struct confd *c, const char **why)
 {
-	if (!c->in_sync) {
+	if (!ds_outage_ok(&c->outage, now_ms())) {
 		*why = "not in sync with the datastore";
+		return false;
+	}
+	if (c->bird_down) {
+		*why = c->bird_down;
 		return false;
 	}
 	if (c->state != ST_OK) {
@@ -153,6 +162,8 @@ static bool ready(const struct confd *c, const char **why)
 
 static void reload(struct confd *c)
 {
+	if (c->bird_down)
+		return; /* the watch reloads when BIRD is back */
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	int r = bird_reload(c->o.bird_socket, 5000, &err);
@@ -190,6 +201,83 @@ static void on_retry(struct loop *l, struct loop_timer *t, void *ctx)
 	struct confd *c = ctx;
 	if (c->reload_pending)
 		reload(c);
+}
+
+/* --- watching BIRD --------------------------------------------------------------------------- */
+
+#define BIRD_RETRY_MS 500
+
+static void bird_lost(struct confd *c, const char *why);
+
+static void on_bird(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct confd *c = ctx;
+	char buf[512];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return; /* nothing BIRD says unasked matters here */
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	sb_addf(&why, "BIRD is not running: its control socket %s closed", c->o.bird_socket);
+	bird_lost(c, sb_str(&why));
+	sb_free(&why);
+}
+
+/* Connect the watch; on failure, say why and try again in a second. */
+static void bird_watch(struct confd *c)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct bird_ctl *b = NULL;
+	int r = bird_ctl_open(c->o.bird_socket, 2000, &b, &err);
+	if (r == 0 && loop_add_fd(c->loop, bird_ctl_fd(b), EPOLLIN | EPOLLRDHUP, on_bird, c) < 0) {
+		sb_addf(&err, "watching it: %s", strerror(errno));
+		bird_ctl_close(b);
+		r = -1;
+	}
+	if (r < 0) {
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		sb_addf(&why, "BIRD is not running: %s", sb_str(&err));
+		bird_lost(c, sb_str(&why));
+		sb_free(&why);
+		sb_free(&err);
+		return;
+	}
+	sb_free(&err);
+	c->bird = b;
+	bool back = c->bird_was_up && c->bird_down;
+	free(c->bird_down);
+	c->bird_down = NULL;
+	if (back)
+		log_info("BIRD is back (%s); configuring it again", bird_ctl_greeting(b));
+	c->bird_was_up = true;
+	/* A BIRD that (re)started reads the files confd left: configure makes sure of it. */
+	if (back || c->reload_pending) {
+		c->reload_pending = c->reload_pending || c->have_last;
+		if (c->reload_pending)
+			reload(c);
+	}
+}
+
+static void bird_lost(struct confd *c, const char *why)
+{
+	if (c->bird) {
+		loop_del_fd(c->loop, bird_ctl_fd(c->bird));
+		bird_ctl_close(c->bird);
+		c->bird = NULL;
+	}
+	/* Logged once per loss (and not while BIRD has never started: confd starts first). */
+	if (!c->bird_down && c->bird_was_up)
+		log_warn("%s; not ready until it is back", why);
+	free(c->bird_down);
+	c->bird_down = xstrdup(why);
+	loop_timer_arm(c->bird_retry, BIRD_RETRY_MS, 0);
+}
+
+static void on_bird_retry(struct loop *l, struct loop_timer *t, void *ctx)
+{
+	bird_watch(ctx);
 }
 
 /* --- applying ------------------------------------------------------------------------------ */
@@ -358,12 +446,13 @@ static void on_status(void *ctx, enum ds_sync_status st, const char *why)
 	struct confd *c = ctx;
 	bool was = c->in_sync;
 	c->in_sync = st == DS_IN_SYNC;
-	metric_set(c->m_in_sync, NULL, c->in_sync ? 1 : 0);
+	ds_outage_status(&c->outage, st, why, now_ms());
 	if (c->in_sync && !was) {
-		log_info("in sync with the datastore (%zu nodes, %zu BGP peers, %zu pools)",
-			 store_count(&c->store, KIND_NODE), store_count(&c->store, KIND_BGPPEER),
-			 store_count(&c->store, KIND_IPPOOL));
 		if (!c->synced_once) {
+			log_info("in sync with the datastore (%zu nodes, %zu BGP peers, %zu pools)",
+				 store_count(&c->store, KIND_NODE),
+				 store_count(&c->store, KIND_BGPPEER),
+				 store_count(&c->store, KIND_IPPOOL));
 			/* Render at once after the first list; later bursts settle. */
 			c->synced_once = true;
 			mark_dirty(c);
@@ -371,9 +460,6 @@ static void on_status(void *ctx, enum ds_sync_status st, const char *why)
 		} else {
 			mark_dirty(c);
 		}
-	} else if (!c->in_sync && was) {
-		log_warn("lost sync with the datastore (%s: %s); keeping the current configuration",
-			 st == DS_RESYNC ? "re-listing" : "unreachable", why ? why : "");
 	}
 }
 
@@ -394,13 +480,17 @@ static void on_http(void *ctx, const char *path, struct httpd_response *resp)
 	struct strbuf why = STRBUF_INIT;
 	sb_init(&why);
 	const char *reason;
+	uint64_t now = now_ms();
 	bool ok = !streq(path, "/readiness") || ready(c, &reason);
-	if (!ok) {
+	if (!ok)
 		sb_addf(&why, "%s\n", reason);
-		const char *ds_why = c->syncer ? ds_syncer_why(c->syncer) : NULL;
-		if (!c->in_sync && ds_why)
-			sb_addf(&why, "datastore: %s\n", ds_why);
+	if (!c->in_sync && streq(path, "/readiness")) {
+		ds_outage_describe(&c->outage, now, &why);
+		sb_adds(&why, "\n");
 	}
+	/* The datastore as readiness sees it: in sync through an outage's grace period. */
+	metric_set(c->m_in_sync, NULL, ds_outage_ok(&c->outage, now));
+	metric_set(c->m_outage, NULL, (double)ds_outage_ms(&c->outage, now) / 1e3);
 	httpd_health_answer(path, ok, sb_str(&why), c->m, resp);
 	sb_free(&why);
 }
@@ -411,9 +501,16 @@ static void setup_metrics(struct confd *c)
 	c->m = metrics_new();
 	c->m_updates = metrics_counter(c->m, "brindle_confd_datastore_updates_total",
 				       "Resources received from the datastore.", NULL);
-	c->m_in_sync =
-		metrics_gauge(c->m, "brindle_confd_datastore_in_sync",
-			      "1 when the datastore has been listed and is being watched.", NULL);
+	c->m_in_sync = metrics_gauge(
+		c->m, "brindle_confd_datastore_in_sync",
+		"1 when the datastore has been listed and is being watched, or has not "
+		"been for less than the grace period (BRINDLE_DATASTORE_GRACE).",
+		NULL);
+	c->m_outage = metrics_gauge(
+		c->m, "brindle_confd_datastore_outage_seconds",
+		"How long the datastore has been unreachable or being listed again (0: in sync); "
+		"confd reports not ready once this passes BRINDLE_DATASTORE_GRACE.",
+		NULL);
 	c->m_ds_resyncs = metrics_counter(c->m, "brindle_confd_datastore_resyncs_total",
 					  "Re-lists of the datastore, by reason.", "reason");
 	c->m_renders = metrics_counter(c->m, "brindle_confd_renders_total",
@@ -690,7 +787,8 @@ static int run(struct confd *c, const struct ds_config *cfg)
 	c->settle = loop_timer_new(c->loop, on_settle, c);
 	c->retry = loop_timer_new(c->loop, on_retry, c);
 	c->resync = loop_timer_new(c->loop, on_resync, c);
-	if (!c->settle || !c->retry || !c->resync ||
+	c->bird_retry = loop_timer_new(c->loop, on_bird_retry, c);
+	if (!c->settle || !c->retry || !c->resync || !c->bird_retry ||
 	    loop_add_signal(c->loop, SIGTERM, on_signal, c) < 0 ||
 	    loop_add_signal(c->loop, SIGINT, on_signal, c) < 0 ||
 	    loop_add_signal(c->loop, SIGHUP, on_signal, c) < 0) {
@@ -719,12 +817,15 @@ static int run(struct confd *c, const struct ds_config *cfg)
 		{ KIND_SERVICE, NULL },
 		{ KIND_ENDPOINTSLICE, NULL },
 	};
+	ds_outage_init(&c->outage, cfg->outage_grace_ms);
 	if (ds_syncer_start(c->ds, c->loop, specs, ARRAY_SIZE(specs), &syncer_ops, c, &c->syncer) <
 	    0) {
 		log_error("datastore: %s", ds_last_error(c->ds));
 		goto out;
 	}
 	loop_set_before_sleep(c->loop, before_sleep, c);
+	if (!c->o.once)
+		bird_watch(c);
 	log_info("brindle-confd %s for node %s: templates %s, output %s, BIRD socket %s",
 		 BRINDLE_VERSION, c->o.node, c->o.templates, c->o.output_dir, c->o.bird_socket);
 	ret = loop_run(c->loop);
@@ -737,6 +838,11 @@ out:
 	loop_timer_free(c->settle);
 	loop_timer_free(c->retry);
 	loop_timer_free(c->resync);
+	if (c->bird)
+		loop_del_fd(c->loop, bird_ctl_fd(c->bird));
+	bird_ctl_close(c->bird);
+	loop_timer_free(c->bird_retry);
+	free(c->bird_down);
 	loop_free(c->loop);
 	output_free(c->out);
 	render_templates_free(c->templates);

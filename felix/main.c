@@ -55,7 +55,7 @@ struct felix {
 	struct felix_config cfg;
 	unsigned fc_generation;
 	enum ds_sync_status sync;
-	bool ever_in_sync;
+	struct ds_outage outage;
 	bool dirty;
 	uint64_t pending_since_ms; /* the first datastore change not applied yet; 0: none */
 	uint64_t last_change_ms;   /* the latest datastore change */
@@ -65,7 +65,7 @@ struct felix {
 	uint64_t invalid_values;
 	struct metrics *m;
 	struct metric *m_apply, *m_routes, *m_neighs, *m_fdbs, *m_local, *m_resyncs, *m_events,
-		*m_errors, *m_in_sync, *m_writes, *m_stall, *m_ds_resyncs;
+		*m_errors, *m_in_sync, *m_writes, *m_stall, *m_ds_resyncs, *m_outage;
 	/* Calico's names, for the dashboards built on Calico's felix (docs/felix.md) */
 	struct metric *mc_local_eps, *mc_local_pols, *mc_hosts, *mc_resync_state,
 		*mc_resyncs_started, *mc_dp_failures, *mc_ipsets, *mc_apply_time, *mc_calc_time;
@@ -123,19 +123,10 @@ static bool settling(struct felix *f, uint64_t now)
 static void on_status(void *ctx, enum ds_sync_status st, const char *why)
 {
 	struct felix *f = ctx;
-	static const char *const names[] = { "waiting for the datastore", "resyncing", "in sync" };
-	if (st == DS_WAIT_FOR_DATASTORE)
-		log_warn("datastore: %s: %s", names[st], why ? why : "");
-	else
-		log_info("datastore: %s%s%s", names[st], why ? ": " : "", why ? why : "");
 	if (st == DS_RESYNC && f->sync != DS_RESYNC)
 		metric_add(f->mc_resyncs_started, NULL, 1);
 	f->sync = st;
-	metric_set(f->m_in_sync, NULL, st == DS_IN_SYNC);
-	/* Calico's values: 1 waiting for the datastore, 2 resyncing, 3 in sync */
-	metric_set(f->mc_resync_state, NULL, (double)st + 1);
-	if (st == DS_IN_SYNC)
-		f->ever_in_sync = true;
+	ds_outage_status(&f->outage, st, why, now_ms());
 	f->dirty = true;
 }
 
@@ -268,6 +259,13 @@ static void maybe_reconfigure(struct felix *f)
 static void update_metrics(struct felix *f)
 {
 	const struct dp_status *st = dataplane_status(f->dp);
+	/* The datastore as readiness sees it: in sync through an outage's grace period. */
+	uint64_t now = now_ms();
+	bool ds_ok = ds_outage_ok(&f->outage, now);
+	metric_set(f->m_in_sync, NULL, ds_ok);
+	/* Calico's values: 1 waiting for the datastore, 2 resyncing, 3 in sync */
+	metric_set(f->mc_resync_state, NULL, ds_ok ? 3 : (double)f->sync + 1);
+	metric_set(f->m_outage, NULL, (double)ds_outage_ms(&f->outage, now) / 1e3);
 	metric_set(f->m_routes, NULL, (double)st->routes);
 	metric_set(f->m_neighs, NULL, (double)st->neighs);
 	metric_set(f->m_fdbs, NULL, (double)st->fdbs);
@@ -453,13 +451,12 @@ static void on_health(void *ctx, const char *path, struct httpd_response *resp)
 		return;
 	const struct dp_status *st = dataplane_status(f->dp);
 	bool ready = true;
-	if (f->sync != DS_IN_SYNC) {
+	uint64_t now = now_ms();
+	ds_outage_describe(&f->outage, now, &resp->body);
+	if (f->sync != DS_IN_SYNC)
+		sb_adds(&resp->body, "\n");
+	if (!ds_outage_ok(&f->outage, now)) {
 		ready = false;
-		const char *why = f->syncer ? ds_syncer_why(f->syncer) : NULL;
-		sb_addf(&resp->body, "datastore: %s%s%s\n",
-			f->sync == DS_WAIT_FOR_DATASTORE ? "waiting for the datastore"
-							 : "not in sync yet",
-			why ? ": " : "", why ? why : "");
 	} else if (!f->applies) {
 		ready = false;
 		sb_adds(&resp->body, "dataplane: not programmed yet\n");
@@ -522,7 +519,14 @@ static void make_metrics(struct felix *f)
 	f->m_errors = metrics_counter(f->m, "felix_errors_total", "Errors, by kind.", "kind");
 	f->m_in_sync =
 		metrics_gauge(f->m, "felix_in_sync",
-			      "1 when the datastore is listed and every watch is connected.", NULL);
+			      "1 when the datastore is listed and every watch is connected, or has "
+			      "not been for less than the grace period (BRINDLE_DATASTORE_GRACE).",
+			      NULL);
+	f->m_outage = metrics_gauge(
+		f->m, "felix_datastore_outage_seconds",
+		"How long the datastore has been unreachable or being listed again (0: in sync); "
+		"felix reports not ready once this passes BRINDLE_DATASTORE_GRACE.",
+		NULL);
 	f->m_ds_resyncs = metrics_counter(
 		f->m, "felix_datastore_resyncs_total",
 		"Re-lists of the datastore, by reason (compacted, revision_backwards, "
@@ -733,6 +737,7 @@ int main(int argc, char **argv)
 		{ KIND_NAMESPACE, NULL },
 	};
 	f.sync = DS_RESYNC;
+	ds_outage_init(&f.outage, dcfg.outage_grace_ms);
 	if (ds_syncer_start(f.ds, f.loop, specs, ARRAY_SIZE(specs), &syncer_ops, &f, &f.syncer) <
 	    0) {
 		log_error("datastore: %s", ds_last_error(f.ds));

@@ -282,6 +282,11 @@ int bird_ctl_open(const char *path, int timeout_ms, struct bird_ctl **out, struc
 	return 0;
 }
 
+int bird_ctl_fd(const struct bird_ctl *c)
+{
+	return c->fd;
+}
+
 const char *bird_ctl_greeting(const struct bird_ctl *c)
 {
 	return c->greeting;

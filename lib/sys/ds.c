@@ -5,7 +5,9 @@
  */
 #include "ds_internal.h"
 
+#include <brindle/core/model.h>
 #include <brindle/sys/etcd.h>
+#include <brindle/sys/log.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,6 +68,27 @@ int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 	}
 	if (!cfg->type)
 		cfg->type = "etcdv3";
+	const char *grace = env("BRINDLE_DATASTORE_GRACE");
+	if (!cfg->outage_grace_ms && grace) {
+		int64_t ms;
+		char *end;
+		unsigned long secs = strtoul(grace, &end, 10);
+		if (duration_parse(grace, &ms) == 0 && ms >= 0)
+			cfg->outage_grace_ms = (uint64_t)ms;
+		else if (*grace >= '0' && *grace <= '9' && !*end && secs < 86400 * 365)
+			cfg->outage_grace_ms = secs * 1000;
+		else {
+			if (err)
+				sb_addf(err,
+					"BRINDLE_DATASTORE_GRACE: \"%.40s\" is not a duration "
+					"(30s, "
+					"1m) or a number of seconds",
+					grace);
+			return -EINVAL;
+		}
+	} else if (!grace && !cfg->outage_grace_ms) {
+		cfg->outage_grace_ms = DS_OUTAGE_GRACE_DEFAULT_MS;
+	}
 	if (streq(cfg->type, "kubernetes")) {
 		/* Else kube_conn_load reads KUBECONFIG's list (merged), then in-cluster. */
 		if (!cfg->kubeconfig)
@@ -95,6 +118,77 @@ int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 	if (!cfg->etcd_key_file)
 		cfg->etcd_key_file = env("BRINDLE_ETCD_KEY_FILE");
 	return 0;
+}
+
+/* --- outages -------------------------------------------------------------------------------- */
+
+void ds_outage_init(struct ds_outage *o, uint64_t grace_ms)
+{
+	*o = (struct ds_outage){ .grace_ms = grace_ms, .status = DS_RESYNC };
+}
+
+void ds_outage_status(struct ds_outage *o, enum ds_sync_status st, const char *why, uint64_t now_ms)
+{
+	snprintf(o->why, sizeof(o->why), "%s", why ? why : "");
+	enum ds_sync_status was = o->status;
+	o->status = st;
+	if (st == DS_IN_SYNC) {
+		if (o->since_ms)
+			log_info("datastore: in sync again after an outage of %.1f s",
+				 (double)(now_ms - o->since_ms) / 1e3);
+		o->since_ms = 0;
+		o->ever_in_sync = true;
+		return;
+	}
+	if (!o->ever_in_sync) {
+		if (st != was)
+			log_debug("datastore: %s: %s",
+				  st == DS_WAIT_FOR_DATASTORE ? "waiting" : "listing", o->why);
+		return;
+	}
+	if (o->since_ms) {
+		log_debug("datastore: still out of sync (%s): %s",
+			  st == DS_WAIT_FOR_DATASTORE ? "unreachable" : "listing again", o->why);
+		return;
+	}
+	o->since_ms = now_ms ? now_ms : 1;
+	log_warn("datastore: %s: %s; everything programmed stays as it is; not ready if this "
+		 "lasts %.0f s",
+		 st == DS_WAIT_FOR_DATASTORE ? "unreachable" : "listing again", o->why,
+		 (double)o->grace_ms / 1e3);
+}
+
+bool ds_outage_ok(const struct ds_outage *o, uint64_t now_ms)
+{
+	if (o->status == DS_IN_SYNC)
+		return true;
+	return o->since_ms && now_ms - o->since_ms < o->grace_ms;
+}
+
+uint64_t ds_outage_ms(const struct ds_outage *o, uint64_t now_ms)
+{
+	return o->since_ms && now_ms > o->since_ms ? now_ms - o->since_ms : 0;
+}
+
+void ds_outage_describe(const struct ds_outage *o, uint64_t now_ms, struct strbuf *out)
+{
+	if (o->status == DS_IN_SYNC)
+		return;
+	const char *sep = o->why[0] ? ": " : "";
+	if (!o->since_ms) {
+		sb_addf(out, "datastore: %s%s%s",
+			o->status == DS_WAIT_FOR_DATASTORE ? "waiting for the datastore"
+							   : "not in sync yet",
+			sep, o->why);
+		return;
+	}
+	const char *what = o->status == DS_WAIT_FOR_DATASTORE ? "unreachable" : "listing again";
+	double secs = (double)ds_outage_ms(o, now_ms) / 1e3;
+	if (ds_outage_ok(o, now_ms))
+		sb_addf(out, "datastore: %s for %.0f s (not ready after %.0f s)%s%s", what, secs,
+			(double)o->grace_ms / 1e3, sep, o->why);
+	else
+		sb_addf(out, "datastore: %s for %.0f s%s%s", what, secs, sep, o->why);
 }
 
 int ds_open(const struct ds_config *cfg, struct ds **out, struct strbuf *err)

@@ -85,6 +85,8 @@ int bird_ctl_open(const char *path, int timeout_ms, struct bird_ctl **out,
 		  struct strbuf *err) must_check;
 /* The greeting, e.g. "BIRD 2.0.12 ready.". */
 const char *bird_ctl_greeting(const struct bird_ctl *c);
+/* The connection's socket: readable with nothing asked means BIRD closed it (it is gone). */
+int bird_ctl_fd(const struct bird_ctl *c);
 
 /*
  * Send @cmd (one line, no newline) and read the whole reply into @r (strings

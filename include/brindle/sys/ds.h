@@ -41,6 +41,8 @@ struct ds_config {
 	const char *kubeconfig;
 	const char *kube_context; /* kubernetes: a context other than current-context */
 	long timeout_ms;
+	/* How long an outage may last before a daemon reports not ready (struct ds_outage). */
+	uint64_t outage_grace_ms;
 };
 
 /*
@@ -53,6 +55,8 @@ struct ds_config {
  *   kubernetes: the kubeconfig from BRINDLE_KUBECONFIG (one path); none: NULL,
  *               which kube_conn_load takes as KUBECONFIG's list of files (merged as
  *               kubectl merges them), else in-cluster.
+ *   both:       BRINDLE_DATASTORE_GRACE, the outage grace period (a duration such as
+ *               "30s" or "1m", or seconds; default 30 s).
  * Strings point into the environment or @storage (freed by ds_config_free_storage).
  */
 struct ds_config_storage {
@@ -225,5 +229,41 @@ void ds_syncer_stop(struct ds_syncer *s);
 enum ds_sync_status ds_syncer_status(const struct ds_syncer *s);
 /* Why the syncer is not in sync (NULL when it is): for readiness. */
 const char *ds_syncer_why(const struct ds_syncer *s);
+
+/*
+ * A daemon's health as far as its datastore goes. An outage begins when the
+ * syncer, having been in sync, leaves DS_IN_SYNC (the datastore unreachable,
+ * or being listed again) and ends when it is back. The daemon stays ready
+ * through an outage until it has lasted the grace period, so a datastore
+ * restart or a short partition does not flap every node's readiness; what
+ * it programmed stays as it is meanwhile. One log line when an outage
+ * begins, one when it ends. Before the first sync there is no grace: not
+ * ready until in sync.
+ */
+#define DS_OUTAGE_GRACE_DEFAULT_MS 30000
+
+struct ds_outage {
+	uint64_t grace_ms;
+	bool ever_in_sync;
+	enum ds_sync_status status;
+	uint64_t since_ms; /* the outage's start; 0: none */
+	char why[256];	   /* the syncer's last word on it */
+};
+
+void ds_outage_init(struct ds_outage *o, uint64_t grace_ms);
+/* The syncer's status changed (its ops->status). */
+void ds_outage_status(struct ds_outage *o, enum ds_sync_status st, const char *why,
+		      uint64_t now_ms);
+/* Ready as far as the datastore goes: in sync, or in an outage younger than the grace period. */
+bool ds_outage_ok(const struct ds_outage *o, uint64_t now_ms);
+/* How long the current outage has lasted (0: none). */
+uint64_t ds_outage_ms(const struct ds_outage *o, uint64_t now_ms);
+/*
+ * The readiness line for it: "" when in sync; during the grace period
+ * "datastore: unreachable for 12 s (not ready after 30 s): WHY"; after it
+ * "datastore: unreachable for 42 s: WHY"; before the first sync
+ * "datastore: waiting for the datastore: WHY" or "datastore: not in sync yet: WHY".
+ */
+void ds_outage_describe(const struct ds_outage *o, uint64_t now_ms, struct strbuf *out);
 
 #endif
