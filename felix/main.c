@@ -388,16 +388,15 @@ static void on_link_msg(const struct nlmsghdr *h, void *ctx)
 	struct nl_link l;
 	struct nl_addr a;
 	struct nl_route r;
-	uint8_t family;
-	int ifindex;
+	struct nl_netconf nc;
 	if ((h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELROUTE) &&
 	    nl_parse_route(h, &r) == 0) {
 		if (dataplane_on_route(f->dp, &r, h->nlmsg_type == RTM_DELROUTE, now_ms()))
 			f->dirty = true;
 		return;
 	}
-	if (h->nlmsg_type == RTM_NEWNETCONF && nl_parse_netconf(h, &family, &ifindex) == 0) {
-		if (family == AF_INET && ifindex > 0 && dataplane_on_netconf(f->dp, ifindex))
+	if (h->nlmsg_type == RTM_NEWNETCONF && nl_parse_netconf(h, &nc) == 0) {
+		if (nc.family == AF_INET && nc.ifindex > 0 && dataplane_on_netconf(f->dp, &nc))
 			f->dirty = true;
 		return;
 	}

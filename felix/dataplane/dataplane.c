@@ -143,9 +143,9 @@ bool dataplane_on_route(struct dataplane *dp, const struct nl_route *r, bool del
 	return turn;
 }
 
-bool dataplane_on_netconf(struct dataplane *dp, int ifindex)
+bool dataplane_on_netconf(struct dataplane *dp, const struct nl_netconf *nc)
 {
-	return dp->links && links_settings_changed(dp->links, ifindex);
+	return dp->links && links_settings_changed(dp->links, nc);
 }
 
 bool dataplane_check(struct dataplane *dp)

@@ -37,6 +37,7 @@ struct desired;
 struct nl_addr;
 struct nl_link;
 struct nl_route;
+struct nl_netconf;
 
 enum dp_error_kind {
 	DP_ERR_NETLINK,	 /* a write the kernel refused */
@@ -96,7 +97,7 @@ bool dataplane_on_addr(struct dataplane *dp, const struct nl_addr *a);
 bool dataplane_on_route(struct dataplane *dp, const struct nl_route *r, bool deleted,
 			uint64_t now_ms);
 /* An interface's IPv4 settings changed (RTM_NEWNETCONF); true: apply soon. */
-bool dataplane_on_netconf(struct dataplane *dp, int ifindex);
+bool dataplane_on_netconf(struct dataplane *dp, const struct nl_netconf *nc);
 /*
  * The cheap checks for what the kernel tells no one about (iptables tables,
  * ip set sizes), on felix's drift-check timer; true when a writer found

@@ -143,12 +143,11 @@ void links_addrs_changed(struct links *l)
 	l->addrs_stale = true;
 }
 
-bool links_settings_changed(struct links *l, int ifindex)
+bool links_settings_changed(struct links *l, const struct nl_netconf *nc)
 {
-	const struct nl_link *link = links_indexed(l, ifindex);
-	if (!link)
+	const struct nl_link *link = links_indexed(l, nc->ifindex);
+	if (!link || (nc->forwarding != 0 && nc->proxy_neigh != 0))
 		return false;
-	/* Felix's own writes come back too: the look that follows finds nothing to change. */
 	hmap_put(&l->retry, link->name, (void *)1);
 	hmap_put(&l->touched, link->name, (void *)1);
 	return true;

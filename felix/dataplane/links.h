@@ -21,8 +21,12 @@ const struct nl_link *links_named(const struct links *l, const char *name);
 const struct nl_link *links_indexed(const struct links *l, int ifindex);
 /* An address was added or removed: the host interfaces are read again before the next plan. */
 void links_addrs_changed(struct links *l);
-/* Someone changed interface @ifindex's settings (a netconf event): looked at again. */
-bool links_settings_changed(struct links *l, int ifindex);
+/*
+ * An interface's settings changed (a netconf event): when the event says
+ * forwarding or proxy ARP turned off, the interface is looked at again (true).
+ * Felix's own writes turn them on, so their echoes ask for nothing.
+ */
+bool links_settings_changed(struct links *l, const struct nl_netconf *nc);
 
 /*
  * Refuse (and report) the workload item @key of @d on a host interface, which

@@ -546,7 +546,7 @@ int nl_parse_route(const struct nlmsghdr *h, struct nl_route *out)
 	return 0;
 }
 
-int nl_parse_netconf(const struct nlmsghdr *h, uint8_t *family, int *ifindex)
+int nl_parse_netconf(const struct nlmsghdr *h, struct nl_netconf *out)
 {
 	if (h->nlmsg_len < mnl_nlmsg_size(sizeof(struct netconfmsg)))
 		return -EINVAL;
@@ -556,8 +556,11 @@ int nl_parse_netconf(const struct nlmsghdr *h, uint8_t *family, int *ifindex)
 	uint32_t v;
 	if (!get_u32(at.tb[NETCONFA_IFINDEX], &v))
 		return -EINVAL;
-	*family = nc->ncm_family;
-	*ifindex = (int)v;
+	*out = (struct nl_netconf){ .family = nc->ncm_family, .ifindex = (int)v };
+	int *vals[] = { &out->forwarding, &out->proxy_neigh, &out->rp_filter };
+	int types[] = { NETCONFA_FORWARDING, NETCONFA_PROXY_NEIGH, NETCONFA_RP_FILTER };
+	for (size_t i = 0; i < ARRAY_SIZE(vals); i++)
+		*vals[i] = get_u32(at.tb[types[i]], &v) ? (int)v : -1;
 	return 0;
 }
 

@@ -75,7 +75,7 @@ pod shop web 10.244.1.11 web
 pod shop client 10.244.1.12 client
 pod other intruder 10.244.1.13 client
 
-bt_run_bg felix ip netns exec "$NODE" env NODENAME=node1 BRINDLE_DATASTORE_TYPE=kubernetes \
+bt_run_bg felix ip netns exec "$NODE" env NODENAME=node1 BRINDLE_DATASTORE_TYPE=kubernetes BRINDLE_DATASTORE_GRACE=5s \
 	BRINDLE_KUBECONFIG="$NODECFG" FELIX_PROMETHEUSMETRICSENABLED=true "$FELIX"
 bt_wait_for 30 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
 # Its watches (one per kind) share one HTTP/2 connection; lists go over a kept-alive
@@ -176,8 +176,9 @@ bt_wait_for 10 "the finished pod's route to go" \
 	sh -c "! ip -n '$NODE' route show proto 80 | grep -q '^10.244.1.12 '"
 
 # The API server unreachable (its port dropped in the mangle table, which felix
-# does not manage; no reset): not ready, with the
-# reason, within the grace period plus keep-alive; ready again once it is back.
+# does not manage; no reset): not ready, with the reason, within keep-alive
+# plus the watch's grace (5 s) plus the outage grace (BRINDLE_DATASTORE_GRACE,
+# 5 s here); ready again once it is back.
 port=$(kube_state "$K" API_PORT)
 cut() {
 	ip netns exec "$NODE" iptables -w -t mangle "$1" OUTPUT -p tcp --dport "$port" -j DROP
@@ -191,7 +192,7 @@ t0=$SECONDS
 bt_wait_for 40 "readiness 503 with the API unreachable" not_ready
 body=$(ip netns exec "$NODE" curl -s --max-time 2 http://localhost:9099/readiness || true)
 bt_log "not ready after $((SECONDS - t0))s: $body"
-bt_expect_contains "readiness says why" "waiting for the datastore" "$body"
+bt_expect_contains "readiness says why" "datastore: unreachable for" "$body"
 cut -D
 bt_wait_for 40 "ready again" bt_http_ok "$NODE" http://localhost:9099/readiness
 # felix is frozen (a paused node) while a ServiceAccount changes, etcd

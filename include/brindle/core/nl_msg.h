@@ -130,8 +130,14 @@ int nl_parse_link(const struct nlmsghdr *h, struct nl_link *out) must_check;
 int nl_parse_addr(const struct nlmsghdr *h, struct nl_addr *out) must_check;
 int nl_parse_route(const struct nlmsghdr *h, struct nl_route *out) must_check;
 int nl_parse_neigh(const struct nlmsghdr *h, struct nl_neigh *out) must_check;
-/* RTM_NEWNETCONF: whose settings changed (an ifindex; < 0 for "all" and "default"). */
-int nl_parse_netconf(const struct nlmsghdr *h, uint8_t *family, int *ifindex) must_check;
+/* RTM_NEWNETCONF: whose settings changed (ifindex < 0 for "all" and "default") and the
+ * new values the message carries (-1 for those it does not: a change carries only its own). */
+struct nl_netconf {
+	uint8_t family;
+	int ifindex;
+	int forwarding, proxy_neigh, rp_filter;
+};
+int nl_parse_netconf(const struct nlmsghdr *h, struct nl_netconf *out) must_check;
 
 /* Dump filters: what the kernel filters on with strict checking. Zero = any. */
 struct nl_route_filter {
