@@ -224,8 +224,13 @@ static int read_export(const char *path, struct objs *out)
 	struct strbuf text = STRBUF_INIT;
 	sb_init(&text);
 	struct model_errors errs = { 0 };
-	int r = sb_read_file(&text, path);
-	if (r < 0)
+	int r = sb_read_file_max(&text, path, MODEL_MAX_INPUT);
+	if (r == -EFBIG)
+		model_errors_add(&errs,
+				 "%s: larger than %u MiB, the most brindlectl reads from one "
+				 "file or stream",
+				 source, MODEL_MAX_INPUT >> 20);
+	else if (r < 0)
 		model_errors_add(&errs, "%s: %s", source, strerror(-r));
 	else if (model_read_internal(source, text.buf, text.len, NULL, &out->v, &out->n, &errs) ==
 		 0)

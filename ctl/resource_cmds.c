@@ -40,7 +40,15 @@ static void read_one(const char *path, const char *ns, struct objlist *out,
 {
 	struct strbuf text = STRBUF_INIT;
 	sb_init(&text);
-	int r = sb_read_file(&text, path);
+	int r = sb_read_file_max(&text, path, MODEL_MAX_INPUT);
+	if (r == -EFBIG) {
+		model_errors_add(errs,
+				 "%s: larger than %u MiB, the most brindlectl reads from one "
+				 "file or stream: nothing applied",
+				 streq(path, "-") ? "standard input" : path, MODEL_MAX_INPUT >> 20);
+		sb_free(&text);
+		return;
+	}
 	if (r < 0) {
 		model_errors_add(errs, "%s: %s", streq(path, "-") ? "standard input" : path,
 				 strerror(-r));

@@ -5,7 +5,10 @@
  */
 #include "model_internal.h"
 
+#include <brindle/core/log_escape.h>
+
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +47,86 @@ static bool path_under(const char *path, const char *failed)
 	       (path[n] == '\0' || path[n] == '.' || path[n] == '[');
 }
 
+/* At most this many bytes of one value go into an error, escaped: a 10 MB label is not echoed. */
+#define ECHO_MAX 100
+
+static void add_bounded(struct strbuf *sb, const char *s)
+{
+	size_t n = strlen(s), cut = n > ECHO_MAX ? ECHO_MAX : n;
+	while (cut > 0 && cut < n && ((unsigned char)s[cut] & 0xc0) == 0x80)
+		cut--; /* not inside a UTF-8 sequence */
+	log_escape(sb, s, cut);
+	if (cut < n)
+		sb_addf(sb, "... (%zu bytes)", n);
+}
+
+/*
+ * printf for error texts. A quoted "%s" is a value from the input (the
+ * model's errors quote every one): cut to ECHO_MAX bytes and escaped. Other
+ * conversions format as printf does.
+ */
+static void vformat(struct strbuf *sb, const char *fmt, va_list ap)
+{
+	for (const char *p = fmt; *p; p++) {
+		if (*p != '%') {
+			sb_addc(sb, *p);
+			continue;
+		}
+		const char *spec = p++;
+		while (*p && strchr("-+ #0123456789.", *p))
+			p++;
+		while (*p && strchr("hlzjt", *p))
+			p++;
+		char one[32];
+		snprintf(one, sizeof(one), "%.*s", (int)(p - spec + 1), spec);
+		bool lng = strstr(one, "l") != NULL, sz = strchr(one, 'z') != NULL;
+		switch (*p) {
+		case 's':
+			if (spec > fmt && spec[-1] == '"')
+				add_bounded(sb, va_arg(ap, const char *));
+			else
+				sb_adds(sb, va_arg(ap, const char *));
+			break;
+		case '%':
+			sb_addc(sb, '%');
+			break;
+		case 'd':
+		case 'i':
+			if (strstr(one, "ll") || lng)
+				sb_addf(sb, "%lld",
+					(long long)(lng && !strstr(one, "ll")
+							    ? va_arg(ap, long)
+							    : va_arg(ap, long long)));
+			else
+				sb_addf(sb, "%d", va_arg(ap, int));
+			break;
+		case 'u':
+		case 'x':
+			if (sz)
+				sb_addf(sb, *p == 'u' ? "%zu" : "%zx", va_arg(ap, size_t));
+			else if (lng)
+				sb_addf(sb, *p == 'u' ? "%llu" : "%llx",
+					strstr(one, "ll")
+						? va_arg(ap, unsigned long long)
+						: (unsigned long long)va_arg(ap, unsigned long));
+			else
+				sb_addf(sb, *p == 'u' ? "%u" : "%x", va_arg(ap, unsigned));
+			break;
+		case 'g':
+		case 'f':
+			sb_addf(sb, *p == 'g' ? "%g" : "%f", va_arg(ap, double));
+			break;
+		case 'c':
+			sb_addc(sb, (char)va_arg(ap, int));
+			break;
+		default: /* not used by the model's errors */
+			sb_adds(sb, one);
+			if (!*p)
+				return;
+		}
+	}
+}
+
 static void verr(struct model_ctx *c, const char *field, const char *fmt, va_list ap)
 {
 	if (c->errs->n - c->n_errs_before >= MAX_ERRORS)
@@ -54,7 +137,7 @@ static void verr(struct model_ctx *c, const char *field, const char *fmt, va_lis
 	if (field) {
 		if (sb.len)
 			sb_addc(&sb, '.');
-		sb_adds(&sb, field);
+		add_bounded(&sb, field);
 	}
 	if (c->checking) {
 		if (model_path_failed(c, sb_str(&sb))) {
@@ -67,7 +150,7 @@ static void verr(struct model_ctx *c, const char *field, const char *fmt, va_lis
 	}
 	if (sb.len)
 		sb_adds(&sb, ": ");
-	sb_vaddf(&sb, fmt, ap);
+	vformat(&sb, fmt, ap);
 	c->errs->v = xrealloc(c->errs->v, sizeof(char *) * (c->errs->n + 1));
 	c->errs->v[c->errs->n++] = sb_detach(&sb);
 }
@@ -111,7 +194,7 @@ size_t model_push(struct model_ctx *c, const char *field)
 	size_t mark = c->path.len;
 	if (c->path.len)
 		sb_addc(&c->path, '.');
-	sb_adds(&c->path, field);
+	add_bounded(&c->path, field);
 	return mark;
 }
 

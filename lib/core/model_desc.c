@@ -37,6 +37,30 @@ static const struct model_field *find_field(const struct model_struct *d, const 
 	return NULL;
 }
 
+/* A control character other than tab, newline and carriage return: its offset, else -1. */
+static long control_char(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') || *p == 0x7f)
+			return (long)(p - (const unsigned char *)s);
+	return -1;
+}
+
+static bool refuse_control(struct model_ctx *c, const char *field, const char *s)
+{
+	long at = control_char(s);
+	if (at < 0)
+		return false;
+	char what[64];
+	snprintf(what, sizeof(what), "must not hold control characters (byte 0x%02x at offset %ld)",
+		 (unsigned char)s[at], at);
+	if (field)
+		model_err_at(c, field, "%s", what);
+	else
+		model_err(c, "%s", what);
+	return true;
+}
+
 static bool decode_string(struct model_ctx *c, const struct jv *v, const char **out)
 {
 	const char *s = jv_as_string(v);
@@ -44,6 +68,8 @@ static bool decode_string(struct model_ctx *c, const struct jv *v, const char **
 		model_err(c, "must be a string, not a %s", jv_type_name(v->type));
 		return false;
 	}
+	if (refuse_control(c, NULL, s))
+		return false;
 	*out = arena_strdup(c->a, s);
 	return true;
 }
@@ -125,6 +151,11 @@ static bool decode_field(struct model_ctx *c, const struct model_field *f, const
 			if (!s) {
 				model_err_at(c, v->obj.members[k].key, "must be a string, not a %s",
 					     jv_type_name(mv->type));
+				ok = false;
+				continue;
+			}
+			if (refuse_control(c, v->obj.members[k].key, v->obj.members[k].key) ||
+			    refuse_control(c, v->obj.members[k].key, s)) {
 				ok = false;
 				continue;
 			}
@@ -910,9 +941,26 @@ static int read_all(const char *source, const char *text, size_t len, const char
 	sb_free(&perr);
 
 	struct objvec out = { 0 };
-	for (size_t d = 0; r == 0 && d < ndocs; d++)
-		if (docs[d])
-			read_doc(source, d + 1, docs[d], default_ns, allow_internal, &out, errs);
+	struct strbuf json = STRBUF_INIT;
+	sb_init(&json);
+	for (size_t d = 0; r == 0 && d < ndocs; d++) {
+		if (!docs[d])
+			continue;
+		/* Its size as the Kubernetes API would take it. */
+		sb_reset(&json);
+		json_write(&json, docs[d], false);
+		if (json.len > MODEL_MAX_DOCUMENT) {
+			model_errors_add(
+				errs,
+				"%s: document %zu: %.1f MiB as JSON, over the %.1f MiB one "
+				"resource may have (the Kubernetes API's limit)",
+				source, d + 1, (double)json.len / (1 << 20),
+				(double)MODEL_MAX_DOCUMENT / (1 << 20));
+			continue;
+		}
+		read_doc(source, d + 1, docs[d], default_ns, allow_internal, &out, errs);
+	}
+	sb_free(&json);
 	arena_free(a);
 	if (r == 0 && out.n == 0 && errs->n == before)
 		model_errors_add(errs, "%s: no resources found", source);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,18 @@
 
 int sb_read_fd(struct strbuf *sb, int fd)
 {
+	return sb_read_fd_max(sb, fd, SIZE_MAX - 1);
+}
+
+int sb_read_fd_max(struct strbuf *sb, int fd, size_t max)
+{
+	size_t start = sb->len;
 	for (;;) {
+		if (sb->len - start > max)
+			return -EFBIG;
 		sb_reserve(sb, 8192);
-		ssize_t n = read(fd, sb->buf + sb->len, sb->cap - sb->len - 1);
+		size_t room = sb->cap - sb->len - 1, left = max + 1 - (sb->len - start);
+		ssize_t n = read(fd, sb->buf + sb->len, room < left ? room : left);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -29,14 +39,19 @@ int sb_read_fd(struct strbuf *sb, int fd)
 
 int sb_read_file(struct strbuf *sb, const char *path)
 {
+	return sb_read_file_max(sb, path, SIZE_MAX - 1);
+}
+
+int sb_read_file_max(struct strbuf *sb, const char *path, size_t max)
+{
 	if (!sb->buf)
 		sb_init(sb);
 	if (streq(path, "-"))
-		return sb_read_fd(sb, STDIN_FILENO);
+		return sb_read_fd_max(sb, STDIN_FILENO, max);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int r = sb_read_fd(sb, fd);
+	int r = sb_read_fd_max(sb, fd, max);
 	close(fd);
 	return r;
 }

@@ -123,6 +123,9 @@ if err=$(ctl apply -f "$D/bad.yaml" 2>&1); then bt_fail "bad file accepted: $err
 bt_expect_contains "error names file, document and field" \
 	"$D/bad.yaml: document 2: spec.ingress[0].ports[0].endPort: must be >= port (80)" "$err"
 bt_expect_contains "says nothing was written" "nothing was written" "$err"
+# An endless stream is refused after 64 MiB, in bounded memory (issue 16: it grew until killed).
+if err=$(head -c 80M /dev/zero | ctl apply -f - 2>&1); then bt_fail "an endless stream accepted"; fi
+bt_expect_contains "a stream's limit" "standard input: larger than 64 MiB" "$err"
 if ctl get namespace should-not-exist >/dev/null 2>&1; then bt_fail "first document was written"; fi
 
 # A bad file among good ones stops all of them.

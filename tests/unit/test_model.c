@@ -351,6 +351,16 @@ struct bad {
 #define D1 "test.yaml: document 1: "
 
 static const struct bad bad_inputs[] = {
+	/* Control characters, anywhere the model stores a string (issue 16) */
+	{ "apiVersion: v1\nkind: Namespace\nmetadata: {name: \"a\\x07b\"}\n",
+	  D1 "metadata.name: must not hold control characters (byte 0x07 at offset 1)" },
+	{ "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"n\", "
+	  "\"labels\": {\"a\": \"b\\u001bc\"}}}",
+	  D1 "metadata.labels.a: must not hold control characters (byte 0x1b at offset 1)" },
+	{ "apiVersion: v1\nkind: Namespace\nmetadata: {name: n, annotations: {\"k\\x01\": v}}\n", D1
+	  "metadata.annotations.k\\x01: must not hold control characters (byte 0x01 at offset 1)" },
+	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16, nodeSelector: \"all()\\x7f\"}\n",
+	  D1 "spec.nodeSelector: must not hold control characters (byte 0x7f at offset 5)" },
 	/* Documents and kinds */
 	{ "- a\n- b\n", D1 "must be an object with apiVersion and kind, not a list" },
 	{ "kind: IPPool\nmetadata: {name: p}\n", D1 "apiVersion: required" },
@@ -672,6 +682,50 @@ static void test_bad_inputs(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/*
+ * Input limits: a document over 1.5 MiB as JSON is refused and so is every
+ * other document; a bad value is quoted to ~100 bytes, not echoed whole; an
+ * annotation may hold newlines and tabs (only other control characters go).
+ */
+static void test_input_limits(void **state)
+{
+	struct strbuf big = STRBUF_INIT;
+	sb_init(&big);
+	sb_adds(&big, "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\n"
+		      "apiVersion: v1\nkind: Namespace\nmetadata: {name: big, annotations: {a: \"");
+	for (size_t i = 0; i < (2u << 20) / 64; i++)
+		sb_adds(&big, "0123456789012345678901234567890123456789012345678901234567890123");
+	sb_adds(&big, "\"}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ok2}\n");
+	struct br_object **objs;
+	size_t n;
+	struct model_errors errs = { 0 };
+	assert_int_equal(model_read("big.yaml", big.buf, big.len, NULL, &objs, &n, &errs), -EINVAL);
+	assert_null(objs);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.v[0],
+			    "big.yaml: document 2: 2.0 MiB as JSON, over the 1.5 MiB one "
+			    "resource may have (the Kubernetes API's limit)");
+	model_errors_clear(&errs);
+
+	sb_reset(&big);
+	sb_adds(&big, "apiVersion: v1\nkind: Namespace\nmetadata: {name: n, labels: {a: \"");
+	for (int i = 0; i < 100000; i++)
+		sb_addc(&big, 'v');
+	sb_adds(&big, "\"}}\n");
+	assert_int_equal(model_read("l.yaml", big.buf, big.len, NULL, &objs, &n, &errs), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	assert_true(strlen(errs.v[0]) < 250);
+	assert_non_null(strstr(errs.v[0], "... (100000 bytes)"));
+	model_errors_clear(&errs);
+	sb_free(&big);
+
+	const char *ok = "apiVersion: v1\nkind: Namespace\nmetadata: {name: n, annotations: "
+			 "{note: \"line one\\nline two\\tend\"}}\n";
+	assert_int_equal(model_read("ok.yaml", ok, strlen(ok), NULL, &objs, &n, &errs), 0);
+	assert_int_equal(n, 1);
+	model_free_all(objs, n);
+}
+
 static void test_second_document_error(void **state)
 {
 	/* One bad document: nothing is returned, the error names the document. */
@@ -816,6 +870,7 @@ int main(void)
 		cmocka_unit_test(test_kind_names),
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_second_document_error),
+		cmocka_unit_test(test_input_limits),
 		cmocka_unit_test(test_all_errors_reported),
 		cmocka_unit_test(test_decode_error_hides_nothing),
 		cmocka_unit_test(test_clone_and_new),

@@ -847,10 +847,21 @@ bool model_equal(const struct br_object *a, const struct br_object *b);
 bool model_same_content(const struct br_object *a, const struct br_object *b);
 
 /*
+ * Input limits. One resource: 1.5 MiB as JSON, the most the Kubernetes API
+ * (and etcd's default request limit) takes for one object. One file or
+ * stream: 64 MiB, read no further (brindlectl, the lab).
+ */
+#define MODEL_MAX_DOCUMENT (3u << 19) /* 1.5 MiB */
+#define MODEL_MAX_INPUT	   (64u << 20)
+
+/*
  * Read a file's worth of resources (JSON or YAML, detected from the first
  * character; multi-document YAML; `kind: List`). Namespaced resources that
  * name no namespace get @default_ns ("default" when NULL). Errors are complete
  * lines: "<source>: document 2: spec.ingress[0].ports[1].endPort: must be >= port (80)".
+ * A document over MODEL_MAX_DOCUMENT is an error; a string holding a control
+ * character (other than tab, newline and carriage return) is an error naming
+ * the field; an error quotes at most ~100 bytes of a bad value, escaped.
  * On any error no objects are returned (*objs NULL, *n 0) and -EINVAL.
  */
 int model_read(const char *source, const char *text, size_t len, const char *default_ns,
