@@ -15,7 +15,9 @@
  * validated with placeholder addresses), CNI_NETNS (plugin_start), and that
  * the container has no interface CNI_IFNAME, default route or 169.254.1.1
  * route yet. A failure after that undoes only what this ADD created: its veth
- * and the addresses it added to the handle.
+ * and the addresses it added to the handle. What an interrupted ADD of the
+ * same container left (killed after its veth, before its endpoint) is taken
+ * back by the next ADD: the veth removed, the handle's address reused.
  */
 #include "plugin.h"
 
@@ -134,6 +136,21 @@ static int write_wep(struct plugin *p, struct br_object *o, struct strbuf *err)
 	return r;
 }
 
+/* Is there an endpoint of this container (a completed ADD)? When unsure, yes. */
+static bool endpoint_complete(struct plugin *p, const struct names *n)
+{
+	struct br_object *o = NULL;
+	int r = ds_get(p->ds, model_kind(KIND_WORKLOADENDPOINT), p->id.namespace, n->wep, &o);
+	if (r == -ENOENT)
+		return false;
+	if (r < 0)
+		return true;
+	const struct br_workloadendpoint *wep = (const struct br_workloadendpoint *)o;
+	bool mine = wep->spec.container_id && streq(wep->spec.container_id, p->container_id);
+	model_free(o);
+	return mine;
+}
+
 /*
  * Everything an ADD can check before it changes anything: the names from
  * CNI_ARGS and CNI_IFNAME, the WorkloadEndpoint it would write (with
@@ -161,10 +178,28 @@ static void check_add(struct plugin *p, const struct names *n, const struct dp_s
 	}
 	model_free(wep);
 	int r = dp_precheck(s, &err);
+	if (r == -EALREADY && !endpoint_complete(p, n)) {
+		/*
+		 * The pod's veth, and no endpoint of this container: an ADD of it was
+		 * interrupted (killed after the dataplane, before the endpoint). Its
+		 * interface (and the routes on it) go; its address is in the handle,
+		 * which IPAM gives back to this ADD.
+		 */
+		log_warn("ADD %s: %s in %s and %s were left by an interrupted ADD of this pod; "
+			 "removing them",
+			 p->container_id, p->ifname, p->netns, n->host_if);
+		sb_reset(&err);
+		r = dp_teardown(p->netns, p->ifname, NULL, &err);
+		if (r == 0) {
+			sb_reset(&err);
+			r = dp_precheck(s, &err);
+		}
+	}
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
 		sb_free(&err);
-		plugin_fail(p, r == -EEXIST ? CNI_ERR_CONFLICT : CNI_ERR_DATAPLANE,
+		plugin_fail(p,
+			    r == -EEXIST || r == -EALREADY ? CNI_ERR_CONFLICT : CNI_ERR_DATAPLANE,
 			    "the container's network is not free for this interface", details);
 	}
 	sb_free(&err);

@@ -233,9 +233,17 @@ static int pod_conflicts(struct nl *host, struct nl *pod, const struct dp_spec *
 		sb_addf(err, "listing the container's interfaces: %s", strerror(-r));
 		return r;
 	}
-	if (nl_link_by_name(&links, s->ifname)) {
-		sb_addf(err, "the container already has an interface %s", s->ifname);
-		r = -EEXIST;
+	/* CNI_IFNAME joined to this pod's host interface: a veth this plugin made for the pod. */
+	struct nl_link host_end;
+	const struct nl_link *mine = nl_link_by_name(&links, s->ifname);
+	if (mine) {
+		bool pair = find_link(host, s->host_if, &host_end) == 0 &&
+			    streq(host_end.kind, "veth") && streq(mine->kind, "veth") &&
+			    mine->parent == host_end.ifindex && host_end.parent == mine->ifindex;
+		sb_addf(err, "the container already has an interface %s%s%s", s->ifname,
+			pair ? ", joined to this pod's host interface " : "",
+			pair ? s->host_if : "");
+		r = pair ? -EALREADY : -EEXIST;
 		goto out;
 	}
 	r = dump_routes(pod, &f, &routes);

@@ -109,7 +109,9 @@ int dp_netns_open(const char *path, int *fd, struct strbuf *err) must_check;
  * @ifname, no IPv4 default route and no route to 169.254.1.1 in its main
  * table (whichever interface they use), and the host interface @host_if, if
  * there is one, is not the other end of one of the container's veths.
- * -EEXIST with a sentence in @err when it is not. Changes nothing.
+ * -EEXIST with a sentence in @err when it is not; -EALREADY when @ifname is
+ * a veth joined to @host_if (this plugin made it for this pod: a completed
+ * ADD's, or an interrupted one's). Changes nothing.
  */
 int dp_precheck(const struct dp_spec *s, struct strbuf *err) must_check;
 
