@@ -245,6 +245,108 @@ static bool refuse_endpoint_write(struct ds *d, const struct br_kind *k, const c
 	return true;
 }
 
+static const char *outcome_word(enum ds_apply_outcome w)
+{
+	return w == DS_APPLY_CREATED	  ? "created"
+	       : w == DS_APPLY_CONFIGURED ? "configured"
+					  : "unchanged";
+}
+
+/* What a failed apply left: the objects written and those not, by reference. */
+static void report_partial(struct objlist *objs, const bool *written)
+{
+	struct strbuf yes = STRBUF_INIT, no = STRBUF_INIT;
+	sb_init(&yes);
+	sb_init(&no);
+	for (size_t i = 0; i < objs->n; i++) {
+		char ref[256];
+		struct strbuf *sb = written[i] ? &yes : &no;
+		sb_addf(sb, "%s%s", sb->len ? ", " : "",
+			ctl_resource_ref(objs->v[i], ref, sizeof(ref)));
+	}
+	if (!yes.len)
+		ctl_error("nothing was written");
+	else
+		ctl_error("written: %s; not written: %s", sb_str(&yes),
+			  no.len ? sb_str(&no) : "none");
+	sb_free(&yes);
+	sb_free(&no);
+}
+
+/*
+ * apply, all or nothing. Every document is valid already (read_inputs). On
+ * etcd the objects land in transactions of DS_APPLY_BATCH (all of them in
+ * one when there are no more). On the Kubernetes API, which has no
+ * transaction of several objects, every write is first sent as a dry run
+ * (the API server validates and admits it, and stores nothing), and only
+ * then for real; if a real write still fails, what was written is said.
+ */
+static int apply_all(struct ds *d, struct objlist *objs)
+{
+	for (size_t i = 0; i < objs->n; i++) {
+		char ref[256];
+		if (refuse_endpoint_write(d, objs->v[i]->kind,
+					  ctl_resource_ref(objs->v[i], ref, sizeof(ref)))) {
+			ctl_error("nothing was written");
+			return CTL_FAIL;
+		}
+	}
+	bool *written = xcalloc(objs->n ? objs->n : 1, sizeof(bool));
+	int ret = CTL_OK;
+	if (ds_has_transactions(d)) {
+		enum ds_apply_outcome *what = xcalloc(objs->n ? objs->n : 1, sizeof(*what));
+		int r = ds_apply_all(d, objs->v, objs->n, what);
+		for (size_t i = 0; i < objs->n; i++) {
+			char ref[256];
+			written[i] = what[i] != DS_APPLY_NOT_WRITTEN;
+			if (written[i])
+				printf("%s %s\n", ctl_resource_ref(objs->v[i], ref, sizeof(ref)),
+				       outcome_word(what[i]));
+		}
+		if (r < 0) {
+			ctl_error("%s", ds_last_error(d));
+			report_partial(objs, written);
+			ret = CTL_FAIL;
+		}
+		free(what);
+		free(written);
+		return ret;
+	}
+	/* No transactions: a dry run of every write first. */
+	bool dry = ds_set_dry_run(d, true) == 0;
+	for (size_t i = 0; dry && i < objs->n; i++) {
+		bool created, changed;
+		char ref[256];
+		if (ds_apply(d, objs->v[i], &created, &changed) < 0) {
+			ctl_error("%s: %s", ctl_resource_ref(objs->v[i], ref, sizeof(ref)),
+				  ds_last_error(d));
+			ret = CTL_FAIL;
+		}
+	}
+	if (dry && ds_set_dry_run(d, false) < 0)
+		ret = CTL_FAIL;
+	if (ret != CTL_OK) {
+		ctl_error("the API server refuses the writes above (dry run): nothing was written");
+		free(written);
+		return ret;
+	}
+	for (size_t i = 0; i < objs->n; i++) {
+		bool created = false, changed = false;
+		char ref[256];
+		ctl_resource_ref(objs->v[i], ref, sizeof(ref));
+		if (ds_apply(d, objs->v[i], &created, &changed) < 0) {
+			ctl_error("%s: %s", ref, ds_last_error(d));
+			report_partial(objs, written);
+			ret = CTL_FAIL;
+			break;
+		}
+		written[i] = true;
+		printf("%s %s\n", ref, created ? "created" : changed ? "configured" : "unchanged");
+	}
+	free(written);
+	return ret;
+}
+
 static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 {
 	static const char *const names[] = { "apply", "create", "replace" };
@@ -263,6 +365,10 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 	struct ds *d = ctl_ds(c);
 	if (!d)
 		goto out;
+	if (mode == W_APPLY && !c->cluster_write) {
+		ret = apply_all(d, &objs);
+		goto out;
+	}
 	ret = CTL_OK;
 	for (size_t i = 0; i < objs.n; i++) {
 		struct br_object *obj = objs.v[i];

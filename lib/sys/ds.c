@@ -5,6 +5,7 @@
  */
 #include "ds_internal.h"
 
+#include <brindle/core/json.h>
 #include <brindle/core/model.h>
 #include <brindle/sys/etcd.h>
 #include <brindle/sys/log.h>
@@ -299,6 +300,93 @@ int ds_apply(struct ds *d, struct br_object *o, bool *created, bool *changed)
 	}
 	return ds_fail(d, -ECANCELED, "%s %s kept changing while being applied", o->kind->kind,
 		       o->meta.name);
+}
+
+int ds_set_dry_run(struct ds *d, bool on)
+{
+	if (on && !streq(d->type, "kubernetes"))
+		return ds_fail(d, -EOPNOTSUPP, "the %s datastore has no dry run", d->type);
+	d->dry_run = on;
+	return 0;
+}
+
+/* One batch of ds_apply_all: read, decide, write together. */
+static int apply_batch(struct ds *d, struct br_object **objs, size_t n, enum ds_apply_outcome *what)
+{
+	struct ds_write *w = xcalloc(n ? n : 1, sizeof(*w));
+	int r = -ECANCELED;
+	for (int attempt = 0; attempt < 10 && (r == -ECANCELED || r == -EEXIST); attempt++) {
+		size_t m = 0;
+		r = 0;
+		for (size_t i = 0; i < n && r == 0; i++) {
+			struct br_object *o = objs[i], *cur = NULL;
+			r = ds_get(d, o->kind, ds_scope(o), o->meta.name, &cur);
+			if (r == -ENOENT) {
+				w[m++] = (struct ds_write){ DS_WRITE_CREATE, o };
+				what[i] = DS_APPLY_CREATED;
+				r = 0;
+				continue;
+			}
+			if (r < 0)
+				break;
+			/* Keep the identity of what is stored; the user's copy may not carry it. */
+			o->meta.uid = arena_strdup(o->arena, cur->meta.uid);
+			o->meta.creation_timestamp =
+				arena_strdup(o->arena, cur->meta.creation_timestamp);
+			o->revision = cur->revision;
+			bool same = d->ops->same_content ? d->ops->same_content(cur, o)
+							 : model_same_content(cur, o);
+			model_free(cur);
+			what[i] = same ? DS_APPLY_UNCHANGED : DS_APPLY_CONFIGURED;
+			if (!same)
+				w[m++] = (struct ds_write){ DS_WRITE_UPDATE, o };
+		}
+		if (r == 0 && m)
+			r = ds_write_seq(d, w, m, NULL);
+	}
+	if (r < 0)
+		for (size_t i = 0; i < n; i++)
+			what[i] = DS_APPLY_NOT_WRITTEN;
+	free(w);
+	return r;
+}
+
+/* An object's size as stored (its JSON), near enough for batching. */
+static size_t stored_size(const struct br_object *o)
+{
+	struct arena *a = arena_new();
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	json_write(&sb, model_encode(a, o), false);
+	size_t n = sb.len;
+	sb_free(&sb);
+	arena_free(a);
+	return n;
+}
+
+int ds_apply_all(struct ds *d, struct br_object **objs, size_t n, enum ds_apply_outcome *what)
+{
+	if (!ds_has_transactions(d))
+		return ds_fail(d, -EOPNOTSUPP, "the %s datastore has no transactions", d->type);
+	for (size_t i = 0; i < n; i++)
+		what[i] = DS_APPLY_NOT_WRITTEN;
+	for (size_t i = 0; i < n;) {
+		/* At most DS_APPLY_BATCH objects and DS_APPLY_BATCH_BYTES (etcd takes 1.5 MiB a
+		 * request), one object at least. */
+		size_t m = 0, bytes = 0;
+		while (i + m < n && m < DS_APPLY_BATCH) {
+			size_t b = stored_size(objs[i + m]);
+			if (m && bytes + b > DS_APPLY_BATCH_BYTES)
+				break;
+			bytes += b;
+			m++;
+		}
+		int r = apply_batch(d, objs + i, m, what + i);
+		if (r < 0)
+			return r;
+		i += m;
+	}
+	return 0;
 }
 
 int ds_delete(struct ds *d, const struct br_kind *k, const char *scope, const char *name,

@@ -45,6 +45,7 @@ struct ds {
 	const char *type; /* the backend's type name */
 	struct strbuf err;
 	void *priv;
+	bool dry_run; /* ds_set_dry_run (backends with dry runs only) */
 };
 
 /* Sets the last error text; returns @ret. */

@@ -261,6 +261,8 @@ static int retry_legacy(struct ds *d, int r, const struct br_kind *k, const char
 		sb_reset(body);
 		json_write(body, cr, false);
 	}
+	if (r == 0 && d->dry_run && !streq(method, "GET"))
+		sb_adds(&path, "?dryRun=All");
 	if (r == 0)
 		r = kube_request(client_of(d), method, sb_str(&path), NULL, body, answer);
 	sb_free(&path);
@@ -661,6 +663,10 @@ static bool k_same_content(const struct br_object *cur, const struct br_object *
 
 static int write_obj(struct ds *d, struct br_object *o, bool create)
 {
+	/* Patches of the Node and the Pod: not sent in a dry run (ds_set_dry_run). */
+	if (d->dry_run && (o->kind->id == KIND_NODE || o->kind->id == KIND_WORKLOADENDPOINT ||
+			   is_derived(o->kind)))
+		return 0;
 	if (o->kind->id == KIND_NODE && !create)
 		return node_update(d, (struct br_node *)o);
 	if (o->kind->id == KIND_WORKLOADENDPOINT)
@@ -692,6 +698,8 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 			json_write(&body, cr, false);
 	}
 	struct jv *answer = NULL;
+	if (r == 0 && d->dry_run)
+		sb_adds(&path, "?dryRun=All");
 	if (r == 0) {
 		const char *method = create ? "POST" : "PUT";
 		r = kube_request(client_of(d), method, sb_str(&path), NULL, &body, &answer);
@@ -709,7 +717,7 @@ static int write_obj(struct ds *d, struct br_object *o, bool create)
 			r = ds_fail(d, -ENOENT, "%s \"%s\" not found", k->kind, o->meta.name);
 		else if (r < 0)
 			r = kube_fail(d, r, create ? "create" : "update");
-		else
+		else if (!d->dry_run)
 			take_meta(o, answer);
 	}
 	arena_free(a);

@@ -124,6 +124,39 @@ if kc get ippools.crd.projectcalico.org pool-b >/dev/null 2>&1; then
 	bt_fail "an invalid pool was stored"
 fi
 
+# All or nothing (issue 16): a set whose last object the API server refuses (a policy in a
+# namespace that does not exist: valid to brindlectl, not to the API) writes none of them:
+# every write goes as a dry run first.
+cat >"$BT_DIR/partial.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkSet
+metadata: {name: first-of-three}
+spec: {nets: [192.0.2.0/24]}
+---
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-c}
+spec: {cidr: 10.77.0.0/16}
+---
+apiVersion: projectcalico.org/v3
+kind: NetworkPolicy
+metadata: {name: p, namespace: no-such-namespace}
+spec: {selector: all()}
+YAML
+if err=$(bctl "$ALICE" apply -f "$BT_DIR/partial.yaml" 2>&1); then
+	bt_fail "a set with an object the API server refuses was applied: $err"
+fi
+bt_expect_contains "the refused object named" "networkpolicy.projectcalico.org/p: create" "$err"
+bt_expect_contains "the API server's reason" 'namespaces "no-such-namespace" not found' "$err"
+bt_expect_contains "says nothing was written" "nothing was written" "$err"
+for cr in globalnetworksets.crd.projectcalico.org/first-of-three ippools.crd.projectcalico.org/pool-c; do
+	if kc get "$cr" >/dev/null 2>&1; then
+		bt_fail "$cr was written though its set was refused"
+	fi
+done
+out=$(sed '/^---$/,$!d' "$BT_DIR/partial.yaml" | sed '1d' | sed '/^---$/,$d' | bctl "$ALICE" apply -f -)
+bt_expect_contains "a valid object alone is applied" "created" "$out"
+
 # A CR as Calico 3.30 writes it (default-tier name prefix, metadata annotation).
 kc apply -f - >/dev/null <<'YAML'
 apiVersion: crd.projectcalico.org/v1

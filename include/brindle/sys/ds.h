@@ -143,6 +143,36 @@ int ds_write_seq(struct ds *d, struct ds_write *w, size_t n, size_t *done) must_
 bool ds_has_transactions(const struct ds *d);
 
 /*
+ * Apply @n objects (as ds_apply each) in transactions: a batch of at most
+ * DS_APPLY_BATCH objects is read, and its creates and updates land together
+ * or not at all; a batch someone else changed meanwhile is read and tried
+ * again. More than DS_APPLY_BATCH objects, or more than DS_APPLY_BATCH_BYTES
+ * of them, take several transactions, in order (etcd's defaults:
+ * --max-txn-ops 128, each write one; --max-request-bytes 1.5 MiB). Needs ds_has_transactions.
+ * Returns 0, or the first failing batch's error with what[i] set for the objects written before it
+ * (DS_APPLY_NOT_WRITTEN for the rest).
+ */
+#define DS_APPLY_BATCH	     100
+#define DS_APPLY_BATCH_BYTES (1u << 20)
+enum ds_apply_outcome {
+	DS_APPLY_NOT_WRITTEN,
+	DS_APPLY_CREATED,
+	DS_APPLY_CONFIGURED,
+	DS_APPLY_UNCHANGED,
+};
+int ds_apply_all(struct ds *d, struct br_object **objs, size_t n,
+		 enum ds_apply_outcome *what) must_check;
+
+/*
+ * While on, creates and updates are checked by the server and not stored:
+ * the Kubernetes API's dryRun=All (validation, admission, conflicts).
+ * -EOPNOTSUPP on a backend without it (etcd, whose transactions make it
+ * needless). Node and WorkloadEndpoint writes on Kubernetes (patches of the
+ * Node and the Pod) are not sent at all while it is on.
+ */
+int ds_set_dry_run(struct ds *d, bool on) must_check;
+
+/*
  * The Kubernetes datastore's API client, for what only Kubernetes has (the
  * CNI plugin reads the pod it sets up); NULL on other datastores. Owned by
  * @d.
