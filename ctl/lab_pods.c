@@ -12,6 +12,7 @@
 #include <brindle/sys/clock.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -498,6 +499,7 @@ int lab_cmd_exec(struct ctl *c, int argc, char **argv)
 	}
 	const struct lab_topology *t = l.topo;
 	const char *target = argv[2], *netns = NULL;
+	bool node = false;
 	if (strchr(target, '/')) {
 		struct lab_pod_state *pods, *ps;
 		size_t npods;
@@ -505,8 +507,10 @@ int lab_cmd_exec(struct ctl *c, int argc, char **argv)
 			netns = ps->netns;
 	} else {
 		for (size_t i = 0; i < t->n_nodes; i++)
-			if (streq(t->nodes[i].name, target))
+			if (streq(t->nodes[i].name, target)) {
 				netns = lab_ns_node(l.a, t->name, target);
+				node = true;
+			}
 		for (size_t i = 0; i < t->n_externals; i++)
 			if (streq(t->externals[i].name, target))
 				netns = lab_ns_external(l.a, t->name, target);
@@ -519,6 +523,39 @@ int lab_cmd_exec(struct ctl *c, int argc, char **argv)
 			  target);
 		lab_free(&l);
 		return CTL_FAIL;
+	}
+	/*
+	 * On a node, what a node's shell has: the datastore's endpoints (the
+	 * admin's kubeconfig on Kubernetes), this BIRD's socket, NODENAME, and
+	 * this brindlectl first in PATH, so `brindlectl node status` and
+	 * `brindlectl get` work without flags.
+	 */
+	if (node) {
+		setenv("NODENAME", target, 1);
+		setenv("BRINDLE_BIRD_SOCKET", arena_printf(l.a, "%s/%s/bird.ctl", l.dir, target),
+		       1);
+		if (t->kubernetes) {
+			setenv("BRINDLE_DATASTORE_TYPE", "kubernetes", 1);
+			setenv("BRINDLE_KUBECONFIG", lab_kubeconfig(&l, "admin"), 1);
+			unsetenv("BRINDLE_ETCD_ENDPOINTS");
+		} else {
+			setenv("BRINDLE_DATASTORE_TYPE", "etcdv3", 1);
+			setenv("BRINDLE_ETCD_ENDPOINTS", l.endpoints, 1);
+		}
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			char *slash = strrchr(self, '/');
+			if (slash) {
+				*slash = '\0';
+				const char *path = getenv("PATH");
+				setenv("PATH",
+				       arena_printf(l.a, "%s:%s", self,
+						    path ? path : "/usr/bin:/bin"),
+				       1);
+			}
+		}
 	}
 	/* ip netns exec also mounts the namespace's own /sys */
 	char **full = arena_new_array(l.a, char *, (size_t)argc + 1);

@@ -52,6 +52,11 @@ set -e
 bt_expect_eq "second lab up fails" 1 "$rc"
 bt_expect_contains "second lab up says why" "is already up" "$out"
 lab status "$LAB" >/dev/null || bt_fail "the second lab up changed the lab"
+# A node's shell has the node's environment: brindlectl there needs no flags.
+out=$(lab exec "$LAB" node1 -- brindlectl node status 2>&1) || bt_fail "node status on node1: $out"
+bt_expect_contains "node status on node1 reads its BIRD" "Established" "$out"
+out=$(lab exec "$LAB" node1 -- brindlectl get nodes -o name 2>&1) || bt_fail "get nodes on node1: $out"
+bt_expect_contains "get on node1 reads the datastore" "node3" "$out"
 
 # --- every pod reaches every pod ----------------------------------------------------------------------
 grid() { lab matrix "$LAB" --ports 80 -o table | sed 's/ *$//'; }
