@@ -95,6 +95,12 @@ struct lab_exec {
 	const char *ns;			  /* NULL: the lab's own */
 	const struct lab_view_plan *view; /* NULL: the machine's files */
 	char *const *envp;		  /* NULL: the lab's environment */
+	/*
+	 * lab_spawn_exec: started again a second after it exits, as a kubelet
+	 * restarts a container. The pid recorded is its supervisor's, which
+	 * stops it on SIGTERM (lab down).
+	 */
+	bool restart;
 };
 /* lab_run and lab_spawn with a view and an environment. */
 int lab_run_exec(const struct lab_exec *x, char *const argv[], const char *input,
@@ -109,6 +115,10 @@ int lab_runf(struct strbuf *out, const char *fmt, ...) printf_like(2, 3);
  * its own, output to <dir>/<log>.log; recorded in <dir>/pids for lab down.
  */
 int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[]) must_check;
+/* The same, started again a second after each exit (lab_exec.restart): BIRD, the lab's process
+ * manager's way. */
+int lab_spawn_restarted(struct lab *l, const char *ns, const char *log,
+			char *const argv[]) must_check;
 /* Records a network namespace in <dir>/namespaces, then creates it with lo up. */
 int lab_netns_add(struct lab *l, const char *ns) must_check;
 /* Appends a line to <dir>/<file>. */

@@ -24,7 +24,8 @@
  *
  * A hostNetwork pod runs in its node's network namespace; the controllers'
  * pod, which is not, in the fabric's, next to the API server. The kubelet's
- * probes and restarts are not played.
+ * probes are not played; a container that exits is started again a second
+ * later (restartPolicy Always), an init container is not.
  */
 #include "lab.h"
 
@@ -373,7 +374,9 @@ static int run_pod(struct lab *l, const struct lab_bins *b, const struct lab_man
 			const char *cname = jv_as_string(jv_get(ctr, "name")) ?: "?";
 			const char *what = arena_printf(l->a, "%s %s (%s), container %s", kind,
 							name, m->path, cname);
-			struct lab_exec x = { .ns = netns };
+			/* a container that exits is started again (restartPolicy Always); an init
+			 * container runs once, to completion */
+			struct lab_exec x = { .ns = netns, .restart = !init };
 			char **argv = container_argv(l, b, ctr, what);
 			if (!argv || !(x.envp = container_env(l, m, ctr, node, what)) ||
 			    !(x.view = container_view(l, spec, ctr, node_dir, pod_dir, sa_dir,

@@ -291,7 +291,8 @@ static unsigned long long start_time(pid_t pid)
 	return v;
 }
 
-int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[])
+static int spawn_in(struct lab *l, const char *ns, const char *log, char *const argv[],
+		    bool restart)
 {
 	size_t n = 0;
 	while (argv[n])
@@ -307,7 +308,65 @@ int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[]
 	for (size_t i = 0; i < n; i++)
 		full[k++] = argv[i];
 	full[k] = NULL;
-	return lab_spawn_exec(l, &(struct lab_exec){ 0 }, log, full);
+	return lab_spawn_exec(l, &(struct lab_exec){ .restart = restart }, log, full);
+}
+
+int lab_spawn(struct lab *l, const char *ns, const char *log, char *const argv[])
+{
+	return spawn_in(l, ns, log, argv, false);
+}
+
+int lab_spawn_restarted(struct lab *l, const char *ns, const char *log, char *const argv[])
+{
+	return spawn_in(l, ns, log, argv, true);
+}
+
+/* The supervisor of a restarted daemon (lab_exec.restart): its child, and whether to stop. */
+static volatile pid_t supervised;
+static volatile sig_atomic_t supervisor_stop;
+
+static void supervisor_signal(int sig)
+{
+	supervisor_stop = 1;
+	if (supervised > 0)
+		kill(supervised, sig);
+}
+
+/* Run @argv, and again a second after each exit, until SIGTERM or SIGINT. */
+noreturn static void supervise(const struct lab_exec *x, char *const argv[])
+{
+	struct sigaction sa = { .sa_handler = supervisor_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	while (!supervisor_stop) {
+		pid_t pid = fork();
+		if (pid < 0)
+			_exit(126);
+		if (pid == 0) {
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGINT, SIG_DFL);
+			exec_child(x, argv);
+		}
+		supervised = pid;
+		int status = 0;
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		supervised = 0;
+		if (supervisor_stop)
+			break;
+		char msg[160];
+		int n = snprintf(msg, sizeof(msg),
+				 "brindlectl lab: %s exited (%s %d); starting it again in 1 s\n",
+				 argv[0], WIFSIGNALED(status) ? "signal" : "status",
+				 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+		if (write(1, msg, (size_t)MIN(n, (int)sizeof(msg) - 1)) < 0)
+			_exit(1);
+		struct timespec ts = { 1, 0 };
+		while (!supervisor_stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	_exit(0);
 }
 
 int lab_spawn_exec(struct lab *l, const struct lab_exec *x, const char *log, char *const argv[])
@@ -326,6 +385,8 @@ int lab_spawn_exec(struct lab *l, const struct lab_exec *x, const char *log, cha
 		dup2(in, 0);
 		dup2(out, 1);
 		dup2(out, 2);
+		if (x->restart)
+			supervise(x, argv);
 		exec_child(x, argv);
 	}
 	/* the start time is the same after exec: it identifies this process from now on */

@@ -518,8 +518,9 @@ static int start_birds(struct lab *l)
 		char *bird[] = { "bird",       "-f", "-c",
 				 (char *)conf, "-s", arena_printf(l->a, "%s/bird.ctl", dir),
 				 NULL };
-		if (lab_spawn(l, lab_ns_node(l->a, t->name, t->nodes[i].name),
-			      arena_printf(l->a, "%s-bird", t->nodes[i].name), bird) < 0)
+		/* BIRD killed comes back, as the node image's supervisor or a kubelet brings it */
+		if (lab_spawn_restarted(l, lab_ns_node(l->a, t->name, t->nodes[i].name),
+					arena_printf(l->a, "%s-bird", t->nodes[i].name), bird) < 0)
 			return fail_io("starting bird", NULL);
 	}
 	return 0;

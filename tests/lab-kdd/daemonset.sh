@@ -40,7 +40,12 @@ had_opt_cni=$([ -e /opt/cni ] && echo yes || echo no)
 lab up "$BT_DIR/topo.yaml" --timeout 60 >/dev/null || bt_fail "lab up failed"
 
 # --- the DaemonSet's containers -----------------------------------------------------------------------
-pid_of() { awk -v l="$1" '$3 == l {print $1}' "$STATE/pids"; }
+# a container's process: the child of the supervisor the lab records (which restarts it)
+pid_of() {
+	local s
+	s=$(awk -v l="$1" '$3 == l {print $1}' "$STATE/pids")
+	[ -n "$s" ] && awk '{print $1}' "/proc/$s/task/$s/children" 2>/dev/null
+}
 # the subject of a ServiceAccount token (its JWT's payload)
 subject() {
 	local p

@@ -57,6 +57,20 @@ out=$(lab exec "$LAB" node1 -- brindlectl node status 2>&1) || bt_fail "node sta
 bt_expect_contains "node status on node1 reads its BIRD" "Established" "$out"
 out=$(lab exec "$LAB" node1 -- brindlectl get nodes -o name 2>&1) || bt_fail "get nodes on node1: $out"
 bt_expect_contains "get on node1 reads the datastore" "node3" "$out"
+# BIRD killed on node2: the lab's process manager (a kubelet's restart on Kubernetes) starts it
+# again a second later, confd configures it again, and the sessions come back.
+sup=$(awk '$3 == "node2-bird" {print $1}' "$STATE/pids")
+bird=$(awk '{print $1}' "/proc/$sup/task/$sup/children")
+[ -n "$bird" ] || bt_fail "no BIRD under node2's supervisor ($sup)"
+kill -9 "$bird"
+node2_back() {
+	local b
+	b=$(awk '{print $1}' "/proc/$sup/task/$sup/children" 2>/dev/null)
+	[ -n "$b" ] && [ "$b" != "$bird" ] &&
+		lab status "$LAB" 2>/dev/null | grep '^node2 ' | grep -q 'ready      2/2 Established'
+}
+bt_wait_for 60 "node2's BIRD started again, with its sessions" node2_back
+bt_expect_contains "the restart logged" "starting it again in 1 s" "$(cat "$STATE/node2-bird.log")"
 
 # --- every pod reaches every pod ----------------------------------------------------------------------
 grid() { lab matrix "$LAB" --ports 80 -o table | sed 's/ *$//'; }
