@@ -28,6 +28,9 @@ struct lab {
 };
 
 /* Paths of the programs a lab runs (next to brindlectl in a build tree, or installed). */
+/* The fabric's routing table for external hosts' traffic: a /32 per pod, via its node. */
+#define LAB_EXTERNAL_TABLE 200
+
 struct lab_bins {
 	const char *felix, *confd, *node, *controllers, *cni, *cni_dir, *probe;
 };

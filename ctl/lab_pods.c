@@ -383,8 +383,8 @@ static int pod_delete(struct lab *l, const char *ref)
 		ctl_error("ip netns del %s: %s", ps->netns, sb_str(&out));
 	sb_reset(&out);
 	if (!host)
-		(void)lab_runf(&out, "ip -n %s route del %s/32", lab_ns_fabric(l->a, l->name),
-			       ps->ip);
+		(void)lab_runf(&out, "ip -n %s route del %s/32 table %d",
+			       lab_ns_fabric(l->a, l->name), ps->ip, LAB_EXTERNAL_TABLE);
 	sb_free(&out);
 	if (lab_state_drop(l, "pods", arena_printf(l->a, "%s ", ref)) < 0) {
 		ctl_error("%s/pods: could not be rewritten", l->dir);

@@ -384,6 +384,8 @@ static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
 		    0 ||
 	    (r = must("ip -n %s link set x%zu up", fab, i)) < 0 ||
 	    (r = must("ip -n %s route add %s/32 dev x%zu", fab, ip, i)) < 0 ||
+	    (r = must("ip -n %s rule add iif x%zu lookup %d pref 100", fab, i,
+		      LAB_EXTERNAL_TABLE)) < 0 ||
 	    (r = must("ip -n %s addr add %s/32 dev eth0", ns, ip)) < 0 ||
 	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
 	    (r = must("ip -n %s route add default dev eth0", ns)) < 0)
@@ -671,9 +673,15 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 		sb_free(&out);
 		if (!ip)
 			return -EIO;
-		/* the fabric carries each pod's address to its node: external hosts reach pods */
-		if ((r = must("ip -n %s route replace %s/32 via %s", lab_ns_fabric(l->a, t->name),
-			      ip, ipstr(l->a, &n->ip))) < 0)
+		/*
+		 * External hosts reach pods by a table of their own (an edge router's
+		 * static routes); the nodes' traffic through the fabric finds no pod
+		 * route, so between nodes only BGP carries pods' routes: a dead BIRD
+		 * shows once graceful restart runs out.
+		 */
+		if ((r = must("ip -n %s route replace %s/32 via %s dev br%zu table %d",
+			      lab_ns_fabric(l->a, t->name), ip, ipstr(l->a, &n->ip), n->subnet,
+			      LAB_EXTERNAL_TABLE)) < 0)
 			return r;
 	}
 	if (t->kubernetes && (r = lab_kube_pod_running(l, p, ip)) < 0)
