@@ -9,6 +9,10 @@
 #include <brindle/core/arena.h>
 
 #include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/ipset/ip_set.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,4 +452,58 @@ const char *ips_batch_describe(struct ips_batch *b, size_t i)
 		break;
 	}
 	return sb_str(&b->desc);
+}
+
+/* --- a set's header, as IPSET_CMD_LIST with IPSET_FLAG_LIST_HEADER answers ------------ */
+
+static int header_attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	uint16_t type = mnl_attr_get_type(a);
+	if (type <= IPSET_ATTR_CREATE_MAX)
+		tb[type] = a;
+	return MNL_CB_OK;
+}
+
+int ips_parse_header_msg(const struct nlmsghdr *h, const char *prefix, struct ips_list *out)
+{
+	const struct nlattr *tb[IPSET_ATTR_CREATE_MAX + 1] = { 0 };
+	const struct nlattr *d[IPSET_ATTR_CREATE_MAX + 1] = { 0 };
+	if (h->nlmsg_len < mnl_nlmsg_size(sizeof(struct nfgenmsg)) ||
+	    mnl_attr_parse(h, sizeof(struct nfgenmsg), header_attr_cb, tb) < 0 ||
+	    !tb[IPSET_ATTR_SETNAME] ||
+	    mnl_attr_validate(tb[IPSET_ATTR_SETNAME], MNL_TYPE_NUL_STRING) < 0)
+		return -EINVAL;
+	const char *name = mnl_attr_get_str(tb[IPSET_ATTR_SETNAME]);
+	if (!str_has_prefix(name, prefix) || strlen(name) > IPS_NAME_MAX)
+		return 0;
+	struct ips_info info = { .type = IPS_OTHER };
+	snprintf(info.name, sizeof(info.name), "%s", name);
+	if (tb[IPSET_ATTR_TYPENAME] &&
+	    mnl_attr_validate(tb[IPSET_ATTR_TYPENAME], MNL_TYPE_NUL_STRING) == 0 &&
+	    ips_type_parse(mnl_attr_get_str(tb[IPSET_ATTR_TYPENAME]), &info.type) < 0)
+		info.type = IPS_OTHER;
+	if (tb[IPSET_ATTR_FAMILY] && mnl_attr_validate(tb[IPSET_ATTR_FAMILY], MNL_TYPE_U8) == 0) {
+		uint8_t f = mnl_attr_get_u8(tb[IPSET_ATTR_FAMILY]);
+		info.family = f == NFPROTO_IPV4 ? AF_INET : f == NFPROTO_IPV6 ? AF_INET6 : 0;
+	}
+	size_t entries = SIZE_MAX; /* unknown until the kernel says (it does since Linux 4.15) */
+	if (tb[IPSET_ATTR_DATA] && mnl_attr_validate(tb[IPSET_ATTR_DATA], MNL_TYPE_NESTED) == 0 &&
+	    mnl_attr_parse_nested(tb[IPSET_ATTR_DATA], header_attr_cb, d) >= 0) {
+		if (d[IPSET_ATTR_MAXELEM] &&
+		    mnl_attr_validate(d[IPSET_ATTR_MAXELEM], MNL_TYPE_U32) == 0)
+			info.maxelem = ntohl(mnl_attr_get_u32(d[IPSET_ATTR_MAXELEM]));
+		if (d[IPSET_ATTR_ELEMENTS] &&
+		    mnl_attr_validate(d[IPSET_ATTR_ELEMENTS], MNL_TYPE_U32) == 0)
+			entries = ntohl(mnl_attr_get_u32(d[IPSET_ATTR_ELEMENTS]));
+	}
+	ips_list_push(out, &info)->entries = entries;
+	return 1;
+}
+
+int ips_header_msg_cb(const struct nlmsghdr *h, void *data)
+{
+	const struct ips_header_ctx *c = data;
+	(void)ips_parse_header_msg(h, c->prefix, c->out);
+	return MNL_CB_OK;
 }

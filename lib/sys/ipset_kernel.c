@@ -629,55 +629,6 @@ static int k_list(struct ips *s, const char *prefix, struct ips_list *out)
  * re-parsing it cost twice what the kernel's dump does, and felix's drift
  * check reads these sizes every second.
  */
-struct terse {
-	const char *prefix;
-	struct ips_list *out;
-};
-
-static int attr_cb(const struct nlattr *a, void *data)
-{
-	const struct nlattr **tb = data;
-	uint16_t type = mnl_attr_get_type(a);
-	if (type <= IPSET_ATTR_CREATE_MAX)
-		tb[type] = a;
-	return MNL_CB_OK;
-}
-
-static int terse_msg(const struct nlmsghdr *h, void *data)
-{
-	struct terse *t = data;
-	const struct nlattr *tb[IPSET_ATTR_CREATE_MAX + 1] = { 0 };
-	const struct nlattr *d[IPSET_ATTR_CREATE_MAX + 1] = { 0 };
-	if (mnl_attr_parse(h, sizeof(struct nfgenmsg), attr_cb, tb) < 0 ||
-	    !tb[IPSET_ATTR_SETNAME] ||
-	    mnl_attr_validate(tb[IPSET_ATTR_SETNAME], MNL_TYPE_NUL_STRING) < 0)
-		return MNL_CB_OK;
-	const char *name = mnl_attr_get_str(tb[IPSET_ATTR_SETNAME]);
-	if (!str_has_prefix(name, t->prefix) || strlen(name) > IPS_NAME_MAX)
-		return MNL_CB_OK;
-	struct ips_info info = { .type = IPS_OTHER };
-	snprintf(info.name, sizeof(info.name), "%s", name);
-	if (tb[IPSET_ATTR_TYPENAME] &&
-	    mnl_attr_validate(tb[IPSET_ATTR_TYPENAME], MNL_TYPE_NUL_STRING) == 0 &&
-	    ips_type_parse(mnl_attr_get_str(tb[IPSET_ATTR_TYPENAME]), &info.type) < 0)
-		info.type = IPS_OTHER;
-	if (tb[IPSET_ATTR_FAMILY] && mnl_attr_validate(tb[IPSET_ATTR_FAMILY], MNL_TYPE_U8) == 0) {
-		uint8_t f = mnl_attr_get_u8(tb[IPSET_ATTR_FAMILY]);
-		info.family = f == NFPROTO_IPV4 ? AF_INET : f == NFPROTO_IPV6 ? AF_INET6 : 0;
-	}
-	size_t entries = SIZE_MAX; /* unknown until the kernel says (it does since Linux 4.15) */
-	if (tb[IPSET_ATTR_DATA] && mnl_attr_parse_nested(tb[IPSET_ATTR_DATA], attr_cb, d) >= 0) {
-		if (d[IPSET_ATTR_MAXELEM] &&
-		    mnl_attr_validate(d[IPSET_ATTR_MAXELEM], MNL_TYPE_U32) == 0)
-			info.maxelem = ntohl(mnl_attr_get_u32(d[IPSET_ATTR_MAXELEM]));
-		if (d[IPSET_ATTR_ELEMENTS] &&
-		    mnl_attr_validate(d[IPSET_ATTR_ELEMENTS], MNL_TYPE_U32) == 0)
-			entries = ntohl(mnl_attr_get_u32(d[IPSET_ATTR_ELEMENTS]));
-	}
-	ips_list_push(t->out, &info)->entries = entries;
-	return MNL_CB_OK;
-}
-
 static int k_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 {
 	struct ips_kernel *k = kernel_of(s);
@@ -705,7 +656,7 @@ static int k_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 	nf->res_id = htons(0);
 	mnl_attr_put_u8(h, IPSET_ATTR_PROTOCOL, IPSET_PROTOCOL);
 	mnl_attr_put_u32(h, IPSET_ATTR_FLAGS | NLA_F_NET_BYTEORDER, htonl(IPSET_FLAG_LIST_HEADER));
-	struct terse t = { prefix, out };
+	struct ips_header_ctx t = { prefix, out };
 	size_t before = out->n;
 	int r = mnl_socket_sendto(k->nl, h, h->nlmsg_len) < 0 ? -errno : 0;
 	uint32_t portid = mnl_socket_get_portid(k->nl);
@@ -717,7 +668,7 @@ static int k_list_names(struct ips *s, const char *prefix, struct ips_list *out)
 			r = -errno;
 			break;
 		}
-		int cb = mnl_cb_run(buf, (size_t)n, seq, portid, terse_msg, &t);
+		int cb = mnl_cb_run(buf, (size_t)n, seq, portid, ips_header_msg_cb, &t);
 		if (cb == MNL_CB_STOP)
 			break;
 		if (cb < 0)

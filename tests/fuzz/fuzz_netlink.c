@@ -7,7 +7,11 @@
  */
 #include <brindle/sys/nl.h>
 
+#include <brindle/core/ipset_batch.h>
+
 #include <libmnl/libmnl.h>
+#include <linux/netfilter/ipset/ip_set.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -92,6 +96,27 @@ static void link_(struct nl_batch *b, const struct nlmsghdr *h)
 	      "link changed in a round trip");
 }
 
+/* felix's drift repair reads netconf events; its ip set check, set header dumps. */
+static void netconf(const struct nlmsghdr *h)
+{
+	struct nl_netconf nc;
+	if (nl_parse_netconf(h, &nc) < 0)
+		return;
+	check(nc.forwarding >= -1 && nc.proxy_neigh >= -1 && nc.rp_filter >= -1,
+	      "netconf value out of range");
+}
+
+static void ipset_header(const struct nlmsghdr *h)
+{
+	struct ips_list l = { 0 };
+	int r = ips_parse_header_msg(h, "", &l);
+	check(r < 0 || (size_t)r == l.n, "ip set header count");
+	for (size_t i = 0; i < l.n; i++)
+		check(memchr(l.v[i].info.name, 0, sizeof(l.v[i].info.name)) != NULL,
+		      "unterminated set name");
+	ips_list_free(&l);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* Netlink messages are 4-byte aligned in the socket buffer. */
@@ -126,6 +151,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case RTM_NEWLINK:
 		case RTM_DELLINK:
 			link_(b, h);
+			break;
+		case RTM_NEWNETCONF:
+			netconf(h);
+			break;
+		case (NFNL_SUBSYS_IPSET << 8) | IPSET_CMD_LIST:
+			ipset_header(h);
 			break;
 		}
 		if (step >= left)

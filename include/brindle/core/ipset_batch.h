@@ -109,6 +109,22 @@ struct ips_list {
 
 void ips_list_free(struct ips_list *l);
 
+/*
+ * One message of an ip set header dump (IPSET_CMD_LIST with
+ * IPSET_FLAG_LIST_HEADER): the set's name, type, family, maxelem and number
+ * of entries, pushed onto @out when its name starts with @prefix (1); 0 for
+ * another set; -EINVAL for a message without a name. The callback form is
+ * for mnl_cb_run, with a struct ips_header_ctx.
+ */
+struct nlmsghdr;
+int ips_parse_header_msg(const struct nlmsghdr *h, const char *prefix,
+			 struct ips_list *out) must_check;
+struct ips_header_ctx {
+	const char *prefix;
+	struct ips_list *out;
+};
+int ips_header_msg_cb(const struct nlmsghdr *h, void *data);
+
 /* --- writing -------------------------------------------------------------------- */
 
 enum ips_op_kind {
