@@ -11,7 +11,7 @@
 #   - with etcd back, both are ready again and log the recovery once.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/policy.sh"
-. "$(dirname "$0")/../lib/confd.sh"
+. "$(dirname "$0")/../lib/outage.sh"
 
 export BRINDLE_DATASTORE_GRACE=8s
 pt_node
@@ -20,20 +20,7 @@ pt_pod ns1 b 10.244.1.3 'app: b'
 pt_allowed ns1 a 10.244.1.3 80
 ETCD_PID=${bt_pids[0]}
 
-mkdir -p "$BT_DIR/bird"
-bt_run_bg confd ip netns exec "$NODE" "$CONFD" --node node1 --output-dir "$BT_DIR/bird" \
-	--templates "$CONFD_TEMPLATES" --bird-socket "$BT_DIR/bird/bird.ctl" \
-	--secrets-dir "$BT_DIR/secrets" --settle 50ms
-bt_wait_for 20 "confd to write bird.conf" test -s "$BT_DIR/bird/bird.conf"
-bt_run_bg bird ip netns exec "$NODE" bird -f -c "$BT_DIR/bird/bird.conf" -s "$BT_DIR/bird/bird.ctl"
-
-http() { ip netns exec "$NODE" curl -s --max-time 2 "$@" || true; }
-felix_ready() { ip netns exec "$NODE" curl -sf --max-time 2 http://localhost:9099/readiness >/dev/null; }
-confd_ready() { ip netns exec "$NODE" curl -sf --max-time 2 http://127.0.0.1:9098/readiness >/dev/null; }
-neither_ready() { ! felix_ready && ! confd_ready; }
-metric() { bt_metric "$NODE" "$1" "$2"; }
-felix_outage() { [ "$(metric http://localhost:9091/metrics felix_datastore_outage_seconds)" != 0 ]; }
-confd_outage() { [ "$(metric http://127.0.0.1:9098/metrics brindle_confd_datastore_outage_seconds)" != 0 ]; }
+outage_confd_bird "$BT_DIR/bird"
 bt_wait_for 20 "confd ready" confd_ready
 state() {
 	ip -n "$NODE" route show

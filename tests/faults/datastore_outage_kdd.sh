@@ -9,9 +9,9 @@
 # the recovery once.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
+. "$(dirname "$0")/../lib/outage.sh"
 
 FELIX=$BT_BUILD_DIR/felix/brindle-felix
-CONFD=$BT_BUILD_DIR/confd/brindle-confd
 kube_test_plane
 NODE=$NS
 kube_brindle_node "$K"
@@ -49,22 +49,8 @@ IFACE=$(bt_cali default a)
 
 export BRINDLE_DATASTORE_TYPE=kubernetes BRINDLE_KUBECONFIG=$KUBE_NODECFG BRINDLE_DATASTORE_GRACE=8s
 bt_run_bg felix ip netns exec "$NODE" env NODENAME=node1 FELIX_PROMETHEUSMETRICSENABLED=true "$FELIX"
-mkdir -p "$BT_DIR/node1"
-bt_run_bg confd ip netns exec "$NODE" "$CONFD" --node node1 --output-dir "$BT_DIR/node1" \
-	--templates "$BT_SOURCE_DIR/bgp-templates" --bird-socket "$BT_DIR/node1/bird.ctl" \
-	--secrets-dir "$BT_DIR/secrets" --settle 50ms
-bt_wait_for 30 "confd to write bird.conf" test -s "$BT_DIR/node1/bird.conf"
-bt_run_bg bird ip netns exec "$NODE" bird -f -c "$BT_DIR/node1/bird.conf" -s "$BT_DIR/node1/bird.ctl"
-
-http() { ip netns exec "$NODE" curl -s --max-time 2 "$@" || true; }
-felix_ready() { ip netns exec "$NODE" curl -sf --max-time 2 http://localhost:9099/readiness >/dev/null; }
-confd_ready() { ip netns exec "$NODE" curl -sf --max-time 2 http://127.0.0.1:9098/readiness >/dev/null; }
-neither_ready() { ! felix_ready && ! confd_ready; }
-metric() { bt_metric "$NODE" "$1" "$2"; }
-both_in_outage() {
-	[ "$(metric http://localhost:9091/metrics felix_datastore_outage_seconds)" != 0 ] &&
-		[ "$(metric http://127.0.0.1:9098/metrics brindle_confd_datastore_outage_seconds)" != 0 ]
-}
+outage_confd_bird "$BT_DIR/node1"
+both_in_outage() { felix_outage && confd_outage; }
 bt_wait_for 30 "felix ready" felix_ready
 bt_wait_for 30 "confd ready" confd_ready
 bt_wait_for 10 "the pod's route" sh -c "ip -n '$NODE' route show 10.244.1.2 | grep -q $IFACE"
