@@ -31,6 +31,7 @@ struct links {
 	struct hmap waiting;   /* workload interfaces not up yet → (void *)1 */
 	struct hmap retry;     /* workload interfaces to look at again → (void *)1 */
 	struct hmap touched;   /* interfaces whose settings someone changed → (void *)1 */
+	bool tunnel_changed;   /* vxlan.calico or tunl0 changed or went: reconcile them */
 	bool ipip_reported;
 	/* planned this turn */
 	bool tunnels;
@@ -512,8 +513,9 @@ static int links_plan(struct dp_writer *w, const struct dp_input *in)
 			return r;
 		}
 	}
-	l->tunnels = d->tunnels_dirty;
+	l->tunnels = d->tunnels_dirty || l->tunnel_changed;
 	d->tunnels_dirty = false;
+	l->tunnel_changed = false;
 	free_planned(l);
 	struct hmap *sets[] = { &d->dirty[DESIRED_IFACE], &l->retry };
 	l->ifaces = xmalloc(sizeof(char *) * (sets[0]->n + sets[1]->n + 1));
@@ -546,6 +548,10 @@ static int links_apply(struct dp_writer *w, const struct dp_input *in)
 static void links_link_changed(struct dp_writer *w, const struct nl_link *link, bool deleted)
 {
 	struct links *l = links_of(w);
+	/* Felix's own devices, deleted or changed by someone else (or by felix: then the
+	 * reconcile finds nothing to do), are made what they should be at the next turn. */
+	if (streq(link->name, VXLAN_DEV) || streq(link->name, IPIP_DEV))
+		l->tunnel_changed = true;
 	if (deleted) {
 		links_del(l, link->ifindex);
 		return;

@@ -754,6 +754,23 @@ static void test_drift(void **state)
 	assert_int_equal(cidr_parse("10.9.0.0/24", false, &other.dst), 0);
 	assert_false(dataplane_on_route(dp, &other, false, 1300));
 
+	/* vxlan.calico deleted by someone else: made again at the next turn. */
+	struct nl_link vx;
+	nl_link_init(&vx);
+	snprintf(vx.name, sizeof(vx.name), "vxlan.calico");
+	vx.ifindex = ifindex(f, "vxlan.calico");
+	assert_true(vx.ifindex > 0);
+	struct nl_batch *del = nl_batch_new();
+	nl_batch_link(del, NL_DEL, &vx);
+	assert_int_equal(nl_apply(f->nl, del, NULL), 0);
+	nl_batch_free(del);
+	assert_int_equal(ifindex(f, "vxlan.calico"), 0);
+	dataplane_on_link(dp, &vx, true);
+	nl_record_clear_log(f->nl);
+	assert_int_equal(
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1350), 0);
+	assert_true(ifindex(f, "vxlan.calico") > 0);
+
 	/* iptables: a chain of ours flushed. */
 	unsigned commits = ipt_record_commits(ipt, "filter");
 	struct ipt_table_state k = { 0 };
@@ -807,13 +824,13 @@ static void test_drift(void **state)
 
 	/* ip sets: a member removed. */
 	size_t before = ips_record_count(ips);
-	struct ips_batch *del = ips_batch_new();
+	struct ips_batch *sdel = ips_batch_new();
 	struct ips_list l = { 0 };
 	assert_int_equal(ips_list_sets(ips, "cali40", &l), 0);
 	assert_true(l.n >= 1 && l.v[0].n >= 1);
-	ips_batch_del(del, l.v[0].info.name, l.v[0].members[0]);
-	assert_int_equal(ips_apply(ips, del, NULL), 0);
-	ips_batch_free(del);
+	ips_batch_del(sdel, l.v[0].info.name, l.v[0].members[0]);
+	assert_int_equal(ips_apply(ips, sdel, NULL), 0);
+	ips_batch_free(sdel);
 	assert_true(dataplane_check(dp));
 	pol_flush(pol);
 	assert_int_equal(
