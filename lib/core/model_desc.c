@@ -51,7 +51,7 @@ static bool refuse_control(struct model_ctx *c, const char *field, const char *s
 	long at = control_char(s);
 	if (at < 0)
 		return false;
-	char what[64];
+	char what[96];
 	snprintf(what, sizeof(what), "must not hold control characters (byte 0x%02x at offset %ld)",
 		 (unsigned char)s[at], at);
 	if (field)

@@ -559,8 +559,9 @@ int nl_parse_netconf(const struct nlmsghdr *h, struct nl_netconf *out)
 	*out = (struct nl_netconf){ .family = nc->ncm_family, .ifindex = (int)v };
 	int *vals[] = { &out->forwarding, &out->proxy_neigh, &out->rp_filter };
 	int types[] = { NETCONFA_FORWARDING, NETCONFA_PROXY_NEIGH, NETCONFA_RP_FILTER };
+	/* A setting's values are small (0, 1, 2): anything else is taken as not said. */
 	for (size_t i = 0; i < ARRAY_SIZE(vals); i++)
-		*vals[i] = get_u32(at.tb[types[i]], &v) ? (int)v : -1;
+		*vals[i] = get_u32(at.tb[types[i]], &v) && v <= 255 ? (int)v : -1;
 	return 0;
 }
 

@@ -131,7 +131,8 @@ int nl_parse_addr(const struct nlmsghdr *h, struct nl_addr *out) must_check;
 int nl_parse_route(const struct nlmsghdr *h, struct nl_route *out) must_check;
 int nl_parse_neigh(const struct nlmsghdr *h, struct nl_neigh *out) must_check;
 /* RTM_NEWNETCONF: whose settings changed (ifindex < 0 for "all" and "default") and the
- * new values the message carries (-1 for those it does not: a change carries only its own). */
+ * new values the message carries (-1 for those it does not: a change carries only its own;
+ * and for a value over 255, which no setting has). */
 struct nl_netconf {
 	uint8_t family;
 	int ifindex;
