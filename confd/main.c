@@ -229,7 +229,8 @@ static void bird_watch(struct confd *c)
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	struct bird_ctl *b = NULL;
-	int r = bird_ctl_open(c->o.bird_socket, 2000, &b, &err);
+	/* short: the loop waits for it, and a BIRD that does not greet in time is not there */
+	int r = bird_ctl_open(c->o.bird_socket, 500, &b, &err);
 	if (r == 0 && loop_add_fd(c->loop, bird_ctl_fd(b), EPOLLIN | EPOLLRDHUP, on_bird, c) < 0) {
 		sb_addf(&err, "watching it: %s", strerror(errno));
 		bird_ctl_close(b);
