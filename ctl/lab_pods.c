@@ -9,10 +9,10 @@
  * Pod's labels, which felix reads through its WorkloadEndpoint).
  */
 #include "lab.h"
+#include <brindle/sys/install.h>
 #include <brindle/sys/clock.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -542,20 +542,11 @@ int lab_cmd_exec(struct ctl *c, int argc, char **argv)
 			setenv("BRINDLE_DATASTORE_TYPE", "etcdv3", 1);
 			setenv("BRINDLE_ETCD_ENDPOINTS", l.endpoints, 1);
 		}
-		char self[PATH_MAX];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n > 0) {
-			self[n] = '\0';
-			char *slash = strrchr(self, '/');
-			if (slash) {
-				*slash = '\0';
-				const char *path = getenv("PATH");
-				setenv("PATH",
-				       arena_printf(l.a, "%s:%s", self,
-						    path ? path : "/usr/bin:/bin"),
-				       1);
-			}
-		}
+		const char *path = getenv("PATH");
+		setenv("PATH",
+		       arena_printf(l.a, "%s:%s", install_exe_dir(l.a),
+				    path ? path : "/usr/bin:/bin"),
+		       1);
 	}
 	/* ip netns exec also mounts the namespace's own /sys */
 	char **full = arena_new_array(l.a, char *, (size_t)argc + 1);

@@ -192,17 +192,7 @@ static bool env_uint(const char *v, uint64_t max, uint64_t *out)
 /* Felix takes durations as Go durations or as seconds. */
 static bool env_duration(const char *v, uint64_t *ms)
 {
-	int64_t d;
-	uint64_t secs;
-	if (duration_parse(v, &d) == 0 && d >= 0) {
-		*ms = (uint64_t)d;
-		return true;
-	}
-	if (env_uint(v, 1000000000ull, &secs)) {
-		*ms = secs * 1000;
-		return true;
-	}
-	return false;
+	return duration_or_seconds_parse(v, ms) == 0;
 }
 
 static bool env_choice(const char *v, const char *const *choices, char *out, size_t size)

@@ -86,6 +86,18 @@ static void mirror_set(struct mirror_route *m, const struct nl_route *r)
 	m->mtu = (uint16_t)MIN(r->mtu, 65535u);
 }
 
+#define ROUTE_KEY_LEN (CIDR_STRLEN + 12)
+
+/* A route's key in the mirror: its destination, "#<metric>" after it when not 0. */
+static void route_key(const struct nl_route *r, char key[ROUTE_KEY_LEN])
+{
+	char c[CIDR_STRLEN];
+	if (r->priority)
+		snprintf(key, ROUTE_KEY_LEN, "%s#%u", cidr_str(&r->dst, c), r->priority);
+	else
+		snprintf(key, ROUTE_KEY_LEN, "%s", cidr_str(&r->dst, c));
+}
+
 /* The full route a mirror entry stands for. */
 static bool mirror_route_of(const char *key, const struct mirror_route *m, struct nl_route *r)
 {
@@ -168,12 +180,8 @@ static int routes_read(struct dp_writer *w, const struct dp_input *in)
 	w->report->status.resyncs++;
 	struct hmap fresh = HMAP_INIT;
 	for (size_t i = 0; i < list.n; i++) {
-		char key[CIDR_STRLEN + 12], c[CIDR_STRLEN];
-		if (list.v[i].priority)
-			snprintf(key, sizeof(key), "%s#%u", cidr_str(&list.v[i].dst, c),
-				 list.v[i].priority);
-		else
-			snprintf(key, sizeof(key), "%s", cidr_str(&list.v[i].dst, c));
+		char key[ROUTE_KEY_LEN];
+		route_key(&list.v[i], key);
 		struct mirror_route *old = hmap_get(&rt->mirror, key);
 		struct mirror_route *m = xcalloc(1, sizeof(*m));
 		mirror_set(m, &list.v[i]);
@@ -494,11 +502,8 @@ static bool routes_route_changed(struct dp_writer *w, const struct nl_route *r, 
 	struct routes *rt = routes_of(w);
 	if (r->family != AF_INET || r->table != RT_TABLE_MAIN)
 		return false;
-	char key[CIDR_STRLEN + 12], c[CIDR_STRLEN];
-	if (r->priority)
-		snprintf(key, sizeof(key), "%s#%u", cidr_str(&r->dst, c), r->priority);
-	else
-		snprintf(key, sizeof(key), "%s", cidr_str(&r->dst, c));
+	char key[ROUTE_KEY_LEN];
+	route_key(r, key);
 	struct mirror_route *m = hmap_get(&rt->mirror, key);
 	bool ours = r->protocol == NL_PROTO_BRINDLE;
 	if (!ours && !m)

@@ -504,8 +504,8 @@ int ips_parse_header_msg(const struct nlmsghdr *h, const char *prefix, struct ip
 int ips_header_msg_cb(const struct nlmsghdr *h, void *data)
 {
 	const struct ips_header_ctx *c = data;
-	/* A message without a set's name is not a set's: skipped, as the kernel sends none. */
-	if (ips_parse_header_msg(h, c->prefix, c->out) < 0)
-		return MNL_CB_OK;
+	/* A message without a set's name (the kernel sends none) is skipped like another set's. */
+	int r = ips_parse_header_msg(h, c->prefix, c->out);
+	(void)r;
 	return MNL_CB_OK;
 }

@@ -703,6 +703,22 @@ static struct jv *asn_encode(struct arena *a, const void *field)
 
 const struct model_codec model_codec_asn = { asn_decode, asn_encode, asn_schema };
 
+int duration_or_seconds_parse(const char *s, uint64_t *ms)
+{
+	int64_t d;
+	if (duration_parse(s, &d) == 0 && d >= 0) {
+		*ms = (uint64_t)d;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long secs = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-' || secs > 1000000000ull)
+		return -EINVAL;
+	*ms = secs * 1000;
+	return 0;
+}
+
 int duration_parse(const char *s, int64_t *ms)
 {
 	static const struct {

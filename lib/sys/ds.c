@@ -71,14 +71,7 @@ int ds_config_from_env(struct ds_config *cfg, struct ds_config_storage *storage,
 		cfg->type = "etcdv3";
 	const char *grace = env("BRINDLE_DATASTORE_GRACE");
 	if (!cfg->outage_grace_ms && grace) {
-		int64_t ms;
-		char *end;
-		unsigned long secs = strtoul(grace, &end, 10);
-		if (duration_parse(grace, &ms) == 0 && ms >= 0)
-			cfg->outage_grace_ms = (uint64_t)ms;
-		else if (*grace >= '0' && *grace <= '9' && !*end && secs < 86400 * 365)
-			cfg->outage_grace_ms = secs * 1000;
-		else {
+		if (duration_or_seconds_parse(grace, &cfg->outage_grace_ms) < 0) {
 			if (err)
 				sb_addf(err,
 					"BRINDLE_DATASTORE_GRACE: \"%.40s\" is not a duration "

@@ -9,8 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The directory of the running program, or "." when unknown. */
-static const char *exe_dir(struct arena *a)
+const char *install_exe_dir(struct arena *a)
 {
 	char buf[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -26,7 +25,7 @@ static const char *exe_dir(struct arena *a)
 
 bool install_in_build_tree(struct arena *a)
 {
-	const char *dir = exe_dir(a);
+	const char *dir = install_exe_dir(a);
 	size_t n = strlen(BRINDLE_BUILD_DIR);
 	/* Programs are built in <build>/<component>; a prefix inside the build tree is not it. */
 	return strncmp(dir, BRINDLE_BUILD_DIR, n) == 0 && dir[n] == '/' &&
@@ -38,7 +37,7 @@ static const char *prefix_path(struct arena *a, const char *rel)
 {
 	if (rel[0] == '/')
 		return rel;
-	const char *dir = exe_dir(a);
+	const char *dir = install_exe_dir(a);
 	const char *slash = strrchr(dir, '/');
 	if (!slash) /* "." */
 		return arena_printf(a, "../%s", rel);

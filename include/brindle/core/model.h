@@ -896,6 +896,8 @@ bool valid_label_value(const char *s, const char **why);
 bool community_valid(const char *s);
 
 int duration_parse(const char *s, int64_t *ms) must_check;
+/* A setting given as a Go duration ("90s", "1m30s") or as whole seconds ("90"); -EINVAL else. */
+int duration_or_seconds_parse(const char *s, uint64_t *ms) must_check;
 /* Parse "1.10" or "64512"; -EINVAL when malformed. */
 int asn_parse(const char *s, uint32_t *out) must_check;
 /* "ip", "ip:port", "[v6]:port" → address and port (0 when none). */

@@ -12,6 +12,8 @@
 
 #include <stdbool.h>
 
+/* The directory of the running program, or "." when unknown. */
+const char *install_exe_dir(struct arena *a);
 /* Whether the running program is one of the build tree's (BRINDLE_BUILD_DIR/<component>/). */
 bool install_in_build_tree(struct arena *a);
 /*
