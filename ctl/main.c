@@ -8,6 +8,7 @@
  */
 #include "ctl.h"
 
+#include <brindle/sys/http.h>
 #include <brindle/sys/log.h>
 #include <brindle/version.h>
 
@@ -16,6 +17,7 @@
 static int cmd_version(struct ctl *c, int argc, char **argv)
 {
 	printf("brindlectl version %s\n", BRINDLE_VERSION);
+	printf("transport: %s\n", http_library_version());
 	return CTL_OK;
 }
 

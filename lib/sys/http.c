@@ -771,3 +771,8 @@ void http_result_clear(struct http_result *r)
 	if (r)
 		sb_free(&r->body);
 }
+
+const char *http_library_version(void)
+{
+	return curl_version();
+}

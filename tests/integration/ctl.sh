@@ -188,6 +188,7 @@ set -e
 bt_expect_eq "unknown kind exit code" 2 "$rc"
 bt_expect_contains "unknown kind" 'unknown resource kind "frobnicators"' "$(cat "$D/err")"
 bt_expect_contains "version" "brindlectl version" "$(ctl version)"
+bt_expect_contains "version names the transport" "transport: libcurl/" "$(ctl version)"
 
 # Unreachable datastore: a clear error, non-zero exit, bounded time.
 start=$SECONDS

@@ -142,4 +142,7 @@ long http_call_status(const struct http_call *c);
 
 void http_result_clear(struct http_result *r);
 
+/* The transport's libraries, as libcurl names them ("libcurl/7.88.1 OpenSSL/3.0.x ..."). */
+const char *http_library_version(void);
+
 #endif
