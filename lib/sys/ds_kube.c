@@ -417,7 +417,9 @@ static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 	size_t *at = xcalloc(n + 1, sizeof(*at)); /* rd[i]'s request, or n when none */
 	for (size_t i = 0; i < n; i++) {
 		const struct br_kind *k = rd[i].kind;
-		rd[i] = (struct ds_read){ .kind = k, .scope = rd[i].scope, .name = rd[i].name };
+		rd[i] = (struct ds_read){
+			.kind = k, .scope = rd[i].scope, .name = rd[i].name, .cached = rd[i].cached
+		};
 		sb_init(&paths[i]);
 		at[i] = n;
 		if (!rd[i].name && k->id == KIND_PROFILE) {
@@ -428,9 +430,10 @@ static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 				     rd[i].name, &paths[i]);
 		if (rd[i].err < 0)
 			continue;
+		if (!rd[i].name) /* from the cache: whole, never paged */
+			sb_adds(&paths[i], strchr(sb_str(&paths[i]), '?') ? "&" : "?");
 		if (!rd[i].name)
-			sb_adds(&paths[i],
-				strchr(sb_str(&paths[i]), '?') ? "&limit=500" : "?limit=500");
+			sb_adds(&paths[i], rd[i].cached ? "resourceVersion=0" : "limit=500");
 		at[i] = m;
 		kr[m++] = (struct kube_req){ .method = "GET", .path = sb_str(&paths[i]) };
 	}

@@ -44,6 +44,7 @@ struct op {
 	struct strbuf *err;
 	uint64_t deadline;
 	int attempt;
+	bool fresh; /* read nothing from the API server's cache (ds_read.cached) */
 	unsigned seed;
 };
 
@@ -53,6 +54,7 @@ static void op_init(struct op *op, struct ds *d, long timeout_ms, struct strbuf 
 	op->err = err;
 	op->deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS);
 	op->attempt = 0;
+	op->fresh = false;
 	op->seed = (unsigned)(now_ns() ^ (uint64_t)getpid() << 16);
 }
 
@@ -1083,11 +1085,19 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 {
 	size_t want = req->n_ips ? req->n_ips : 1;
 	*out = (struct ipam_assigned){ 0 };
-	/* What the attempt decides from, read at once (one round trip on Kubernetes). */
+	/*
+	 * What the attempt decides from, read at once (one round trip on Kubernetes).
+	 * The first attempt takes the pools and the node's affinities from the API
+	 * server's cache (no wait for it to catch up after the last write): enough to
+	 * assign from a block the node has, which is read fresh and written with
+	 * compare-and-swap. Anything else (claiming a block, no pool) is decided
+	 * again from fresh lists (-ESTALE).
+	 */
+	bool cached = op->attempt == 0 && !op->fresh && !req->n_ips;
 	struct ds_read rd[3] = {
 		{ .kind = model_kind(KIND_IPAMHANDLE), .name = req->handle },
-		{ .kind = model_kind(KIND_IPPOOL) },
-		{ .kind = model_kind(KIND_BLOCKAFFINITY), .scope = req->node },
+		{ .kind = model_kind(KIND_IPPOOL), .cached = cached },
+		{ .kind = model_kind(KIND_BLOCKAFFINITY), .scope = req->node, .cached = cached },
 	};
 	ds_read_many(op->d, rd, ARRAY_SIZE(rd));
 	struct assign_ctx c = { .req = req,
@@ -1124,6 +1134,10 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 		r = assign_requested(op, &c, out);
 		goto out;
 	}
+	if (!c.n_usable && cached) {
+		r = -ESTALE;
+		goto out;
+	}
 	if (!c.n_usable) {
 		sb_reset(op->err);
 		sb_addf(op->err, "no IP pool serves node %s", req->node);
@@ -1134,6 +1148,10 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 	r = assign_affine(op, &c, out, &n_confirmed);
 	if (r != -ENOSPC)
 		goto out;
+	if (cached) {
+		r = -ESTALE;
+		goto out;
+	}
 	if ((r = need_cfg(op, &c)) < 0)
 		goto out;
 	if (c.cfg.auto_allocate &&
@@ -1176,6 +1194,10 @@ int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assign
 		int r = assign_attempt(&op, req, out);
 		if (r == 0)
 			return 0;
+		if (r == -ESTALE) { /* decided from cached lists: again from fresh ones, at once */
+			op.fresh = true;
+			continue;
+		}
 		if (r == -ENOSPC || r == -EINVAL || r == -EADDRINUSE || r == -EUCLEAN)
 			return r;
 		if (!op_again(&op, r))

@@ -119,6 +119,17 @@ got=$(actl get workloadendpoint -n shop -o yaml)
 bt_expect_contains "the endpoint's address" "10.244.0.0/32" "$got"
 bt_expect_contains "the endpoint's container" "containerID: $C1" "$got"
 first=$out
+# The node's first ADD claims its block from fresh lists: those the API server answers from its
+# cache (resourceVersion=0, no wait after a write) only ever serve an address from a block the
+# node already has (lib/sys/ipam.c).
+crd_calls() { grep -n -o -E 'kube: [A-Z]+ /apis/crd.projectcalico.org/v1/(blockaffinities|ippools)[^:]*' "$BT_DIR/cni.log" | sed -n "$1,\$p"; }
+calls=$(crd_calls 1)
+line_of() { grep -F -- "$1" <<<"$calls" | head -1 | cut -d: -f1; }
+cached=$(line_of 'GET /apis/crd.projectcalico.org/v1/blockaffinities?resourceVersion=0')
+fresh=$(line_of 'GET /apis/crd.projectcalico.org/v1/blockaffinities?limit=500')
+claim=$(line_of 'POST /apis/crd.projectcalico.org/v1/blockaffinities')
+[ -n "$cached" ] && [ -n "$fresh" ] && [ -n "$claim" ] && [ "$cached" -lt "$fresh" ] &&
+	[ "$fresh" -lt "$claim" ] || bt_fail "the claim was not decided from fresh lists: $calls"
 # CHECK with the ADD's result as prevResult, as the runtime sends it.
 out_check=$(conf | jq -c --argjson prev "$first" '. + {prevResult: $prev}')
 set +e
@@ -144,7 +155,11 @@ bt_expect_contains "the namespace's pool" '"address":"10.246.0.0/32"' "$out"
 
 pod pinned own-pool '{cni.projectcalico.org/ipv4pools: "[\"10.244.0.0/24\"]"}'
 new_pod_ns "${BT_PREFIX}p4"
+log_mark=$(($(wc -l <"$BT_DIR/cni.log") + 1))
 cni ADD "$(cid d4)" "${BT_PREFIX}p4" pinned own-pool
+bt_expect_eq "an address from the node's block: cached lists only, no claim" \
+	"GET /apis/crd.projectcalico.org/v1/ippools?resourceVersion=0 GET /apis/crd.projectcalico.org/v1/blockaffinities?resourceVersion=0" \
+	"$(sed -n "$log_mark,\$p" "$BT_DIR/cni.log" | grep -o -E '(GET|POST|PUT) /apis/crd.projectcalico.org/v1/(blockaffinities|ippools)[^:]*' | tr '\n' ' ' | sed 's/ $//')"
 [ "$rc" -eq 0 ] || bt_fail "ADD with a pool CIDR failed: $out"
 bt_expect_contains "the pod's pool over its namespace's" '"address":"10.244.0.1/32"' "$out"
 

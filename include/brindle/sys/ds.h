@@ -97,6 +97,13 @@ struct ds_read {
 	const struct br_kind *kind;
 	const char *scope;
 	const char *name;
+	/*
+	 * A list that may be a moment old: on Kubernetes the API server answers from
+	 * its cache (resourceVersion=0) instead of first waiting for the cache to
+	 * catch up with etcd (tens of milliseconds right after any write). Only for
+	 * decisions whose writes are compare-and-swap anyway.
+	 */
+	bool cached;
 	int err;
 	struct br_object *obj;
 	struct br_object **objs;
