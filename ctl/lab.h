@@ -93,6 +93,15 @@ int lab_write_file(const char *path, const char *text, int mode) must_check;
  * Returns the exit status (128+signal when killed), or a negative errno.
  */
 int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf *out);
+
+/*
+ * Whether this kernel has SCTP sockets (the project's machines: no; Debian's own kernel, as
+ * in the VM tier: yes). Without them SCTP ports are not served and SCTP probes are skipped.
+ */
+bool lab_sctp(void);
+/* brindle-probe's words for @p: its serve flag ("--tcp") and its client command ("tcp"). */
+const char *lab_probe_flag(enum lab_proto p);
+const char *lab_probe_cmd(enum lab_proto p);
 /* How a container's process runs: its network namespace, view and exact environment. */
 struct lab_exec {
 	const char *ns;			  /* NULL: the lab's own */

@@ -3,8 +3,8 @@
  * another's own address, made by brindle-probe run in the source's network
  * namespace (entered with setns, no `ip netns exec`, so hundreds stay cheap),
  * many at once. TCP is allowed when the handshake and one echo complete
- * within the timeout, UDP when a datagram's echo comes back; SCTP is skipped
- * (this kernel has no SCTP sockets). Verdicts never change the exit status;
+ * within the timeout, UDP when a datagram's echo comes back; SCTP as TCP where
+ * the kernel has SCTP sockets, else skipped (lab_sctp). Verdicts never change the exit status;
  * only a probe that could not be run does.
  */
 #include "lab.h"
@@ -120,7 +120,7 @@ static pid_t start_probe(const char *probe_bin, struct probe *p, unsigned timeou
 		dup2(null, 2);
 	}
 	char *argv[] = { (char *)probe_bin,
-			 p->proto == LAB_TCP ? "tcp" : "udp",
+			 (char *)lab_probe_cmd(p->proto),
 			 (char *)p->to->ip,
 			 port,
 			 "--timeout",
@@ -136,7 +136,7 @@ static bool run_probes(const char *probe_bin, struct probe *v, size_t n, unsigne
 	size_t next = 0, running = 0;
 	bool ok = true;
 	for (size_t i = 0; i < n; i++)
-		if (v[i].proto == LAB_SCTP)
+		if (v[i].proto == LAB_SCTP && !lab_sctp())
 			v[i].v = V_SKIPPED;
 	while (next < n || running) {
 		while (next < n && running < MAX_RUNNING) {

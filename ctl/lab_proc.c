@@ -17,8 +17,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -606,4 +608,26 @@ int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n)
 	}
 	free(v);
 	return 0;
+}
+
+bool lab_sctp(void)
+{
+	static int have = -1;
+	if (have < 0) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_SCTP);
+		have = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	return have;
+}
+
+const char *lab_probe_flag(enum lab_proto p)
+{
+	return p == LAB_TCP ? "--tcp" : p == LAB_UDP ? "--udp" : "--sctp";
+}
+
+const char *lab_probe_cmd(enum lab_proto p)
+{
+	return p == LAB_TCP ? "tcp" : p == LAB_UDP ? "udp" : "sctp";
 }

@@ -191,10 +191,11 @@ static int start_etcd(struct lab *l)
 			  "-d",
 			  "{\"key\":\"AA==\"}",
 			  NULL };
-	uint64_t deadline = now_ms() + 20000;
+	/* a bound, not a wait: etcd answers in about a second, under emulation (tests/vm) in 20 */
+	uint64_t deadline = now_ms() + 60000;
 	while (lab_run(NULL, probe, NULL, NULL) != 0) {
 		if (now_ms() > deadline) {
-			ctl_error("etcd did not answer within 20 s (log: %s/etcd.log)", l->dir);
+			ctl_error("etcd did not answer within 60 s (log: %s/etcd.log)", l->dir);
 			return -ETIMEDOUT;
 		}
 		usleep(100000);
@@ -323,7 +324,9 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 			  "--settle",
 			  "50ms",
 			  NULL };
-	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
+	/* started again a second after they exit, as the node image's supervisor or a kubelet
+	 * would: a felix killed under traffic comes back (tests/vm) */
+	if ((r = lab_spawn_restarted(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
 		return fail_io("starting brindle-confd", NULL);
 	char *felix[] = { "env", (char *)ep, (char *)ep2,
 			  arena_printf(l->a, "NODENAME=%s", n->name),
@@ -334,7 +337,7 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 			  /* each node a host of its own: its own xtables lock, not the machine's */
 			  arena_printf(l->a, "FELIX_IPTABLESLOCKFILEPATH=%s/xtables.lock", dir),
 			  (char *)b->felix, NULL };
-	if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
+	if ((r = lab_spawn_restarted(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
 		return fail_io("starting brindle-felix", NULL);
 	return start_probe(l, b, n, ns);
 }
@@ -350,9 +353,9 @@ static int start_probe(struct lab *l, const struct lab_bins *b, const struct lab
 		argv[k++] = (char *)b->probe;
 		argv[k++] = "serve";
 		for (size_t j = 0; j < n->n_serve; j++) {
-			if (n->serve[j].proto == LAB_SCTP)
+			if (n->serve[j].proto == LAB_SCTP && !lab_sctp())
 				continue; /* no SCTP sockets in this kernel */
-			argv[k++] = n->serve[j].proto == LAB_TCP ? "--tcp" : "--udp";
+			argv[k++] = (char *)lab_probe_flag(n->serve[j].proto);
 			argv[k++] = arena_printf(l->a, "%u", n->serve[j].port);
 		}
 		if ((r = lab_spawn(l, ns, arena_printf(l->a, "%s-probe", n->name), argv)) < 0)
@@ -397,9 +400,9 @@ static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
 	argv[k++] = (char *)b->probe;
 	argv[k++] = "serve";
 	for (size_t j = 0; j < x->n_serve; j++) {
-		if (x->serve[j].proto == LAB_SCTP)
+		if (x->serve[j].proto == LAB_SCTP && !lab_sctp())
 			continue; /* no SCTP sockets in this kernel */
-		argv[k++] = x->serve[j].proto == LAB_TCP ? "--tcp" : "--udp";
+		argv[k++] = (char *)lab_probe_flag(x->serve[j].proto);
 		argv[k++] = arena_printf(l->a, "%u", x->serve[j].port);
 	}
 	if (lab_spawn(l, ns, arena_printf(l->a, "%s-probe", x->name), argv) < 0)
@@ -698,9 +701,9 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 			for (size_t m = 0; m < (pass ? p->n_ports : j); m++)
 				dup |= p->ports[m].port == v[j].port &&
 				       p->ports[m].proto == v[j].proto;
-			if (v[j].proto == LAB_SCTP || dup)
-				continue; /* no SCTP sockets in this kernel */
-			argv[k++] = v[j].proto == LAB_TCP ? "--tcp" : "--udp";
+			if ((v[j].proto == LAB_SCTP && !lab_sctp()) || dup)
+				continue; /* a port twice, or no SCTP sockets in this kernel */
+			argv[k++] = (char *)lab_probe_flag(v[j].proto);
 			argv[k++] = arena_printf(l->a, "%u", v[j].port);
 		}
 	}
@@ -800,12 +803,12 @@ static bool felix_ready(struct lab *l, const char *node, struct strbuf *why)
 bool lab_pod_serving(struct lab *l, const struct lab_bins *b, const struct lab_pod_state *ps)
 {
 	for (size_t j = 0; j < ps->n_ports; j++) {
-		if (ps->ports[j].proto == LAB_SCTP)
+		if (ps->ports[j].proto == LAB_SCTP && !lab_sctp())
 			continue;
 		char port[8];
 		snprintf(port, sizeof(port), "%u", ps->ports[j].port);
 		char *argv[] = { (char *)b->probe,
-				 ps->ports[j].proto == LAB_TCP ? "tcp" : "udp",
+				 (char *)lab_probe_cmd(ps->ports[j].proto),
 				 (char *)ps->ip,
 				 port,
 				 "--timeout",

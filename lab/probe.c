@@ -2,11 +2,13 @@
  * brindle-probe: real connections for tests, without depending on netcat
  * flavours. Run it inside a pod's namespace.
  *
- *   brindle-probe serve [--tcp PORT]... [--udp PORT]...
- *       echo server on every port given (TCP and UDP), until killed
- *   brindle-probe tcp IP PORT [--timeout MS]
+ *   brindle-probe serve [--tcp PORT]... [--udp PORT]... [--sctp PORT]...
+ *       echo server on every port given (TCP, UDP and SCTP), until killed
+ *   brindle-probe tcp|sctp IP PORT [--timeout MS]
  *       connect and exchange one line: exit 0 when it works, 1 when refused
- *       or reset, 2 on timeout (what a DROP looks like)
+ *       or reset (an SCTP ABORT), 2 on timeout (what a DROP looks like)
+ *   brindle-probe sctp-available
+ *       exit 0 when this kernel has SCTP sockets
  *   brindle-probe udp IP PORT [--timeout MS]
  *       one datagram and its echo: exit 0, or 2 when no answer came
  *   brindle-probe hold IP PORT --seconds N [--interval MS]
@@ -41,16 +43,19 @@ static long long now_ms(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: brindle-probe serve [--tcp PORT]... [--udp PORT]...\n"
-			"       brindle-probe tcp|udp IP PORT [--timeout MS]\n"
-			"       brindle-probe hold IP PORT --seconds N [--interval MS]\n"
-			"       brindle-probe ready IP PORT --timeout MS\n");
+	fprintf(stderr,
+		"usage: brindle-probe serve [--tcp PORT]... [--udp PORT]... [--sctp PORT]...\n"
+		"       brindle-probe tcp|udp|sctp IP PORT [--timeout MS]\n"
+		"       brindle-probe sctp-available\n"
+		"       brindle-probe hold IP PORT --seconds N [--interval MS]\n"
+		"       brindle-probe ready IP PORT --timeout MS\n");
 	return 64;
 }
 
-static int listen_on(int type, int port)
+/* SCTP in the one-to-one style: a stream socket like TCP's, with IPPROTO_SCTP. */
+static int listen_on(int type, int proto, int port)
 {
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, proto);
 	if (fd < 0)
 		return -1;
 	int one = 1;
@@ -72,13 +77,15 @@ static int serve(int argc, char **argv)
 	int n = 0;
 	for (int i = 0; i < argc; i++) {
 		bool tcp = strcmp(argv[i], "--tcp") == 0, udp = strcmp(argv[i], "--udp") == 0;
-		if ((!tcp && !udp) || i + 1 >= argc || n >= MAX_FDS)
+		bool sctp = strcmp(argv[i], "--sctp") == 0;
+		if ((!tcp && !udp && !sctp) || i + 1 >= argc || n >= MAX_FDS)
 			return usage();
-		int fd = listen_on(tcp ? SOCK_STREAM : SOCK_DGRAM, atoi(argv[++i]));
+		int fd = listen_on(udp ? SOCK_DGRAM : SOCK_STREAM, sctp ? IPPROTO_SCTP : 0,
+				   atoi(argv[++i]));
 		if (fd < 0)
 			return 1;
 		pf[n] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		is_listener[n] = tcp;
+		is_listener[n] = tcp || sctp;
 		is_udp[n] = udp;
 		n++;
 	}
@@ -142,10 +149,10 @@ static int wait_fd(int fd, short ev, long long deadline)
 	}
 }
 
-/* 0 connected, 1 refused/reset, 2 timeout. */
-static int tcp_connect(const struct sockaddr_in *a, long long deadline, int *out)
+/* 0 connected, 1 refused/reset, 2 timeout. @proto: 0 (TCP) or IPPROTO_SCTP. */
+static int stream_connect(const struct sockaddr_in *a, int proto, long long deadline, int *out)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
 	if (fd < 0)
 		return 1;
 	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno != EINPROGRESS) {
@@ -202,14 +209,21 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "serve") == 0)
 		return serve(argc - 2, argv + 2);
+	if (strcmp(cmd, "sctp-available") == 0) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_SCTP);
+		if (fd < 0)
+			return 1;
+		close(fd);
+		return 0;
+	}
 	struct sockaddr_in a;
 	if (argc < 4 || !parse_addr(argv[2], argv[3], &a))
 		return usage();
 	long timeout = opt_long(argc, argv, "--timeout", 2000);
 	long long deadline = now_ms() + timeout;
 	signal(SIGPIPE, SIG_IGN);
-	if (strcmp(cmd, "tcp") == 0) {
-		int fd, r = tcp_connect(&a, deadline, &fd);
+	if (strcmp(cmd, "tcp") == 0 || strcmp(cmd, "sctp") == 0) {
+		int fd, r = stream_connect(&a, cmd[0] == 's' ? IPPROTO_SCTP : 0, deadline, &fd);
 		if (r)
 			return r;
 		r = echo(fd, "probe\n", deadline);
@@ -218,7 +232,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "ready") == 0) {
 		for (;;) {
-			int fd, r = tcp_connect(&a, deadline, &fd);
+			int fd, r = stream_connect(&a, 0, deadline, &fd);
 			if (r == 0) {
 				close(fd);
 				return 0;
@@ -246,7 +260,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "hold") == 0) {
 		long secs = opt_long(argc, argv, "--seconds", 5);
 		long interval = opt_long(argc, argv, "--interval", 100);
-		int fd, r = tcp_connect(&a, now_ms() + 2000, &fd);
+		int fd, r = stream_connect(&a, 0, now_ms() + 2000, &fd);
 		if (r) {
 			fprintf(stderr, "brindle-probe: cannot connect\n");
 			return r;
