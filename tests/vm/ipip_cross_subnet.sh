@@ -8,8 +8,8 @@
 #  - only cross-subnet traffic is encapsulated: protocol-4 packets counted on node1's eth0 and
 #    by tunl0 rise for x/a -> x/c, not for x/a -> x/b;
 #  - policy applies to tunnelled traffic (x/c isolated: denied from both);
-#  - the pool switched to Always, then back, converges without a restart: node2's block moves
-#    onto tunl0 and back to eth0;
+#  - the pool switched to Always, Never and back to CrossSubnet converges without a restart:
+#    node2's block moves onto tunl0 and back to eth0, node3's off tunl0 and back;
 #  - felix killed on both ends of the tunnel under a TCP echo every 50 ms: nothing lost.
 . "$(dirname "$0")/../lib/common.sh"
 LAB_PREFIX=li
@@ -115,8 +115,16 @@ set_mode Always
 route_b2_on() { on node1 -- ip -4 route show "$b2" | grep -q "dev $1"; }
 bt_wait_for 60 "node2's block through tunl0 under Always" route_b2_on tunl0
 bt_expect_eq "x/a -> x/b under Always" allowed "$(verdict x/a x/b)"
+set_mode Never
+# no tunnel for anyone: node3's block is no longer felix's tunl0 route (the underlay would have
+# to carry pod addresses, which this lab's fabric does not)
+b3_off_tunl0() { ! on node1 -- ip -4 route show "$b3" | grep -q 'dev tunl0'; }
+bt_wait_for 60 "node3's block off tunl0 under Never" b3_off_tunl0
+bt_wait_for 60 "node2's block on eth0 under Never" route_b2_on eth0
 set_mode CrossSubnet
 bt_wait_for 60 "node2's block back on eth0 under CrossSubnet" route_b2_on eth0
+b3_on_tunl0() { on node1 -- ip -4 route show "$b3" | grep -q 'dev tunl0 proto 80 onlink'; }
+bt_wait_for 60 "node3's block back on tunl0 under CrossSubnet" b3_on_tunl0
 bt_expect_eq "x/a -> x/c after the switch, the policy gone" allowed "$(verdict x/a x/c)"
 bt_expect_eq "felix was not restarted" "$fp" "$(felix_of node1)"
 
