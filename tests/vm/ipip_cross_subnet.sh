@@ -114,7 +114,9 @@ set_mode() {
 set_mode Always
 route_b2_on() { on node1 -- ip -4 route show "$b2" | grep -q "dev $1"; }
 bt_wait_for 60 "node2's block through tunl0 under Always" route_b2_on tunl0
+pa=$(ipip_out)
 bt_expect_eq "x/a -> x/b under Always" allowed "$(verdict x/a x/b)"
+[ "$(ipip_out)" -gt "$pa" ] || bt_fail "under Always, same-subnet traffic left node1 without IPIP"
 set_mode Never
 # no tunnel for anyone: node3's block is no longer felix's tunl0 route (the underlay would have
 # to carry pod addresses, which this lab's fabric does not)
