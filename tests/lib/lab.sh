@@ -62,6 +62,33 @@ trap lab_cleanup EXIT
 # lab_until SECS WHAT CMD...: CMD until it succeeds, at most SECS.
 lab_until() { bt_wait_for "$@"; }
 
+# lab_open_grid PROTO/PORT... -- POD...: `lab matrix` when every pod reaches every pod, runs
+# of spaces squeezed (compare with `lab matrix ... | sed 's/ *$//' | tr -s ' '`).
+lab_open_grid() {
+	local protos=() pods=() p q
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do protos+=("$1") && shift; done
+	shift
+	pods=("$@")
+	for p in "${protos[@]}"; do
+		echo "$p ${pods[*]}"
+		for q in "${pods[@]}"; do echo "$q$(printf ' .%.0s' "${pods[@]}")"; done
+		echo
+	done
+	echo ". allowed X denied - skipped"
+}
+
+# lab_until_equal SECS WHAT WANT FUNC: FUNC's output is WANT within SECS (polled), else a failure
+# showing both.
+lab_until_equal() {
+	local deadline=$((SECONDS + $1)) what=$2 want=$3 got
+	shift 3
+	until got=$("$@") && [ "$got" = "$want" ]; do
+		[ $SECONDS -lt $deadline ] || bt_expect_eq "$what" "$want" "$got"
+		sleep 0.3
+	done
+	bt_log "$what: ok"
+}
+
 lab_leaves_nothing() {
 	local pids
 	pids=$(awk '{print $1}' "$STATE/pids")

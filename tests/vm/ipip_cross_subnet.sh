@@ -42,22 +42,8 @@ bt_expect_contains "same subnet: BIRD's plain route over eth0" "via $(node_ip no
 	"$(on node1 -- ip -4 route show "$b2")"
 
 # --- reachability -----------------------------------------------------------------------------
-all_open=$(
-	cat <<'GRID'
-TCP/80  x/a  x/b  x/c
-x/a     .    .    .
-x/b     .    .    .
-x/c     .    .    .
-
-UDP/53  x/a  x/b  x/c
-x/a     .    .    .
-x/b     .    .    .
-x/c     .    .    .
-
-. allowed   X denied   - skipped
-GRID
-)
-bt_expect_eq "every pod reaches every pod, across subnets too" "$all_open" "$(lab matrix "$LAB" | sed 's/ *$//')"
+bt_expect_eq "every pod reaches every pod, across subnets too" \
+	"$(lab_open_grid TCP/80 UDP/53 -- x/a x/b x/c)" "$(lab matrix "$LAB" | sed 's/ *$//' | tr -s ' ')"
 
 # --- what is encapsulated ---------------------------------------------------------------------
 # A counting rule (no target) for IP protocol 4 leaving node1 on the underlay.

@@ -39,21 +39,13 @@ lab up "$BT_DIR/topo.yaml" --timeout 240 >/dev/null || bt_fail "lab up failed"
 verdict() { lab probe "$LAB" --from x/cli --to x/web --proto "$1" --port "$2" -o json | sed 's/.*"result":"\([a-z]*\)".*/\1/'; }
 row() { echo "$(verdict sctp 80) $(verdict sctp 81) $(verdict sctp 82) $(verdict sctp 90) $(verdict tcp 80)"; }
 open='allowed allowed allowed allowed allowed'
-until_row() {
-	local deadline=$((SECONDS + 30)) got
-	until got=$(row) && [ "$got" = "$2" ]; do
-		[ $SECONDS -lt $deadline ] || bt_expect_eq "$1 (SCTP 80 81 82 90, TCP 80)" "$2" "$got"
-		sleep 0.3
-	done
-	bt_log "$1: $got"
-}
 case_of() {
 	lab apply "$LAB" -f "$2" >/dev/null || bt_fail "$1: lab apply failed"
-	until_row "$1" "$3"
+	lab_until_equal 30 "$1 (SCTP 80 81 82 90, TCP 80)" "$3" row
 	lab delete "$LAB" -f "$2" >/dev/null || bt_fail "$1: lab delete failed"
-	until_row "$1, deleted" "$open"
+	lab_until_equal 30 "$1, deleted" "$open" row
 }
-until_row "no policy" "$open"
+lab_until_equal 30 "no policy" "$open" row
 grid=$(lab matrix "$LAB" --protos sctp --ports 80)
 bt_expect_contains "the matrix probes SCTP" "SCTP/80" "$grid"
 printf '%s\n' "$grid" | grep -v 'skipped$' | grep -q -E '(^| )-( |$)' && bt_fail "a skipped SCTP probe in the matrix: $grid"
