@@ -99,6 +99,8 @@ int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf
  * in the VM tier: yes). Without them SCTP ports are not served and SCTP probes are skipped.
  */
 bool lab_sctp(void);
+/* @p cannot be served or probed here: SCTP without SCTP sockets. */
+bool lab_proto_skipped(enum lab_proto p);
 /* brindle-probe's words for @p: its serve flag ("--tcp") and its client command ("tcp"). */
 const char *lab_probe_flag(enum lab_proto p);
 const char *lab_probe_cmd(enum lab_proto p);

@@ -136,7 +136,7 @@ static bool run_probes(const char *probe_bin, struct probe *v, size_t n, unsigne
 	size_t next = 0, running = 0;
 	bool ok = true;
 	for (size_t i = 0; i < n; i++)
-		if (v[i].proto == LAB_SCTP && !lab_sctp())
+		if (lab_proto_skipped(v[i].proto))
 			v[i].v = V_SKIPPED;
 	while (next < n || running) {
 		while (next < n && running < MAX_RUNNING) {

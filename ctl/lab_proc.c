@@ -622,6 +622,11 @@ bool lab_sctp(void)
 	return have;
 }
 
+bool lab_proto_skipped(enum lab_proto p)
+{
+	return p == LAB_SCTP && !lab_sctp();
+}
+
 const char *lab_probe_flag(enum lab_proto p)
 {
 	return p == LAB_TCP ? "--tcp" : p == LAB_UDP ? "--udp" : "--sctp";
