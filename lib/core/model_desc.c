@@ -876,6 +876,65 @@ static void objvec_push(struct objvec *ov, struct br_object *o)
 	ov->v[ov->n++] = o;
 }
 
+/*
+ * The list forms calicoctl and kubectl read and write: "kind: List" (items of any
+ * kind), "kind: <Kind>List" (what `get -o yaml` of one kind prints; its items
+ * may leave out apiVersion and kind, as the Kubernetes API's typed lists do),
+ * and a document that is itself a list of resources. NULL when @doc is one
+ * resource; *@item_kind is the typed list's kind.
+ */
+static const struct jv *doc_items(struct model_ctx *c, const struct jv *doc,
+				  const struct br_kind **item_kind)
+{
+	*item_kind = NULL;
+	if (doc->type == JV_ARRAY)
+		return doc;
+	if (doc->type != JV_OBJECT)
+		return NULL;
+	const char *kind = jv_as_string(jv_get(doc, "kind"));
+	const char *av = jv_as_string(jv_get(doc, "apiVersion"));
+	size_t kl = kind ? strlen(kind) : 0;
+	if (!kind || kl < 4 || !streq(kind + kl - 4, "List"))
+		return NULL;
+	if (!streq(kind, "List")) {
+		char *base = strndup(kind, kl - 4);
+		if (!base)
+			return NULL;
+		*item_kind = av ? model_kind_find(av, base) : NULL;
+		free(base);
+		if (!*item_kind)
+			return NULL; /* reported as an unknown kind */
+	}
+	for (size_t i = 0; i < doc->obj.n; i++) {
+		const char *key = doc->obj.members[i].key;
+		if (!streq(key, "apiVersion") && !streq(key, "kind") && !streq(key, "items") &&
+		    !streq(key, "metadata"))
+			model_err_at(c, key, "unknown field");
+	}
+	const struct jv *items = jv_get(doc, "items");
+	if (items && items->type != JV_ARRAY) {
+		model_err_at(c, "items", "must be a list");
+		return NULL;
+	}
+	static const struct jv none = { .type = JV_ARRAY };
+	return items ? items : &none;
+}
+
+/* An item of a typed list, with the list's apiVersion and kind where it gives none. */
+static const struct jv *typed_item(struct arena *a, const struct br_kind *k, const struct jv *item)
+{
+	if (!k || item->type != JV_OBJECT || (jv_get(item, "apiVersion") && jv_get(item, "kind")))
+		return item;
+	struct jv *o = jv_object(a);
+	if (!jv_get(item, "apiVersion"))
+		jv_add(a, o, "apiVersion", jv_string(a, k->api_version));
+	if (!jv_get(item, "kind"))
+		jv_add(a, o, "kind", jv_string(a, k->kind));
+	for (size_t i = 0; i < item->obj.n; i++)
+		jv_add(a, o, item->obj.members[i].key, item->obj.members[i].value);
+	return o;
+}
+
 static void read_doc(const char *source, size_t docno, const struct jv *doc, const char *default_ns,
 		     bool allow_internal, struct objvec *out, struct model_errors *errs)
 {
@@ -883,27 +942,27 @@ static void read_doc(const char *source, size_t docno, const struct jv *doc, con
 	struct model_ctx c;
 	ctx_init(&c, &local);
 	c.default_ns = default_ns;
-	const char *kind = jv_as_string(jv_get(doc, "kind"));
-	if (doc->type == JV_OBJECT && streq(kind, "List")) {
-		const struct jv *items = jv_get(doc, "items");
-		for (size_t i = 0; i < doc->obj.n; i++) {
-			const char *key = doc->obj.members[i].key;
-			if (!streq(key, "apiVersion") && !streq(key, "kind") &&
-			    !streq(key, "items") && !streq(key, "metadata"))
-				model_err_at(&c, key, "unknown field");
-		}
-		if (items && items->type != JV_ARRAY) {
-			model_err_at(&c, "items", "must be a list");
-			items = NULL;
-		}
-		for (size_t i = 0; items && i < items->arr.n; i++) {
+	const struct br_kind *item_kind;
+	const struct jv *items = doc_items(&c, doc, &item_kind);
+	if (items) {
+		struct arena *a = arena_new();
+		for (size_t i = 0; i < items->arr.n; i++) {
 			sb_reset(&c.path);
-			sb_addf(&c.path, "items[%zu]", i);
-			struct br_object *o = decode_doc(&c, items->arr.items[i], allow_internal);
+			sb_addf(&c.path, doc->type == JV_ARRAY ? "[%zu]" : "items[%zu]", i);
+			const struct jv *item = typed_item(a, item_kind, items->arr.items[i]);
+			const char *ik = jv_as_string(jv_get(item, "kind"));
+			if (item_kind && item->type == JV_OBJECT && ik &&
+			    !streq(ik, item_kind->kind)) {
+				model_err_at(&c, "kind", "a %sList holds %s, not %s",
+					     item_kind->kind, item_kind->kind, ik);
+				continue;
+			}
+			struct br_object *o = decode_doc(&c, item, allow_internal);
 			if (o)
 				objvec_push(out, o);
 		}
-	} else {
+		arena_free(a);
+	} else if (c.errs->n == c.n_errs_before) {
 		struct br_object *o = decode_doc(&c, doc, allow_internal);
 		if (o)
 			objvec_push(out, o);

@@ -314,6 +314,55 @@ static void test_list_and_json(void **state)
 	free(e);
 }
 
+/* What calicoctl reads besides "kind: List": a YAML list of resources, and the
+ * typed list `calicoctl get -o yaml` writes ("kind: IPPoolList"), whose items
+ * may leave out apiVersion and kind as the Kubernetes API's typed lists do. */
+static void test_list_forms(void **state)
+{
+	size_t n;
+	struct br_object **objs =
+		read_ok("- apiVersion: projectcalico.org/v3\n"
+			"  kind: IPPool\n"
+			"  metadata: {name: a}\n"
+			"  spec: {cidr: 10.1.0.0/16}\n"
+			"- {apiVersion: v1, kind: Namespace, metadata: {name: b}}\n"
+			"---\n"
+			"apiVersion: projectcalico.org/v3\n"
+			"kind: IPPoolList\n"
+			"metadata: {resourceVersion: \"12\"}\n"
+			"items:\n"
+			"- metadata: {name: c}\n"
+			"  spec: {cidr: 10.2.0.0/16}\n"
+			"- {apiVersion: projectcalico.org/v3, kind: IPPool, metadata: {name: d},"
+			" spec: {cidr: 10.3.0.0/16}}\n",
+			&n);
+	assert_int_equal(n, 4);
+	assert_ptr_equal(objs[0]->kind, model_kind(KIND_IPPOOL));
+	assert_ptr_equal(objs[1]->kind, model_kind(KIND_NAMESPACE));
+	assert_ptr_equal(objs[2]->kind, model_kind(KIND_IPPOOL));
+	assert_string_equal(objs[2]->meta.name, "c");
+	assert_string_equal(((struct br_ippool *)objs[3])->spec.cidr, "10.3.0.0/16");
+	model_free_all(objs, n);
+
+	char *e =
+		first_error("- {apiVersion: v1, kind: Namespace, metadata: {name: ok}}\n"
+			    "- {apiVersion: v1, kind: Namespace, metadata: {name: x}, spec: 1}\n");
+	assert_string_equal(e, "test.yaml: document 1: [1].spec: must be an object, not a number");
+	free(e);
+	e = first_error("apiVersion: projectcalico.org/v3\nkind: IPPoolList\nitems:\n"
+			"- {apiVersion: v1, kind: Namespace, metadata: {name: x}}\n");
+	assert_string_equal(e, "test.yaml: document 1: items[0].kind: a IPPoolList holds IPPool, "
+			       "not Namespace");
+	free(e);
+	e = first_error("apiVersion: projectcalico.org/v3\nkind: IPPoolList\nitems: 3\n");
+	assert_string_equal(e, "test.yaml: document 1: items: must be a list");
+	free(e);
+	e = first_error("apiVersion: projectcalico.org/v3\nkind: FooList\nitems: []\n");
+	assert_string_equal(e, "test.yaml: document 1: kind: unknown kind \"FooList\" "
+			       "(apiVersion projectcalico.org/v3)");
+	free(e);
+}
+
 static void test_kind_names(void **state)
 {
 	assert_ptr_equal(model_kind_by_name("networkpolicy"), model_kind(KIND_NETWORKPOLICY));
@@ -362,7 +411,7 @@ static const struct bad bad_inputs[] = {
 	{ POOL_HEAD "spec: {cidr: 10.0.0.0/16, nodeSelector: \"all()\\x7f\"}\n",
 	  D1 "spec.nodeSelector: must not hold control characters (byte 0x7f at offset 5)" },
 	/* Documents and kinds */
-	{ "- a\n- b\n", D1 "must be an object with apiVersion and kind, not a list" },
+	{ "- a\n- b\n", D1 "[0]: must be an object with apiVersion and kind, not a string" },
 	{ "kind: IPPool\nmetadata: {name: p}\n", D1 "apiVersion: required" },
 	{ "apiVersion: projectcalico.org/v3\nmetadata: {name: p}\n", D1 "kind: required" },
 	{ "apiVersion: projectcalico.org/v3\nkind: Deployment\n",
@@ -867,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_every_kind_roundtrips),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_list_and_json),
+		cmocka_unit_test(test_list_forms),
 		cmocka_unit_test(test_kind_names),
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_second_document_error),
