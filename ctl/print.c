@@ -275,6 +275,52 @@ static void ipamc_max(const struct br_object *o, struct strbuf *sb)
 	sb_addf(sb, "%" PRId64, m->set ? m->v : 0);
 }
 
+static void tier_order(const struct br_object *o, struct strbuf *sb)
+{
+	const struct opt_float *ord = &SPEC(struct br_tier, o)->order;
+	if (ord->set)
+		sb_addf(sb, "%g", ord->v);
+}
+static void tier_action(const struct br_object *o, struct strbuf *sb)
+{
+	sb_adds(sb, SPEC(struct br_tier, o)->default_action);
+}
+static void pol_tier(const struct br_object *o, struct strbuf *sb)
+{
+	sb_adds(sb, SPEC(struct br_networkpolicy, o)->tier);
+}
+static void pol_staged(const struct br_object *o, struct strbuf *sb)
+{
+	const char *a = SPEC(struct br_networkpolicy, o)->staged_action;
+	sb_adds(sb, a ? a : "Set");
+}
+static void sknp_staged(const struct br_object *o, struct strbuf *sb)
+{
+	const char *a = SPEC(struct br_k8s_networkpolicy, o)->staged_action;
+	sb_adds(sb, a ? a : "Set");
+}
+static void ipres_cidrs(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_ipreservation_spec *s = SPEC(struct br_ipreservation, o);
+	for (size_t i = 0; i < s->n_reserved_cidrs; i++)
+		sb_addf(sb, "%s%s", i ? "," : "", s->reserved_cidrs[i]);
+}
+static void filter_rules(const struct br_object *o, struct strbuf *sb)
+{
+	const struct br_bgpfilter_spec *s = SPEC(struct br_bgpfilter, o);
+	sb_addf(sb, "%zu/%zu/%zu/%zu", s->n_export_v4, s->n_import_v4, s->n_export_v6,
+		s->n_import_v6);
+}
+static void cns_node(const struct br_object *o, struct strbuf *sb)
+{
+	sb_adds(sb, SPEC(struct br_caliconodestatus, o)->node);
+}
+static void cns_updated(const struct br_object *o, struct strbuf *sb)
+{
+	const char *t = ((const struct br_caliconodestatus *)o)->status.last_updated;
+	sb_adds(sb, t ? t : "-");
+}
+
 static void knp_selector(const struct br_object *o, struct strbuf *sb)
 {
 	const struct br_label_selector *ls = &SPEC(struct br_k8s_networkpolicy, o)->pod_selector;
@@ -474,6 +520,22 @@ static const struct column *const kind_columns[KIND_COUNT] = {
 	[KIND_IPAMBLOCK] =
 		COLS(C("CIDR", block_cidr), C("AFFINITY", block_affinity), C("IN-USE", block_used)),
 	[KIND_IPAMHANDLE] = COLS(C("NAME", name), C("BLOCKS", handle_blocks)),
+	[KIND_TIER] =
+		COLS(C("NAME", name), C("ORDER", tier_order), C("DEFAULTACTION", tier_action)),
+	[KIND_IPRESERVATION] = COLS(C("NAME", name), C("RESERVEDCIDRS", ipres_cidrs)),
+	[KIND_BGPFILTER] =
+		COLS(C("NAME", name), C("EXPORTV4/IMPORTV4/EXPORTV6/IMPORTV6", filter_rules)),
+	[KIND_KUBECONTROLLERSCONFIGURATION] = COLS(C("NAME", name), C("AGE", age)),
+	[KIND_CALICONODESTATUS] =
+		COLS(C("NAME", name), C("NODE", cns_node), C("LASTUPDATED", cns_updated)),
+	[KIND_STAGEDNETWORKPOLICY] =
+		COLS(C("NAME", name), C("TIER", pol_tier), C("ORDER", pol_order),
+		     C("STAGEDACTION", pol_staged), C("SELECTOR", pol_selector)),
+	[KIND_STAGEDGLOBALNETWORKPOLICY] =
+		COLS(C("NAME", name), C("TIER", pol_tier), C("ORDER", pol_order),
+		     C("STAGEDACTION", pol_staged), C("SELECTOR", pol_selector)),
+	[KIND_STAGEDK8SNETWORKPOLICY] = COLS(C("NAME", name), C("POD-SELECTOR", knp_selector),
+					     C("STAGEDACTION", sknp_staged), C("AGE", age)),
 };
 
 static void print_table(FILE *f, struct br_object *const *objs, size_t n, bool wide, bool all_ns)

@@ -135,6 +135,11 @@ struct jv *kdd_crd_encode(struct arena *a, const struct br_object *o, bool for_u
 	jv_add(a, cr, "kind", jv_string(a, crd_kind));
 	jv_add(a, cr, "metadata", cmd);
 	jv_add(a, cr, "spec", spec ? model_crd_spec_out(a, k, spec) : jv_object(a));
+	/* The kinds with a status (CalicoNodeStatus, KubeControllersConfiguration) keep it in the
+	 * custom resource, which has no status subresource (Calico's CRDs have none). */
+	const struct jv *status = k->status ? jv_get(doc, "status") : NULL;
+	if (status)
+		jv_add(a, cr, "status", (struct jv *)status);
 	return cr;
 }
 
@@ -278,6 +283,9 @@ struct br_object *kdd_crd_decode(const struct br_kind *k, const struct jv *cr,
 	jv_add(a, doc, "metadata", vmd);
 	if (spec && spec->type != JV_NULL)
 		jv_add(a, doc, "spec", model_crd_spec_in(a, k, spec));
+	const struct jv *status = k->status ? jv_get(cr, "status") : NULL;
+	if (status && status->type != JV_NULL)
+		jv_add(a, doc, "status", (struct jv *)status);
 
 	struct model_errors e = { 0 };
 	o = model_decode_kind(k, doc, &e);

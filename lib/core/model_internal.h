@@ -115,6 +115,8 @@ const char **model_strlist(struct arena *a, size_t n, ...);
 					  .n_fields = ARRAY_SIZE(fieldsarr), \
 					  __VA_ARGS__ }
 
+#define MODEL_STAGED_ACTIONS ((const char *const[]){ "Set", "Delete", "Learn", "Ignore", NULL })
+
 /* Shared codecs and checks (model_validate.c). */
 extern const struct model_codec model_codec_int_or_string;
 extern const struct model_codec model_codec_protocol;
@@ -160,11 +162,18 @@ bool model_valid_port_name(const char *s, const char **why);
 extern const struct br_kind model_kinds[KIND_COUNT];
 
 /* The Kubernetes kinds' tables and kind-level functions (model_kinds_k8s.c). */
-extern const struct model_struct model_k8s_np_desc;
+extern const struct model_struct model_k8s_np_desc, model_staged_k8s_np_desc;
 extern const struct model_struct model_ns_spec_desc, model_ns_status_desc;
 extern const struct model_struct model_service_desc, model_service_status_desc;
 extern const struct model_struct model_endpointslice_desc;
 void model_default_namespace(struct model_ctx *c, struct br_object *o);
+
+/* The rest of Calico's v3 kinds (model_kinds_calico.c). */
+extern const struct model_struct model_tier_desc, model_ipreservation_desc, model_bgpfilter_desc;
+extern const struct model_struct model_kcc_desc, model_kcc_status_desc;
+extern const struct model_struct model_cns_desc, model_cns_status_desc;
+void model_default_tier(struct model_ctx *c, struct br_object *o);
+void model_check_tier(struct model_ctx *c, const struct br_object *o);
 void model_check_service_name(struct model_ctx *c, const struct br_object *o);
 
 #endif

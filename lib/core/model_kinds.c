@@ -152,6 +152,38 @@ static void check_rule(struct model_ctx *c, const void *obj)
 	}
 }
 
+/*
+ * Calico's `http` match (methods, paths) needs an L7 proxy in the path (its
+ * application layer policy), which Brindle does not have. Enforcing the rest of
+ * such a rule would allow more than the user wrote, so the policy is refused.
+ */
+static bool http_decode(struct model_ctx *c, const struct jv *v, void *field)
+{
+	(void)v;
+	(void)field;
+	model_err(c, "matching HTTP requests needs an L7 proxy, which Brindle does not have; "
+		     "the policy is refused rather than enforced without this match");
+	return false;
+}
+
+static struct jv *http_encode(struct arena *a, const void *field)
+{
+	(void)a;
+	(void)field;
+	return NULL;
+}
+
+/* In the CRD, so that the apiserver keeps the field and the refusal is Brindle's. */
+static struct jv *http_schema(struct arena *a)
+{
+	struct jv *s = jv_object(a);
+	jv_add(a, s, "type", jv_string(a, "object"));
+	jv_add(a, s, "x-kubernetes-preserve-unknown-fields", jv_bool(a, true));
+	return s;
+}
+
+static const struct model_codec http_codec = { http_decode, http_encode, http_schema };
+
 static const struct model_field rule_fields[] = {
 	MF("action", MF_STRING, struct br_rule, action, .flags = MF_REQUIRED,
 	   .enum_values = E("Allow", "Deny", "Log", "Pass")),
@@ -163,6 +195,7 @@ static const struct model_field rule_fields[] = {
 	MF("source", MF_STRUCT, struct br_rule, source, .sub = &entity_desc),
 	MF("destination", MF_STRUCT, struct br_rule, destination, .sub = &entity_desc),
 	MF("metadata", MF_PTR, struct br_rule, metadata, .sub = &rule_meta_desc),
+	MF("http", MF_CUSTOM, struct br_rule, has_http, .codec = &http_codec),
 };
 static MODEL_STRUCT(rule_desc, struct br_rule, rule_fields, .check = check_rule);
 
@@ -185,6 +218,12 @@ static void default_policy(struct model_ctx *c, void *obj)
 	s->n_types = in && eg ? 2 : 1;
 }
 
+static void check_performance_hint(struct model_ctx *c, const char *s)
+{
+	if (!streq(s, "AssumeNeededOnEveryNode"))
+		model_err(c, "\"%s\" is not a performance hint (AssumeNeededOnEveryNode)", s);
+}
+
 static void check_policy(struct model_ctx *c, const void *obj)
 {
 	const struct br_policy_spec *s = obj;
@@ -200,19 +239,23 @@ static void check_policy(struct model_ctx *c, const void *obj)
 		model_err_at(c, "preDNAT", "a preDNAT policy cannot have egress rules");
 }
 
-#define POLICY_COMMON_FIELDS                                                        \
-	MF("tier", MF_STRING, struct br_policy_spec, tier),                         \
-		MF("order", MF_OPT_FLOAT, struct br_policy_spec, order),            \
-		MF("selector", MF_STRING, struct br_policy_spec, selector,          \
-		   .check = model_check_selector),                                  \
-		MF("serviceAccountSelector", MF_STRING, struct br_policy_spec,      \
-		   service_account_selector, .check = model_check_selector),        \
-		MF_L("types", MF_STRLIST, struct br_policy_spec, types, n_types,    \
-		     .check_item = model_check_policy_type_item),                   \
-		MF_L("ingress", MF_LIST, struct br_policy_spec, ingress, n_ingress, \
-		     .sub = &rule_desc),                                            \
-		MF_L("egress", MF_LIST, struct br_policy_spec, egress, n_egress,    \
-		     .sub = &rule_desc)
+#define POLICY_COMMON_FIELDS                                                                   \
+	MF("tier", MF_STRING, struct br_policy_spec, tier),                                    \
+		MF("order", MF_OPT_FLOAT, struct br_policy_spec, order),                       \
+		MF("selector", MF_STRING, struct br_policy_spec, selector,                     \
+		   .check = model_check_selector),                                             \
+		MF("serviceAccountSelector", MF_STRING, struct br_policy_spec,                 \
+		   service_account_selector, .check = model_check_selector),                   \
+		MF_L("types", MF_STRLIST, struct br_policy_spec, types, n_types,               \
+		     .check_item = model_check_policy_type_item),                              \
+		MF_L("ingress", MF_LIST, struct br_policy_spec, ingress, n_ingress,            \
+		     .sub = &rule_desc),                                                       \
+		MF_L("egress", MF_LIST, struct br_policy_spec, egress, n_egress,               \
+		     .sub = &rule_desc),                                                       \
+		MF_L("performanceHints", MF_STRLIST, struct br_policy_spec, performance_hints, \
+		     n_performance_hints, .check_item = check_performance_hint)
+#define STAGED_ACTION_FIELD(st) \
+	MF("stagedAction", MF_STRING, st, staged_action, .enum_values = MODEL_STAGED_ACTIONS)
 
 static const struct model_field np_fields[] = { POLICY_COMMON_FIELDS };
 static MODEL_STRUCT(np_desc, struct br_policy_spec, np_fields, .defaults = default_policy,
@@ -227,6 +270,26 @@ static const struct model_field gnp_fields[] = {
 	MF("applyOnForward", MF_BOOL, struct br_policy_spec, apply_on_forward),
 };
 static MODEL_STRUCT(gnp_desc, struct br_policy_spec, gnp_fields, .defaults = default_policy,
+		    .check = check_policy);
+
+/* The staged kinds: the same spec and a stagedAction (what applying it would do). */
+static const struct model_field snp_fields[] = {
+	POLICY_COMMON_FIELDS,
+	STAGED_ACTION_FIELD(struct br_policy_spec),
+};
+static MODEL_STRUCT(snp_desc, struct br_policy_spec, snp_fields, .defaults = default_policy,
+		    .check = check_policy);
+
+static const struct model_field sgnp_fields[] = {
+	POLICY_COMMON_FIELDS,
+	MF("namespaceSelector", MF_STRING, struct br_policy_spec, namespace_selector,
+	   .check = model_check_selector),
+	MF("doNotTrack", MF_BOOL, struct br_policy_spec, do_not_track),
+	MF("preDNAT", MF_BOOL, struct br_policy_spec, pre_dnat),
+	MF("applyOnForward", MF_BOOL, struct br_policy_spec, apply_on_forward),
+	STAGED_ACTION_FIELD(struct br_policy_spec),
+};
+static MODEL_STRUCT(sgnp_desc, struct br_policy_spec, sgnp_fields, .defaults = default_policy,
 		    .check = check_policy);
 
 static const struct model_field nets_fields[] = {
@@ -1053,4 +1116,33 @@ const struct br_kind model_kinds[KIND_COUNT] = {
 	KIND(KIND_IPAMHANDLE, "IPAMHandle", CALICO_V3, CALICO_GROUP, "ipamhandles", false,
 	     struct br_ipamhandle, &ipamhandle_desc, .internal = true,
 	     CRD("IPAMHandle", "ipamhandles")),
+	KIND(KIND_TIER, "Tier", CALICO_V3, CALICO_GROUP, "tiers", false, struct br_tier,
+	     &model_tier_desc, .defaults = model_default_tier, .check = model_check_tier,
+	     CRD("Tier", "tiers")),
+	KIND(KIND_IPRESERVATION, "IPReservation", CALICO_V3, CALICO_GROUP, "ipreservations", false,
+	     struct br_ipreservation, &model_ipreservation_desc, .aliases = E("ipres"),
+	     CRD("IPReservation", "ipreservations")),
+	KIND(KIND_BGPFILTER, "BGPFilter", CALICO_V3, CALICO_GROUP, "bgpfilters", false,
+	     struct br_bgpfilter, &model_bgpfilter_desc, CRD("BGPFilter", "bgpfilters")),
+	KIND(KIND_KUBECONTROLLERSCONFIGURATION, "KubeControllersConfiguration", CALICO_V3,
+	     CALICO_GROUP, "kubecontrollersconfigurations", false, struct br_kubecontrollersconfig,
+	     &model_kcc_desc, .aliases = E("kcc", "kubecontrollersconfig"),
+	     .status_off = offsetof(struct br_kubecontrollersconfig, status),
+	     .status = &model_kcc_status_desc, .check = check_singleton_default,
+	     CRD("KubeControllersConfiguration", "kubecontrollersconfigurations")),
+	KIND(KIND_CALICONODESTATUS, "CalicoNodeStatus", CALICO_V3, CALICO_GROUP,
+	     "caliconodestatuses", false, struct br_caliconodestatus, &model_cns_desc,
+	     .aliases = E("caliconodestatus", "cns"),
+	     .status_off = offsetof(struct br_caliconodestatus, status),
+	     .status = &model_cns_status_desc, CRD("CalicoNodeStatus", "caliconodestatuses")),
+	KIND(KIND_STAGEDNETWORKPOLICY, "StagedNetworkPolicy", CALICO_V3, CALICO_GROUP,
+	     "stagednetworkpolicies", true, struct br_networkpolicy, &snp_desc, .aliases = E("snp"),
+	     CRD("StagedNetworkPolicy", "stagednetworkpolicies")),
+	KIND(KIND_STAGEDGLOBALNETWORKPOLICY, "StagedGlobalNetworkPolicy", CALICO_V3, CALICO_GROUP,
+	     "stagedglobalnetworkpolicies", false, struct br_networkpolicy, &sgnp_desc,
+	     .aliases = E("sgnp"), CRD("StagedGlobalNetworkPolicy", "stagedglobalnetworkpolicies")),
+	KIND(KIND_STAGEDK8SNETWORKPOLICY, "StagedKubernetesNetworkPolicy", CALICO_V3, CALICO_GROUP,
+	     "stagedkubernetesnetworkpolicies", true, struct br_k8s_networkpolicy,
+	     &model_staged_k8s_np_desc, .aliases = E("sknp"),
+	     CRD("StagedKubernetesNetworkPolicy", "stagedkubernetesnetworkpolicies")),
 };

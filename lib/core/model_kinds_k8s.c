@@ -172,17 +172,29 @@ static void check_k8s_np(struct model_ctx *c, const void *obj)
 	model_check_no_dups(c, "policyTypes", s->policy_types, s->n_policy_types);
 }
 
-static const struct model_field k8s_np_fields[] = {
-	MF("podSelector", MF_STRUCT, struct br_k8s_np_spec, pod_selector,
-	   .sub = &label_selector_desc, .flags = MF_EMIT_EMPTY),
-	MF_L("ingress", MF_LIST, struct br_k8s_np_spec, ingress, n_ingress,
-	     .sub = &k8s_ingress_desc),
-	MF_L("egress", MF_LIST, struct br_k8s_np_spec, egress, n_egress, .sub = &k8s_egress_desc),
-	MF_L("policyTypes", MF_STRLIST, struct br_k8s_np_spec, policy_types, n_policy_types,
-	     .check_item = model_check_policy_type_item),
-};
+#define K8S_NP_FIELDS                                                                \
+	MF("podSelector", MF_STRUCT, struct br_k8s_np_spec, pod_selector,            \
+	   .sub = &label_selector_desc, .flags = MF_EMIT_EMPTY),                     \
+		MF_L("ingress", MF_LIST, struct br_k8s_np_spec, ingress, n_ingress,  \
+		     .sub = &k8s_ingress_desc),                                      \
+		MF_L("egress", MF_LIST, struct br_k8s_np_spec, egress, n_egress,     \
+		     .sub = &k8s_egress_desc),                                       \
+		MF_L("policyTypes", MF_STRLIST, struct br_k8s_np_spec, policy_types, \
+		     n_policy_types, .check_item = model_check_policy_type_item)
+
+static const struct model_field k8s_np_fields[] = { K8S_NP_FIELDS };
 MODEL_STRUCT(model_k8s_np_desc, struct br_k8s_np_spec, k8s_np_fields, .defaults = default_k8s_np,
 	     .check = check_k8s_np);
+
+/* StagedKubernetesNetworkPolicy (projectcalico.org/v3): a NetworkPolicy's spec and a stagedAction.
+ */
+static const struct model_field staged_k8s_np_fields[] = {
+	K8S_NP_FIELDS,
+	MF("stagedAction", MF_STRING, struct br_k8s_np_spec, staged_action,
+	   .enum_values = MODEL_STAGED_ACTIONS),
+};
+MODEL_STRUCT(model_staged_k8s_np_desc, struct br_k8s_np_spec, staged_k8s_np_fields,
+	     .defaults = default_k8s_np, .check = check_k8s_np);
 
 /* --- Namespace -----------------------------------------------------------------------------------
  */

@@ -65,7 +65,7 @@ kube_brindle_crds() {
 	local crds=$BT_SOURCE_DIR/deploy/crds.yaml
 	kube_kubectl "$1/admin.kubeconfig" apply -f "$crds" >/dev/null
 	bt_wait_for 60 "Brindle's CRDs to be established" \
-		kube_kubectl "$1/admin.kubeconfig" wait --for condition=established --timeout=2s -f "$crds"
+		kube_kubectl "$1/admin.kubeconfig" wait --for condition=established --timeout=10s -f "$crds"
 }
 
 kube_brindle_node() {

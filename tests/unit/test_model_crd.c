@@ -27,6 +27,17 @@ static const struct {
 	{ KIND_BLOCKAFFINITY, "BlockAffinity", "blockaffinities", false },
 	{ KIND_IPAMBLOCK, "IPAMBlock", "ipamblocks", false },
 	{ KIND_IPAMHANDLE, "IPAMHandle", "ipamhandles", false },
+	{ KIND_TIER, "Tier", "tiers", false },
+	{ KIND_IPRESERVATION, "IPReservation", "ipreservations", false },
+	{ KIND_BGPFILTER, "BGPFilter", "bgpfilters", false },
+	{ KIND_KUBECONTROLLERSCONFIGURATION, "KubeControllersConfiguration",
+	  "kubecontrollersconfigurations", false },
+	{ KIND_CALICONODESTATUS, "CalicoNodeStatus", "caliconodestatuses", false },
+	{ KIND_STAGEDNETWORKPOLICY, "StagedNetworkPolicy", "stagednetworkpolicies", true },
+	{ KIND_STAGEDGLOBALNETWORKPOLICY, "StagedGlobalNetworkPolicy",
+	  "stagedglobalnetworkpolicies", false },
+	{ KIND_STAGEDK8SNETWORKPOLICY, "StagedKubernetesNetworkPolicy",
+	  "stagedkubernetesnetworkpolicies", true },
 };
 
 static void test_calico_names(void **state)
@@ -89,7 +100,8 @@ static void check_structural(const struct jv *s, const char *path)
 					     "maximum",
 					     "nullable",
 					     "anyOf",
-					     "x-kubernetes-int-or-string" };
+					     "x-kubernetes-int-or-string",
+					     "x-kubernetes-preserve-unknown-fields" };
 	if (!s || s->type != JV_OBJECT)
 		fail_msg("%s: not a schema", path);
 	for (size_t i = 0; i < s->obj.n; i++) {

@@ -134,6 +134,7 @@ struct br_rule_meta {
 
 struct br_rule {
 	const char *action; /* Allow, Deny, Log, Pass */
+	bool has_http;	    /* an `http` match: never stored, the policy is refused */
 	struct br_protocol protocol;
 	struct br_protocol not_protocol;
 	struct br_icmp *icmp;
@@ -156,6 +157,9 @@ struct br_policy_spec {
 	struct br_rule *egress;
 	size_t n_egress;
 	const char *service_account_selector;
+	const char **performance_hints; /* AssumeNeededOnEveryNode */
+	size_t n_performance_hints;
+	const char *staged_action; /* the staged kinds: Set (default), Delete, Learn, Ignore */
 	const char *namespace_selector;
 	bool do_not_track;
 	bool pre_dnat;
@@ -225,6 +229,7 @@ struct br_k8s_np_spec {
 	size_t n_egress;
 	const char **policy_types;
 	size_t n_policy_types;
+	const char *staged_action; /* StagedKubernetesNetworkPolicy */
 };
 
 struct br_k8s_networkpolicy {
@@ -733,6 +738,166 @@ struct br_ipamhandle {
 	struct br_ipamhandle_spec spec;
 };
 
+/* --- the rest of Calico's v3 API (model_kinds_calico.c) --------------------- */
+
+/* Calico's order for the default tier (policies with no tier). */
+#define MODEL_TIER_DEFAULT_ORDER 1000000.0
+
+struct br_tier_spec {
+	struct opt_float order;	    /* unset: after every tier with an order */
+	const char *default_action; /* Deny (default) or Pass */
+};
+
+struct br_tier {
+	struct br_object o;
+	struct br_tier_spec spec;
+};
+
+struct br_ipreservation_spec {
+	const char **reserved_cidrs; /* CIDRs or bare addresses IPAM never hands out */
+	size_t n_reserved_cidrs;
+};
+
+struct br_ipreservation {
+	struct br_object o;
+	struct br_ipreservation_spec spec;
+};
+
+struct br_prefix_length {
+	struct opt_int min, max;
+};
+
+struct br_bgpfilter_rule {
+	const char *cidr;
+	const char *match_operator; /* Equal, NotEqual, In, NotIn */
+	struct br_prefix_length *prefix_length;
+	const char *source; /* RemotePeers */
+	const char *iface;  /* interface glob */
+	const char *action; /* Accept, Reject */
+};
+
+struct br_bgpfilter_spec {
+	struct br_bgpfilter_rule *export_v4, *import_v4, *export_v6, *import_v6;
+	size_t n_export_v4, n_import_v4, n_export_v6, n_import_v6;
+};
+
+struct br_bgpfilter {
+	struct br_object o;
+	struct br_bgpfilter_spec spec;
+};
+
+struct br_kcc_period {
+	struct br_duration reconciler_period;
+};
+
+struct br_kcc_hep_template {
+	const char *generate_name;
+	const char **interface_cidrs;
+	size_t n_interface_cidrs;
+	const char *interface_selector;
+	struct br_labels labels;
+	const char *node_selector;
+};
+
+struct br_kcc_node {
+	struct br_duration reconciler_period;
+	const char *sync_labels; /* Enabled, Disabled */
+	struct br_kcc_hep {
+		const char *auto_create; /* Enabled, Disabled */
+		const char *create_default_host_endpoint;
+		struct br_kcc_hep_template *templates;
+		size_t n_templates;
+	} * host_endpoint;
+	struct br_duration leak_grace_period;
+};
+
+struct br_kcc_spec {
+	const char *log_severity_screen;
+	const char *health_checks; /* Enabled, Disabled */
+	struct br_duration etcd_v3_compaction_period;
+	struct opt_int prometheus_metrics_port;
+	struct opt_int debug_profile_port;
+	struct br_kcc_controllers {
+		struct br_kcc_node *node;
+		struct br_kcc_period *policy, *workload_endpoint, *service_account, *namespace;
+		struct br_kcc_lb {
+			const char *assign_ips; /* AllServices, RequestedServicesOnly */
+		} * load_balancer;
+	} controllers;
+};
+
+struct br_kcc_status {
+	struct br_kcc_spec running_config;
+	struct br_labels environment_vars;
+};
+
+struct br_kubecontrollersconfig {
+	struct br_object o;
+	struct br_kcc_spec spec;
+	struct br_kcc_status status;
+};
+
+struct br_cns_spec {
+	const char *node;
+	const char **classes; /* Agent, BGP, Routes */
+	size_t n_classes;
+	struct opt_int update_period_seconds;
+};
+
+struct br_cns_daemon {
+	const char *state; /* Ready, NotReady */
+	const char *version;
+	const char *router_id;
+	const char *last_boot_time;
+	const char *last_reconfiguration_time;
+};
+
+struct br_cns_peer {
+	const char *peer_ip;
+	const char *type;  /* NodeMesh, NodePeer, GlobalPeer */
+	const char *state; /* Idle, Connect, Active, OpenSent, OpenConfirm, Established, Close */
+	const char *since;
+};
+
+struct br_cns_route {
+	const char *type; /* FIB, RIB */
+	const char *destination;
+	const char *gateway;
+	const char *iface;
+	struct br_cns_learned {
+		const char *source_type; /* Kernel, Static, Direct, NodeMesh, BGPPeer */
+		const char *peer_ip;
+	} learned_from;
+};
+
+struct br_cns_agent {
+	struct br_cns_daemon bird_v4, bird_v6;
+};
+
+struct br_cns_bgp {
+	int64_t established_v4, not_established_v4, established_v6, not_established_v6;
+	struct br_cns_peer *peers_v4, *peers_v6;
+	size_t n_peers_v4, n_peers_v6;
+};
+
+struct br_cns_routes {
+	struct br_cns_route *routes_v4, *routes_v6;
+	size_t n_routes_v4, n_routes_v6;
+};
+
+struct br_cns_status {
+	const char *last_updated;
+	struct br_cns_agent agent;
+	struct br_cns_bgp bgp;
+	struct br_cns_routes routes;
+};
+
+struct br_caliconodestatus {
+	struct br_object o;
+	struct br_cns_spec spec;
+	struct br_cns_status status;
+};
+
 /* --- kinds ---------------------------------------------------------------- */
 
 enum br_kind_id {
@@ -756,6 +921,14 @@ enum br_kind_id {
 	KIND_BLOCKAFFINITY,
 	KIND_IPAMBLOCK,
 	KIND_IPAMHANDLE,
+	KIND_TIER,
+	KIND_IPRESERVATION,
+	KIND_BGPFILTER,
+	KIND_KUBECONTROLLERSCONFIGURATION,
+	KIND_CALICONODESTATUS,
+	KIND_STAGEDNETWORKPOLICY,
+	KIND_STAGEDGLOBALNETWORKPOLICY,
+	KIND_STAGEDK8SNETWORKPOLICY,
 	KIND_COUNT
 };
 
