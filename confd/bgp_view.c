@@ -458,6 +458,11 @@ static void add_peers(struct builder *b)
 		bool has_node = p->node && *p->node;
 		bool has_node_sel = p->node_selector && *p->node_selector;
 		pc->global = !has_node && !has_node_sel;
+		/* Neither peerIP nor peerSelector: a peer of no one (Calico accepts it). */
+		if (!(p->peer_ip && *p->peer_ip) && !(p->peer_selector && *p->peer_selector)) {
+			pc->bp = NULL;
+			continue;
+		}
 		struct strbuf err = STRBUF_INIT;
 		sb_init(&err);
 		if ((has_node_sel && sel_parse(p->node_selector, &pc->node_sel, &err) < 0) ||

@@ -361,6 +361,9 @@ static int cmd_import(struct ctl *c, int argc, char **argv)
 	if (r < 0)
 		goto out;
 
+	/* The pools as the old datastore holds them, overlapping or not: IPAM's blocks
+	 * were carved from them. */
+	ds_keep_pools(d, true);
 	size_t done[ARRAY_SIZE(migrated)] = { 0 }, left[ARRAY_SIZE(migrated)] = { 0 };
 	size_t i;
 	for (i = 0; i < in.n; i++) {

@@ -312,7 +312,14 @@ static int apply_all(struct ds *d, struct objlist *objs)
 		free(written);
 		return ret;
 	}
-	/* No transactions: a dry run of every write first. */
+	/* No transactions: the rules that span objects (IP pools), then a dry run of every
+	 * write, before anything is written. */
+	if (ds_check_pools(d, objs->v, objs->n) < 0) {
+		ctl_error("%s", ds_last_error(d));
+		ctl_error("nothing was written");
+		free(written);
+		return CTL_FAIL;
+	}
 	bool dry = ds_set_dry_run(d, true) == 0;
 	for (size_t i = 0; dry && i < objs->n; i++) {
 		bool created, changed;

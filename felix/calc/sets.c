@@ -130,9 +130,14 @@ static void contributions(struct pol *p, const struct pep *e, struct psetrec *s,
 	case PSET_NAMED: {
 		if (!e->n_ports || !e->n_addrs || !endpoint_matches(p, e, s->sel))
 			return;
-		const char *pw = proto_word(s->proto);
-		for (uint32_t k = 0; pw && k < e->n_ports; k++) {
-			if (e->ports[k].proto != s->proto || !streq(e->ports[k].name, s->port_name))
+		/* A rule without a protocol matches the named port in whatever protocol the
+		 * endpoint declares it (Calico allows named ports without a protocol). */
+		for (uint32_t k = 0; k < e->n_ports; k++) {
+			if ((s->proto && e->ports[k].proto != s->proto) ||
+			    !streq(e->ports[k].name, s->port_name))
+				continue;
+			const char *pw = proto_word(e->ports[k].proto);
+			if (!pw)
 				continue;
 			for (uint32_t i = 0; i < e->n_addrs; i++) {
 				char m[64];

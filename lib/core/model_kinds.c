@@ -117,8 +117,18 @@ static void check_entity_ports(struct model_ctx *c, const struct br_rule *r, con
 	for (size_t k = 0; k < 2; k++) {
 		if (!lists[k]->n || proto_has_ports(&r->protocol))
 			continue;
+		/* As Calico: without a protocol, named ports are allowed (an endpoint's named
+		 * port carries its protocol); numbers and ranges need one. */
+		bool all_named = true;
+		for (size_t i = 0; i < lists[k]->n; i++)
+			all_named &= lists[k]->v[i].name != NULL && lists[k]->v[i].name[0];
+		if (!r->protocol.set && all_named)
+			continue;
 		size_t m = model_push(c, side);
-		model_err_at(c, names[k], "requires protocol TCP, UDP, SCTP or UDPLite");
+		model_err_at(c, names[k],
+			     r->protocol.set ? "requires protocol TCP, UDP, SCTP or UDPLite"
+					     : "a port number or range requires protocol TCP, UDP, "
+					       "SCTP or UDPLite (named ports do not)");
 		model_pop(c, m);
 	}
 }
@@ -272,13 +282,28 @@ static const struct model_field gnp_fields[] = {
 static MODEL_STRUCT(gnp_desc, struct br_policy_spec, gnp_fields, .defaults = default_policy,
 		    .check = check_policy);
 
+/* A staged Delete names the policy it would delete: no spec but its tier (Calico's rule). */
+static void check_staged_policy(struct model_ctx *c, const void *obj)
+{
+	const struct br_policy_spec *s = obj;
+	check_policy(c, obj);
+	if (!s->staged_action || !streq(s->staged_action, "Delete"))
+		return;
+	if (s->n_ingress || s->n_egress || (s->selector && *s->selector) || s->order.set ||
+	    (s->service_account_selector && *s->service_account_selector) ||
+	    (s->namespace_selector && *s->namespace_selector) || s->do_not_track || s->pre_dnat ||
+	    s->apply_on_forward || s->n_performance_hints)
+		model_err_at(c, "stagedAction",
+			     "with Delete, the spec holds nothing but tier (and types)");
+}
+
 /* The staged kinds: the same spec and a stagedAction (what applying it would do). */
 static const struct model_field snp_fields[] = {
 	POLICY_COMMON_FIELDS,
 	STAGED_ACTION_FIELD(struct br_policy_spec),
 };
 static MODEL_STRUCT(snp_desc, struct br_policy_spec, snp_fields, .defaults = default_policy,
-		    .check = check_policy);
+		    .check = check_staged_policy);
 
 static const struct model_field sgnp_fields[] = {
 	POLICY_COMMON_FIELDS,
@@ -290,7 +315,7 @@ static const struct model_field sgnp_fields[] = {
 	STAGED_ACTION_FIELD(struct br_policy_spec),
 };
 static MODEL_STRUCT(sgnp_desc, struct br_policy_spec, sgnp_fields, .defaults = default_policy,
-		    .check = check_policy);
+		    .check = check_staged_policy);
 
 static const struct model_field nets_fields[] = {
 	MF_L("nets", MF_STRLIST, struct br_nets_spec, nets, n_nets,
@@ -509,6 +534,8 @@ static void default_ippool(struct model_ctx *c, void *obj)
 		s->vxlan_mode = "Never";
 	if (!s->node_selector)
 		s->node_selector = "all()";
+	if (!s->assignment_mode)
+		s->assignment_mode = "Automatic";
 	if (!s->n_allowed_uses) {
 		s->allowed_uses = model_strlist(c->a, 2, "Workload", "Tunnel");
 		s->n_allowed_uses = 2;
@@ -562,6 +589,10 @@ static const struct model_field ippool_fields[] = {
 	   .check = model_check_selector),
 	MF_L("allowedUses", MF_STRLIST, struct br_ippool_spec, allowed_uses, n_allowed_uses,
 	     .check_item = check_allowed_use),
+	MF("assignmentMode", MF_STRING, struct br_ippool_spec, assignment_mode,
+	   .enum_values = E("Automatic", "Manual")),
+	MF("namespaceSelector", MF_STRING, struct br_ippool_spec, namespace_selector,
+	   .check = model_check_selector),
 };
 static MODEL_STRUCT(ippool_desc, struct br_ippool_spec, ippool_fields, .defaults = default_ippool,
 		    .check = check_ippool);
@@ -766,8 +797,8 @@ static void check_bgppeer(struct model_ctx *c, const void *obj)
 		model_err(c, "node and nodeSelector cannot both be set");
 	if (peer_ip && peer_sel)
 		model_err(c, "peerIP and peerSelector cannot both be set");
-	if (!peer_ip && !peer_sel)
-		model_err(c, "one of peerIP or peerSelector is required");
+	/* Neither peerIP nor peerSelector is not an error (Calico has no such rule): the peer
+	 * selects no one, or only local workloads (localWorkloadSelector). */
 	if (peer_ip && !s->as_number.set)
 		model_err_at(c, "asNumber", "required with peerIP");
 }
@@ -798,6 +829,10 @@ static const struct model_field bgppeer_fields[] = {
 	   .codec = &model_codec_asn),
 	MF("reversePeering", MF_STRING, struct br_bgppeer_spec, reverse_peering,
 	   .enum_values = E("Auto", "Manual")),
+	MF_L("filters", MF_STRLIST, struct br_bgppeer_spec, filters, n_filters,
+	     .check_item = model_check_dns_subdomain_item),
+	MF("localWorkloadSelector", MF_STRING, struct br_bgppeer_spec, local_workload_selector,
+	   .check = model_check_selector),
 };
 static MODEL_STRUCT(bgppeer_desc, struct br_bgppeer_spec, bgppeer_fields, .check = check_bgppeer);
 
@@ -946,6 +981,8 @@ static const struct model_field ipamconfig_fields[] = {
 	MF("maxBlocksPerHost", MF_OPT_INT, struct br_ipamconfig_spec, max_blocks_per_host, .min = 0,
 	   .max = 1000000),
 	MF("autoAllocateBlocks", MF_OPT_BOOL, struct br_ipamconfig_spec, auto_allocate_blocks),
+	MF("kubeVirtVMAddressPersistence", MF_STRING, struct br_ipamconfig_spec,
+	   kubevirt_vm_address_persistence, .enum_values = E("Enabled", "Disabled")),
 };
 static MODEL_STRUCT(ipamconfig_desc, struct br_ipamconfig_spec, ipamconfig_fields);
 

@@ -50,8 +50,8 @@ void model_check_tier(struct model_ctx *c, const struct br_object *o)
 		model_err_at(c, "metadata.name", "a tier's name cannot contain '.'");
 	if (o->meta.name && streq(o->meta.name, "default")) {
 		if (!t->spec.order.set || t->spec.order.v != MODEL_TIER_DEFAULT_ORDER)
-			model_err_at(c, "spec.order", "the default tier's order is fixed at %.0f",
-				     (double)MODEL_TIER_DEFAULT_ORDER);
+			model_err_at(c, "spec.order", "the default tier's order is fixed at %d",
+				     (int)MODEL_TIER_DEFAULT_ORDER);
 	}
 }
 

@@ -7,10 +7,12 @@
 
 #include <brindle/core/json.h>
 #include <brindle/core/model.h>
+#include <brindle/core/net.h>
 #include <brindle/sys/etcd.h>
 #include <brindle/sys/log.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -243,14 +245,85 @@ int ds_read_many(struct ds *d, struct ds_read *r, size_t n)
 	return first;
 }
 
+/*
+ * What Calico refuses of a write of IP pools, because either would corrupt
+ * IPAM on a live cluster: changing an existing pool's cidr or blockSize (its
+ * blocks were carved with them), and a pool that overlaps another (two pools
+ * would hand out the same addresses).
+ */
+void ds_keep_pools(struct ds *d, bool keep)
+{
+	d->keep_pools = keep;
+}
+
+int ds_check_pools(struct ds *d, struct br_object *const *objs, size_t n)
+{
+	size_t npools = 0;
+	if (d->keep_pools)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		npools += objs[i]->kind->id == KIND_IPPOOL;
+	if (!npools)
+		return 0;
+	struct br_object **cur = NULL;
+	size_t ncur = 0;
+	int r = ds_list(d, model_kind(KIND_IPPOOL), NULL, &cur, &ncur);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (objs[i]->kind->id != KIND_IPPOOL)
+			continue;
+		const struct br_ippool *p = (const struct br_ippool *)objs[i];
+		struct br_cidr pc;
+		if (cidr_parse(p->spec.cidr, false, &pc) < 0)
+			continue; /* the model refused it already */
+		for (size_t j = 0; j < ncur + i && r == 0; j++) {
+			const struct br_ippool *q =
+				(const struct br_ippool *)(j < ncur ? cur[j] : objs[j - ncur]);
+			if (j >= ncur && q->o.kind->id != KIND_IPPOOL)
+				continue;
+			bool same = streq(q->o.meta.name, p->o.meta.name);
+			if (same && j < ncur && !streq(q->spec.cidr, p->spec.cidr))
+				r = ds_fail(
+					d, -EINVAL,
+					"IPPool %s: spec.cidr cannot be changed (%s to %s): its "
+					"blocks were carved from it; create a new pool, disable "
+					"this one and delete it once its addresses are released",
+					p->o.meta.name, q->spec.cidr, p->spec.cidr);
+			else if (same && j < ncur && q->spec.block_size.v != p->spec.block_size.v)
+				r = ds_fail(
+					d, -EINVAL,
+					"IPPool %s: spec.blockSize cannot be changed (%" PRId64
+					" to %" PRId64 "): its blocks were carved with it; create "
+					"a new pool instead",
+					p->o.meta.name, q->spec.block_size.v, p->spec.block_size.v);
+			struct br_cidr qc;
+			if (r == 0 && !same && cidr_parse(q->spec.cidr, false, &qc) == 0 &&
+			    cidr_overlaps(&pc, &qc))
+				r = ds_fail(d, -EINVAL,
+					    "IPPool %s: spec.cidr %s overlaps IPPool %s (%s)",
+					    p->o.meta.name, p->spec.cidr, q->o.meta.name,
+					    q->spec.cidr);
+		}
+	}
+	model_free_all(cur, ncur);
+	return r;
+}
+
 int ds_create(struct ds *d, struct br_object *o)
 {
+	int r = ds_check_pools(d, &o, 1);
+	if (r < 0)
+		return r;
 	ds_stamp_new(o);
 	return d->ops->create(d, o);
 }
 
 int ds_update(struct ds *d, struct br_object *o)
 {
+	int r = ds_check_pools(d, &o, 1);
+	if (r < 0)
+		return r;
 	return d->ops->update(d, o);
 }
 
@@ -392,6 +465,18 @@ int ds_write_seq(struct ds *d, struct ds_write *w, size_t n, size_t *done)
 {
 	size_t ok = 0;
 	int r = 0;
+	struct br_object **objs = xcalloc(n ? n : 1, sizeof(*objs));
+	size_t nw = 0;
+	for (size_t i = 0; i < n; i++)
+		if (w[i].op == DS_WRITE_CREATE || w[i].op == DS_WRITE_UPDATE)
+			objs[nw++] = w[i].obj;
+	r = ds_check_pools(d, objs, nw);
+	free(objs);
+	if (r < 0) {
+		if (done)
+			*done = 0;
+		return r;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (w[i].op == DS_WRITE_CREATE)
 			ds_stamp_new(w[i].obj);

@@ -46,6 +46,7 @@ struct ds {
 	struct strbuf err;
 	void *priv;
 	bool dry_run; /* ds_set_dry_run (backends with dry runs only) */
+	bool keep_pools; /* ds_keep_pools: IP pools written as they are */
 };
 
 /* Sets the last error text; returns @ret. */

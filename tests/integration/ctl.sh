@@ -142,7 +142,8 @@ if ctl get ippool pool-a >/dev/null 2>&1; then bt_fail "good file written despit
 bt_expect_eq "create" "ippool.projectcalico.org/pool-a created" "$(ctl create -f "$D/good.yaml")"
 if err=$(ctl create -f "$D/good.yaml" 2>&1); then bt_fail "create of existing succeeded"; fi
 bt_expect_contains "create conflict" 'IPPool "pool-a" already exists' "$err"
-sed 's/10.244.0.0\/16/10.245.0.0\/16/' "$D/good.yaml" >"$D/good2.yaml"
+# (a pool's cidr cannot change, as in Calico: change what may)
+sed 's/cidr: 10.244.0.0\/16}/cidr: 10.244.0.0\/16, natOutgoing: true}/' "$D/good.yaml" >"$D/good2.yaml"
 bt_expect_eq "replace" "ippool.projectcalico.org/pool-a replaced" "$(ctl replace -f "$D/good2.yaml")"
 bt_expect_eq "apply changed" "ippool.projectcalico.org/pool-a configured" "$(ctl apply -f "$D/good.yaml")"
 # A stale resourceVersion makes replace fail.
@@ -156,7 +157,7 @@ bt_expect_contains "stale replace" "modified by someone else" "$err"
 # Tables
 out=$(ctl get ippools)
 bt_expect_eq "ippool table" "NAME     CIDR            SELECTOR
-pool-a   10.245.0.0/16   all()" "$out"
+pool-a   10.244.0.0/16   all()" "$out"
 out=$(ctl get ippools -o wide)
 bt_expect_contains "wide columns" "BLOCKSIZE   IPIP    VXLAN   NATOUTGOING   DISABLED" "$out"
 

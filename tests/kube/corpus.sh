@@ -5,6 +5,7 @@
 # deploy/rbac/brindlectl.yaml): every document is created, reads back the same
 # from both datastores, and what `get -o yaml` prints (a List) re-applies
 # unchanged; a typed list (kind: TierList, what calicoctl prints) applies too.
+# And Calico's IP pool rules: cidr and blockSize immutable, no overlapping pools.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
@@ -61,5 +62,61 @@ YAML
 	y=$($ds get tier platform -o yaml)
 	bt_expect_contains "$ds: the order given" "order: 200" "$y"
 	bt_expect_contains "$ds: Calico's default action" "defaultAction: Deny" "$y"
+done
+# Calico's rules for IP pools, which protect IPAM on a live cluster, on both datastores: an
+# existing pool's cidr and blockSize cannot change; a pool may not overlap another, stored or in
+# the same file; and a refused file writes nothing.
+for ds in ectl kctl; do
+	$ds apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-a}
+spec: {cidr: 10.50.0.0/16, blockSize: 26}
+YAML
+	if err=$($ds apply -f - 2>&1 <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-a}
+spec: {cidr: 10.51.0.0/16, blockSize: 26}
+YAML
+	); then bt_fail "$ds: a pool's cidr changed"; fi
+	bt_expect_contains "$ds: cidr is immutable" \
+		"IPPool pool-a: spec.cidr cannot be changed (10.50.0.0/16 to 10.51.0.0/16)" "$err"
+	if err=$($ds apply -f - 2>&1 <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-a}
+spec: {cidr: 10.50.0.0/16, blockSize: 28}
+YAML
+	); then bt_fail "$ds: a pool's blockSize changed"; fi
+	bt_expect_contains "$ds: blockSize is immutable" \
+		"IPPool pool-a: spec.blockSize cannot be changed (26 to 28)" "$err"
+	if err=$($ds apply -f - 2>&1 <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-b}
+spec: {cidr: 10.50.128.0/17}
+YAML
+	); then bt_fail "$ds: an overlapping pool was created"; fi
+	bt_expect_contains "$ds: overlap refused" \
+		"IPPool pool-b: spec.cidr 10.50.128.0/17 overlaps IPPool pool-a (10.50.0.0/16)" "$err"
+	if err=$($ds apply -f - 2>&1 <<'YAML'
+- {apiVersion: projectcalico.org/v3, kind: IPPool, metadata: {name: pool-c}, spec: {cidr: 10.60.0.0/16}}
+- {apiVersion: projectcalico.org/v3, kind: IPPool, metadata: {name: pool-d}, spec: {cidr: 10.60.7.0/24}}
+YAML
+	); then bt_fail "$ds: two overlapping pools in one file were created"; fi
+	bt_expect_contains "$ds: overlap within a file refused" \
+		"IPPool pool-d: spec.cidr 10.60.7.0/24 overlaps IPPool pool-c (10.60.0.0/16)" "$err"
+	bt_expect_eq "$ds: nothing of the refused file written" "" \
+		"$($ds get ippools -o name | grep -E 'pool-[bcd]' || true)"
+	# A change that keeps cidr and blockSize is fine.
+	out=$($ds apply -f - <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-a}
+spec: {cidr: 10.50.0.0/16, blockSize: 26, natOutgoing: true, disabled: true}
+YAML
+)
+	bt_expect_eq "$ds: other fields change" "ippool.projectcalico.org/pool-a configured" "$out"
 done
 bt_pass

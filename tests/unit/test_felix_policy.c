@@ -276,6 +276,30 @@ static void test_k8s_named_port_per_pod(void **state)
 		       "10.0.0.1,tcp:8000 10.0.0.2,tcp:9090");
 }
 
+/* Calico allows a named port without a protocol: it matches the name in whatever
+ * protocol each endpoint declares it. */
+static void test_calico_named_port_any_protocol(void **state)
+{
+	ns("a", "team: a");
+	pod("a", "web1", "node-a", "caliweb00000001", "10.0.0.1", "app: web",
+	    "[{name: svc, protocol: TCP, port: 8080}]");
+	pod("a", "web2", "node-b", "caliweb00000002", "10.0.0.2", "app: web",
+	    "[{name: svc, protocol: UDP, port: 5353}, {name: other, protocol: TCP, port: 1}]");
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: anyproto, namespace: a}\n"
+	      "spec:\n  selector: app == 'web'\n"
+	      "  ingress:\n  - action: Allow\n    destination: {ports: [svc]}\n");
+	assert_members("NetworkPolicy a/anyproto", "dst,dst",
+		       "10.0.0.1,tcp:8080 10.0.0.2,udp:5353");
+	/* and with a protocol, only that protocol's port of the name */
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: anyproto, namespace: a}\n"
+	      "spec:\n  selector: app == 'web'\n"
+	      "  ingress:\n  - action: Allow\n    protocol: UDP\n    destination: {ports: "
+	      "[svc]}\n");
+	assert_members("NetworkPolicy a/anyproto", "dst,dst", "10.0.0.2,udp:5353");
+}
+
 static void test_k8s_endport_and_ipblock(void **state)
 {
 	cluster();
@@ -817,6 +841,7 @@ int main(void)
 		WITH_POLICY(test_k8s_peer_and_vs_or),
 		WITH_POLICY(test_k8s_default_deny_and_allow_all),
 		WITH_POLICY(test_k8s_named_port_per_pod),
+		WITH_POLICY(test_calico_named_port_any_protocol),
 		WITH_POLICY(test_k8s_endport_and_ipblock),
 		WITH_POLICY(test_k8s_namespace_expressions),
 		WITH_POLICY(test_calico_order_and_actions),

@@ -539,7 +539,14 @@ static const struct bad bad_inputs[] = {
 	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: 256}]}\n",
 	  D1 "spec.ingress[0].protocol: protocol number 256 is out of range (1-255)" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, destination: {ports: [80]}}]}\n",
+	  D1 "spec.ingress[0].destination.ports: a port number or range requires protocol TCP, "
+	     "UDP, SCTP or UDPLite (named ports do not)" },
+	{ CP_HEAD
+	  "spec: {ingress: [{action: Allow, protocol: ICMP, destination: {ports: [http]}}]}\n",
 	  D1 "spec.ingress[0].destination.ports: requires protocol TCP, UDP, SCTP or UDPLite" },
+	{ CP_HEAD "spec: {ingress: [{action: Allow, http: {methods: [GET]}}]}\n",
+	  D1 "spec.ingress[0].http: matching HTTP requests needs an L7 proxy, which Brindle does "
+	     "not have; the policy is refused rather than enforced without this match" },
 	{ CP_HEAD "spec: {ingress: [{action: Allow, protocol: ICMP, source: {notPorts: [53]}}]}\n",
 	  D1 "spec.ingress[0].source.notPorts: requires protocol TCP, UDP, SCTP or UDPLite" },
 	{ CP_HEAD
@@ -612,8 +619,38 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.bgp.routeReflectorClusterID: \"abc\" is not a valid IPv4 address" },
 	{ NODE_HEAD "spec: {vxlanTunnelMACAddr: 'ee:ee:ee'}\n",
 	  D1 "spec.vxlanTunnelMACAddr: \"ee:ee:ee\" is not a valid MAC address" },
-	{ PEER_HEAD "spec: {asNumber: 65000}\n",
-	  D1 "spec: one of peerIP or peerSelector is required" },
+	{ PEER_HEAD "spec: {asNumber: 65000, peerIP: 10.0.0.1, peerSelector: all()}\n",
+	  D1 "spec: peerIP and peerSelector cannot both be set" },
+	{ "apiVersion: projectcalico.org/v3\nkind: StagedNetworkPolicy\nmetadata: {name: s}\n"
+	  "spec: {stagedAction: Delete, selector: all()}\n",
+	  D1 "spec.stagedAction: with Delete, the spec holds nothing but tier (and types)" },
+	{ "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: f}\n"
+	  "spec: {exportV4: [{action: Accept, cidr: 'fd00::/8', matchOperator: In}]}\n",
+	  D1 "spec.exportV4[0].cidr: \"fd00::/8\" is not an IPv4 network" },
+	{ "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: f}\n"
+	  "spec: {importV4: [{action: Accept, cidr: 10.0.0.0/8}]}\n",
+	  D1 "spec.importV4[0].matchOperator: cidr and matchOperator go together" },
+	{ "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: f}\n"
+	  "spec: {importV4: [{action: Accept, cidr: 10.0.0.0/8, matchOperator: In,"
+	  " prefixLength: {min: 4, max: 33}}]}\n",
+	  D1 "spec.importV4[0].prefixLength.max: must be between 0 and 32" },
+	{ "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: f}\n"
+	  "spec: {importV4: [{action: Accept, interface: 'eth0\"; reject'}]}\n",
+	  D1 "spec.importV4[0].interface: \"eth0\"; reject\" is not an interface name or pattern" },
+	{ "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a.b}\n",
+	  D1 "metadata.name: a tier's name cannot contain '.'" },
+	{ "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: default}\nspec: {order: "
+	  "5}\n",
+	  D1 "spec.order: the default tier's order is fixed at 1000000" },
+	{ "apiVersion: projectcalico.org/v3\nkind: IPReservation\nmetadata: {name: r}\n"
+	  "spec: {reservedCIDRs: [10.0.0.0/33]}\n",
+	  D1 "spec.reservedCIDRs[0]: \"10.0.0.0/33\" is not a valid IP address or CIDR" },
+	{ "apiVersion: projectcalico.org/v3\nkind: CalicoNodeStatus\nmetadata: {name: s}\n"
+	  "spec: {node: n1, classes: [Agent, Peers]}\n",
+	  D1 "spec.classes[1]: \"Peers\" is not one of Agent, BGP, Routes" },
+	{ "apiVersion: projectcalico.org/v3\nkind: KubeControllersConfiguration\n"
+	  "metadata: {name: other}\nspec: {controllers: {}}\n",
+	  D1 "metadata.name: must be \"default\"" },
 	{ PEER_HEAD "spec: {peerIP: 10.0.0.1}\n", D1 "spec.asNumber: required with peerIP" },
 	{ PEER_HEAD "spec: {peerIP: '10.0.0.1:99999', asNumber: 65000}\n",
 	  D1 "spec.peerIP: \"10.0.0.1:99999\" is not a valid peer address (IP, IP:port or "

@@ -469,6 +469,8 @@ struct br_ippool_spec {
 	const char *node_selector;
 	const char **allowed_uses; /* Workload, Tunnel */
 	size_t n_allowed_uses;
+	const char *assignment_mode;	/* Automatic (default), Manual */
+	const char *namespace_selector; /* pods of which namespaces may use it */
 };
 
 struct br_ippool {
@@ -547,6 +549,9 @@ struct br_bgppeer_spec {
 	const char *reachable_by;
 	struct opt_asn local_as_number;
 	const char *reverse_peering; /* Auto, Manual */
+	const char **filters;	     /* BGPFilter names, applied in order */
+	size_t n_filters;
+	const char *local_workload_selector;
 };
 
 struct br_bgppeer {
@@ -670,6 +675,7 @@ struct br_ipamconfig_spec {
 	bool strict_affinity;
 	struct opt_int max_blocks_per_host;
 	struct opt_bool auto_allocate_blocks;
+	const char *kubevirt_vm_address_persistence; /* Enabled, Disabled */
 };
 
 struct br_ipamconfig {

@@ -110,6 +110,19 @@ struct ds_read {
 	size_t n;
 };
 int ds_read_many(struct ds *d, struct ds_read *r, size_t n);
+/*
+ * Calico's rules for writing IP pools, against what is stored and among @objs:
+ * an existing pool's cidr and blockSize do not change, pools do not overlap.
+ * ds_create, ds_update and ds_write_seq check them; a caller writing a file
+ * object by object checks the whole file first. 0, or -EINVAL (ds_last_error).
+ */
+int ds_check_pools(struct ds *d, struct br_object *const *objs, size_t n) must_check;
+/*
+ * Write IP pools as they are, without those rules: what a migration does with
+ * a datastore that holds overlapping pools already (IPAM copes with them; the
+ * rules only stop new ones being made).
+ */
+void ds_keep_pools(struct ds *d, bool keep);
 /* Create; fails with -EEXIST. Sets uid and creationTimestamp when absent, and o->revision. */
 int ds_create(struct ds *d, struct br_object *o) must_check;
 /* Replace the stored object if its revision is still o->revision; updates o->revision. */
