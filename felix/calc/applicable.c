@@ -168,9 +168,17 @@ void applicable_profile_set(struct pol *p, const char *name, struct ppolicy *exp
 
 /* --- local endpoints ---------------------------------------------------------------------- */
 
-static int cmp_pentry(const void *a, const void *b)
+/* Tiers by order (then name), and within a tier the policies by order, then id. */
+static int cmp_pentry(const void *a, const void *b, void *ctx)
 {
+	const struct pol *p = ctx;
 	const struct pentry *x = *(struct pentry *const *)a, *y = *(struct pentry *const *)b;
+	if (!streq(x->p->tier, y->p->tier)) {
+		double ox = pol_tier(p, x->p->tier).order, oy = pol_tier(p, y->p->tier).order;
+		if (ox != oy)
+			return ox < oy ? -1 : 1;
+		return strcmp(x->p->tier, y->p->tier);
+	}
 	return ppolicy_cmp(x->p, y->p);
 }
 
@@ -195,7 +203,7 @@ static void local_compute_policies(struct pol *p, struct pep *e, struct pentry *
 	}
 	for (int d = 0; d < 2; d++) {
 		if (k[d] > 1)
-			qsort(pol[d], k[d], sizeof(*pol[d]), cmp_pentry);
+			qsort_r(pol[d], k[d], sizeof(*pol[d]), cmp_pentry, p);
 		n[d] = (uint32_t)k[d];
 	}
 }

@@ -132,28 +132,52 @@ static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 		chains_put(p, PT_FILTER, cb_finish(&b));
 		return;
 	}
-	for (uint32_t i = 0; i < lo->n_pol[dir]; i++) {
-		struct pentry *pe = lo->pol[dir][i];
-		cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
-		cb_target(&b, "-j %s", pe->chain[dir]);
-		cb_emit(&b);
-		cb_comment(&b, "Return if policy accepted");
-		cb_match(&b, "-m mark --mark 0x%x/0x%x", m->accept, m->accept);
-		cb_target(&b, "-j RETURN");
-		cb_emit(&b);
-	}
-	if (lo->n_pol[dir]) {
+	/*
+	 * The policies tier by tier (Calico's layout): each tier starts with the pass mark clear;
+	 * a policy runs while no earlier one of its tier passed; an accept returns; a tier whose
+	 * default action is Deny drops what none of its policies accepted or passed, one whose
+	 * default is Pass hands it on. After the last tier, the profiles.
+	 */
+	for (uint32_t i = 0; i < lo->n_pol[dir];) {
+		const char *tier = lo->pol[dir][i]->p->tier;
+		char text[128];
+		if (i > 0) {
+			snprintf(text, sizeof(text), "Start of tier %s", tier);
+			cb_comment(&b, text);
+			cb_target(&b, "-j MARK --set-xmark 0x0/0x%x", m->pass);
+			cb_emit(&b);
+		}
+		for (; i < lo->n_pol[dir] && streq(lo->pol[dir][i]->p->tier, tier); i++) {
+			struct pentry *pe = lo->pol[dir][i];
+			cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
+			cb_target(&b, "-j %s", pe->chain[dir]);
+			cb_emit(&b);
+			cb_comment(&b, "Return if policy accepted");
+			cb_match(&b, "-m mark --mark 0x%x/0x%x", m->accept, m->accept);
+			cb_target(&b, "-j RETURN");
+			cb_emit(&b);
+		}
+		if (pol_tier(p, tier).pass)
+			continue;
 		if (p->rc.event_log) {
 			snprintf(prefix, sizeof(prefix), "D%c:e:%s", ingress ? 'i' : 'o',
 				 lo->iface);
 			cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
 			render_event_log(&b, ingress, prefix);
 		}
-		cb_comment(&b, "Drop if no policies passed packet");
+		if (streq(tier, "default"))
+			cb_comment(&b, "Drop if no policies passed packet");
+		else {
+			snprintf(text, sizeof(text),
+				 "End of tier %s: drop if no policies passed packet", tier);
+			cb_comment(&b, text);
+		}
 		cb_match(&b, "-m mark --mark 0x0/0x%x", m->pass);
 		cb_target(&b, "-j DROP");
 		cb_emit(&b);
 	}
+	/* A packet passed on by the last tier goes to the profiles with the pass mark still set,
+	 * which the profiles' chains do not look at. */
 	for (uint32_t i = 0; i < lo->n_prof; i++) {
 		cb_target(&b, "-j %s", lo->prof[i]->chain[dir]);
 		cb_emit(&b);

@@ -78,6 +78,7 @@ struct ppolicy {
 	const char *display; /* "NetworkPolicy ns/name", ... for comments and logs */
 	const char *ns;	     /* NULL when global */
 	double order;	     /* +inf when unset */
+	const char *tier;    /* its tier's name ("default"); NULL for profiles */
 	struct sel *selector;
 	bool ingress, egress;
 	struct prule *in, *out;
@@ -100,6 +101,18 @@ struct ppolicy *ppolicy_from_namespace(const char *ns, const struct br_labels *l
  * resource is seen. */
 struct ppolicy *ppolicy_empty_profile(const char *name);
 void ppolicy_free(struct ppolicy *p);
+
+/* A tier as felix orders and ends it. */
+struct ptier {
+	double order; /* +inf when unset */
+	bool pass;    /* defaultAction Pass: what no policy decided goes on to the next tier */
+};
+
+/*
+ * The tier @name: its Tier resource, else Calico's default for the name (the
+ * default tier at MODEL_TIER_DEFAULT_ORDER, any other last), both Deny.
+ */
+struct ptier pol_tier(const struct pol *p, const char *name);
 
 /* Order for the policies of an endpoint: order, then id. */
 int ppolicy_cmp(const struct ppolicy *a, const struct ppolicy *b);
@@ -296,6 +309,7 @@ struct pol {
 	struct hmap set_index;
 	struct pvec unindexed;
 	struct hmap pools; /* name → struct ppool */
+	struct hmap tiers; /* name → struct ptier (the Tier resources) */
 	struct pol_desired d;
 	struct hmap dirty_eps; /* key → (void *)1 */
 	bool dirty_dispatch, dirty_static, dirty_all;

@@ -348,8 +348,7 @@ struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
 					global ? NULL : np->o.meta.namespace, np->o.meta.name);
 	if (s->order.set)
 		p->order = s->order.v;
-	if (s->tier && !streq(s->tier, "default"))
-		fail(p, "tier \"%s\": only the default tier is supported", s->tier);
+	p->tier = arena_strdup(p->a, s->tier && *s->tier ? s->tier : "default");
 	if (s->do_not_track || s->pre_dnat || s->apply_on_forward)
 		fail(p, "%s is not supported",
 		     s->do_not_track ? "doNotTrack"
@@ -572,7 +571,8 @@ struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp)
 {
 	const struct br_k8s_np_spec *s = &knp->spec;
 	struct ppolicy *p = ppolicy_new(PK_KNP, knp->o.meta.namespace, knp->o.meta.name);
-	p->order = 1000;
+	p->order = 1000; /* in the default tier, as Calico places them */
+	p->tier = "default";
 	p->selector = sel_and(sel_and(sel_eq(ORCH_LABEL, "k8s"), sel_from_k8s(&s->pod_selector)),
 			      sel_eq(NS_LABEL, p->ns));
 	for (size_t i = 0; i < s->n_policy_types; i++) {

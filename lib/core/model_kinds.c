@@ -237,8 +237,9 @@ static void check_performance_hint(struct model_ctx *c, const char *s)
 static void check_policy(struct model_ctx *c, const void *obj)
 {
 	const struct br_policy_spec *s = obj;
-	if (s->tier && !streq(s->tier, "default"))
-		model_err_at(c, "tier", "only the default tier is supported");
+	const char *why;
+	if (s->tier && !valid_dns_label(s->tier, &why))
+		model_err_at(c, "tier", "\"%s\" is not a tier name: %s", s->tier, why);
 	model_check_no_dups(c, "types", s->types, s->n_types);
 	if (s->pre_dnat && s->do_not_track)
 		model_err_at(c, "preDNAT", "cannot be combined with doNotTrack");

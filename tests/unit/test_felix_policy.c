@@ -300,6 +300,87 @@ static void test_calico_named_port_any_protocol(void **state)
 	assert_members("NetworkPolicy a/anyproto", "dst,dst", "10.0.0.2,udp:5353");
 }
 
+/* The index of the first rule of @c at or after @from containing @needle; fails if none. */
+static uint32_t rule_at(const struct pchain *c, uint32_t from, const char *needle)
+{
+	assert_non_null(c);
+	for (uint32_t i = from; i < c->n; i++)
+		if (strstr(c->rules[i], needle))
+			return i;
+	fail_msg("no rule with \"%s\" from %u", needle, from);
+	return 0;
+}
+
+static const char *pol_chain(const char *id)
+{
+	const struct pentry *pe = hmap_get(&P->policies, id);
+	assert_non_null(pe);
+	return pe->chain[0];
+}
+
+/*
+ * Tiers as Calico lays them out: tiers by order, each starting with the pass
+ * mark clear and ending (default action Deny) with a drop of what none of its
+ * policies accepted or passed; a Pass tier hands that on. A Tier resource that
+ * changes order or action re-renders the endpoints; without one, a tier is last
+ * and Deny, and the default tier sits at 1,000,000.
+ */
+static void test_tiers(void **state)
+{
+	cluster();
+	apply("apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: security}\n"
+	      "spec: {order: 100}\n---\n"
+	      "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: sec-pass}\n"
+	      "spec: {tier: security, order: 1, selector: role == 'db',\n"
+	      "       ingress: [{action: Pass, source: {selector: role == 'x'}}]}\n---\n"
+	      "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	      "metadata: {name: sec-deny}\n"
+	      "spec: {tier: security, order: 2, selector: role == 'db',\n"
+	      "       ingress: [{action: Deny, source: {selector: role == 'y'}}]}\n---\n"
+	      "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: app, namespace: a}\n"
+	      "spec: {order: 1, selector: role == 'db', ingress: [{action: Allow}]}\n");
+	const struct pchain *c = chain("cali-tw-calidb000000001");
+	char sec_pass[40], sec_deny[40], app[40];
+	snprintf(sec_pass, sizeof(sec_pass), "-j %s", pol_chain("gnp/sec-pass"));
+	snprintf(sec_deny, sizeof(sec_deny), "-j %s", pol_chain("gnp/sec-deny"));
+	snprintf(app, sizeof(app), "-j %s", pol_chain("np/a/app"));
+	uint32_t i = rule_at(c, 0, sec_pass);
+	i = rule_at(c, i + 1, sec_deny);
+	i = rule_at(c, i + 1, "End of tier security: drop if no policies passed packet");
+	assert_non_null(strstr(c->rules[i], "-j DROP"));
+	i = rule_at(c, i + 1, "Start of tier default");
+	assert_non_null(strstr(c->rules[i], "-j MARK --set-xmark 0x0/"));
+	i = rule_at(c, i + 1, app);
+	i = rule_at(c, i + 1, "Drop if no policies passed packet");
+	rule_at(c, i + 1, "Drop if no profiles matched");
+
+	/* defaultAction Pass: no end-of-tier drop for security */
+	apply("apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: security}\n"
+	      "spec: {order: 100, defaultAction: Pass}\n");
+	c = chain("cali-tw-calidb000000001");
+	assert_null(rule_with(c, "End of tier security"));
+	assert_non_null(rule_with(c, "Start of tier default"));
+
+	/* ordered after the default tier */
+	apply("apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: security}\n"
+	      "spec: {order: 2000000}\n");
+	c = chain("cali-tw-calidb000000001");
+	i = rule_at(c, 0, app);
+	i = rule_at(c, i + 1, "Drop if no policies passed packet");
+	i = rule_at(c, i + 1, "Start of tier security");
+	i = rule_at(c, i + 1, sec_pass);
+	rule_at(c, i + 1, "End of tier security");
+
+	/* the Tier deleted: last, and Deny */
+	del(KIND_TIER, NULL, "security");
+	c = chain("cali-tw-calidb000000001");
+	i = rule_at(c, 0, app);
+	i = rule_at(c, i + 1, sec_pass);
+	rule_at(c, i + 1, "End of tier security");
+}
+
 static void test_k8s_endport_and_ipblock(void **state)
 {
 	cluster();
@@ -842,6 +923,7 @@ int main(void)
 		WITH_POLICY(test_k8s_default_deny_and_allow_all),
 		WITH_POLICY(test_k8s_named_port_per_pod),
 		WITH_POLICY(test_calico_named_port_any_protocol),
+		WITH_POLICY(test_tiers),
 		WITH_POLICY(test_k8s_endport_and_ipblock),
 		WITH_POLICY(test_k8s_namespace_expressions),
 		WITH_POLICY(test_calico_order_and_actions),

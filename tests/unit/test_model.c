@@ -575,7 +575,7 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.ingress[0].source.nets[0]: \"10.0.0.0/33\" is not a valid IP address or CIDR" },
 	{ CP_HEAD "spec: {selector: \"app = 'web'\"}\n",
 	  D1 "spec.selector: invalid selector \"app = 'web'\": " },
-	{ CP_HEAD "spec: {tier: security}\n", D1 "spec.tier: only the default tier is supported" },
+	{ CP_HEAD "spec: {tier: sec.urity}\n", D1 "spec.tier: \"sec.urity\" is not a tier name: " },
 	{ CP_HEAD "spec: {order: high}\n", D1 "spec.order: must be a number" },
 	{ CP_HEAD "spec: {types: [Ingress], namespaceSelector: all()}\n",
 	  D1 "spec.namespaceSelector: unknown field" },
