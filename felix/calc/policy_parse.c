@@ -349,6 +349,13 @@ struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
 	if (s->order.set)
 		p->order = s->order.v;
 	p->tier = arena_strdup(p->a, s->tier && *s->tier ? s->tier : "default");
+	for (size_t i = 0; i < s->n_ingress + s->n_egress; i++)
+		if ((i < s->n_ingress ? &s->ingress[i] : &s->egress[i - s->n_ingress])->has_http)
+			fail(p,
+			     "%s rule %zu: an http match needs an L7 proxy, which Brindle does not "
+			     "have (endpoints it applies to are denied)",
+			     i < s->n_ingress ? "ingress" : "egress",
+			     i < s->n_ingress ? i : i - s->n_ingress);
 	if (s->do_not_track || s->pre_dnat || s->apply_on_forward)
 		fail(p, "%s is not supported",
 		     s->do_not_track ? "doNotTrack"

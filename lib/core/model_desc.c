@@ -683,6 +683,7 @@ struct br_object *model_decode_kind(const struct br_kind *k, const struct jv *do
 {
 	struct model_ctx c;
 	ctx_init(&c, errs);
+	c.stored = true;
 	struct br_object *o = NULL;
 	const char *kind = jv_as_string(jv_get(doc, "kind"));
 	if (doc->type != JV_OBJECT)

@@ -82,6 +82,7 @@ struct model_ctx {
 	char **failed;
 	size_t n_failed;
 	bool checking;
+	bool stored; /* decoding what a datastore holds (model_decode_kind), not a user's file */
 };
 
 /* Errors and paths (model_ctx.c). */

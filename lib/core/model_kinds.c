@@ -165,12 +165,18 @@ static void check_rule(struct model_ctx *c, const void *obj)
 /*
  * Calico's `http` match (methods, paths) needs an L7 proxy in the path (its
  * application layer policy), which Brindle does not have. Enforcing the rest of
- * such a rule would allow more than the user wrote, so the policy is refused.
+ * such a rule would allow more than the user wrote, so a user's policy with it
+ * is refused, and one found stored fails closed (felix).
  */
 static bool http_decode(struct model_ctx *c, const struct jv *v, void *field)
 {
 	(void)v;
-	(void)field;
+	if (c->stored) {
+		/* Stored by another writer (kubectl, Calico): kept as a mark, so that felix fails
+		 * the policy closed rather than dropping it (and its denies) as undecodable. */
+		*(bool *)field = true;
+		return true;
+	}
 	model_err(c, "matching HTTP requests needs an L7 proxy, which Brindle does not have; "
 		     "the policy is refused rather than enforced without this match");
 	return false;

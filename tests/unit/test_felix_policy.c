@@ -8,6 +8,9 @@
 
 #include "calc/policy_internal.h"
 
+#include <brindle/core/arena.h>
+#include <brindle/core/json.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -379,6 +382,35 @@ static void test_tiers(void **state)
 	i = rule_at(c, 0, app);
 	i = rule_at(c, i + 1, sec_pass);
 	rule_at(c, i + 1, "End of tier security");
+}
+
+/* A policy with an http match found stored (kubectl wrote it): the endpoints it selects fail
+ * closed rather than the policy, and its denies, being dropped as undecodable. */
+static void test_stored_http_match_fails_closed(void **state)
+{
+	cluster();
+	const char *json =
+		"{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"GlobalNetworkPolicy\","
+		"\"metadata\":{\"name\":\"l7\"},\"spec\":{\"selector\":\"role == 'db'\","
+		"\"ingress\":[{\"action\":\"Deny\",\"http\":{\"methods\":[\"POST\"]}},"
+		"{\"action\":\"Allow\"}]}}";
+	struct arena *a = arena_new();
+	struct jv *doc;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	assert_int_equal(json_parse(a, json, strlen(json), &doc, &err), 0);
+	struct model_errors errs = { 0 };
+	struct br_object *o = model_decode_kind(model_kind(KIND_GLOBALNETWORKPOLICY), doc, &errs);
+	assert_non_null(o);
+	struct ds_update u = { .kind = o->kind, .name = "l7", .obj = o };
+	assert_true(pol_update(P, &u));
+	const struct pchain *c = chain("cali-tw-calidb000000001");
+	const char *r = rule_with(c, "Fail closed: ");
+	assert_non_null(r);
+	assert_non_null(strstr(r, "an http match needs an L7 proxy"));
+	assert_non_null(strstr(r, "-j DROP"));
+	sb_free(&err);
+	arena_free(a);
 }
 
 static void test_k8s_endport_and_ipblock(void **state)
@@ -924,6 +956,7 @@ int main(void)
 		WITH_POLICY(test_k8s_named_port_per_pod),
 		WITH_POLICY(test_calico_named_port_any_protocol),
 		WITH_POLICY(test_tiers),
+		WITH_POLICY(test_stored_http_match_fails_closed),
 		WITH_POLICY(test_k8s_endport_and_ipblock),
 		WITH_POLICY(test_k8s_namespace_expressions),
 		WITH_POLICY(test_calico_order_and_actions),

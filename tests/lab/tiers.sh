@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Tiers end to end on a three-node lab, in both datastore modes (lab on etcd, lab-kdd on
+# Kubernetes). A "security" tier (order 100, Deny) gates the prod namespace: traffic from prod
+# and from the monitoring namespace is passed on to the default tier, anything else is
+# dropped at the end of the tier. In the default tier a Kubernetes NetworkPolicy lets only
+# prod/web reach prod/db. Then the tier's defaultAction becomes Pass (dev reaches web, whose
+# default tier has no policy, but not db), a staged deny-all changes nothing (staged policies
+# are never enforced), and with the Tier and its policies gone everything is open again.
+. "$(dirname "$0")/../lib/common.sh"
+LAB_PREFIX=lt
+. "$(dirname "$0")/../lib/lab.sh"
+
+cat >"$BT_DIR/topo.yaml" <<YAML
+name: $LAB
+subnets: [{name: a, cidr: 192.168.100.0/24}]
+ipPools: [{cidr: 10.244.0.0/16, blockSize: 26}]
+nodes: [{name: node1, subnet: a}, {name: node2, subnet: a}, {name: node3, subnet: a}]
+namespaces:
+  - {name: dev}
+  - {name: mon}
+  - {name: prod}
+pods:
+  - {namespace: dev, name: cli, node: node1, labels: {app: client}, ports: [{name: http, containerPort: 80}]}
+  - {namespace: mon, name: probe, node: node2, labels: {app: probe}, ports: [{name: http, containerPort: 80}]}
+  - {namespace: prod, name: web, node: node3, labels: {app: web}, ports: [{name: http, containerPort: 80}]}
+  - {namespace: prod, name: db, node: node1, labels: {app: db}, ports: [{name: http, containerPort: 80}]}
+YAML
+lab up "$BT_DIR/topo.yaml" --timeout 40 >/dev/null || bt_fail "lab up failed"
+
+PODS="dev/cli mon/probe prod/web prod/db"
+grid() { lab matrix "$LAB" --ports 80 -o table | sed 's/ *$//' | tr -s ' '; }
+want() { printf '%s\n' "TCP/80 $PODS" "$@" "" ". allowed X denied - skipped"; }
+# shellcheck disable=SC2086
+all_open=$(lab_open_grid TCP/80 -- $PODS)
+lab_until_equal 20 "no policy" "$all_open" grid
+
+cat >"$BT_DIR/tiers.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: Tier
+metadata: {name: security}
+spec: {order: 100}
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: prod-gate}
+spec:
+  tier: security
+  selector: projectcalico.org/namespace == 'prod'
+  types: [Ingress]
+  ingress:
+  - action: Pass
+    source:
+      namespaceSelector: kubernetes.io/metadata.name in {'prod', 'mon'}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: db-from-web, namespace: prod}
+spec:
+  podSelector: {matchLabels: {app: db}}
+  ingress:
+  - from: [{podSelector: {matchLabels: {app: web}}}]
+YAML
+lab apply "$LAB" -f "$BT_DIR/tiers.yaml" >/dev/null || bt_fail "lab apply failed"
+# Rows are sources, columns destinations.
+lab_until_equal 20 "security tier (Deny) and the default tier" "$(want \
+	"dev/cli . . X X" \
+	"mon/probe . . . X" \
+	"prod/web . . . ." \
+	"prod/db . . . .")" grid
+
+# The tier's default action Pass: what the gate does not pass goes on to the default tier too.
+lab apply "$LAB" -f - >/dev/null <<'YAML' || bt_fail "lab apply failed"
+apiVersion: projectcalico.org/v3
+kind: Tier
+metadata: {name: security}
+spec: {order: 100, defaultAction: Pass}
+YAML
+lab_until_equal 20 "security tier (Pass)" "$(want \
+	"dev/cli . . . X" \
+	"mon/probe . . . X" \
+	"prod/web . . . ." \
+	"prod/db . . . .")" grid
+
+# A staged policy is never enforced.
+cat >"$BT_DIR/staged.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: StagedGlobalNetworkPolicy
+metadata: {name: deny-all}
+spec: {tier: security, order: 1, selector: all(), ingress: [{action: Deny}]}
+YAML
+lab apply "$LAB" -f "$BT_DIR/staged.yaml" >/dev/null || bt_fail "lab apply failed"
+sleep 1
+bt_expect_eq "a staged deny-all changes nothing" "$(want \
+	"dev/cli . . . X" \
+	"mon/probe . . . X" \
+	"prod/web . . . ." \
+	"prod/db . . . .")" "$(grid)"
+
+lab delete "$LAB" -f "$BT_DIR/staged.yaml" >/dev/null || bt_fail "lab delete failed"
+lab delete "$LAB" -f "$BT_DIR/tiers.yaml" >/dev/null || bt_fail "lab delete failed"
+lab_until_equal 20 "all deleted" "$all_open" grid
+bt_pass
