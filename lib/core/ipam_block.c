@@ -253,13 +253,59 @@ static void clear_empty_mark(struct br_ipamblock *b)
 	labels_del(&b->o.meta.annotations, IPAM_EMPTY_SINCE_ANNOTATION);
 }
 
-int ipam_block_assign(struct br_ipamblock *b, const char *handle, const struct br_labels *secondary,
-		      struct br_ip *out)
+bool ipam_is_reserved(const struct ipam_reserved *r, const struct br_ip *ip)
 {
-	if (!b->spec.unallocated.n)
-		return -ENOSPC;
-	int64_t ordinal = b->spec.unallocated.v[0];
+	for (size_t i = 0; r && i < r->n; i++)
+		if (cidr_contains_ip(&r->v[i], ip))
+			return true;
+	return false;
+}
+
+size_t ipam_block_free_unreserved(const struct br_ipamblock *b,
+				  const struct ipam_reserved *reserved)
+{
+	if (!reserved || !reserved->n)
+		return b->spec.unallocated.n;
 	struct br_cidr c = block_cidr(b);
+	size_t n = 0;
+	for (size_t i = 0; i < b->spec.unallocated.n; i++) {
+		struct br_ip ip = ip_add(&c.ip, (uint64_t)b->spec.unallocated.v[i]);
+		n += !ipam_is_reserved(reserved, &ip);
+	}
+	return n;
+}
+
+bool ipam_block_all_reserved(const struct br_cidr *c, const struct ipam_reserved *reserved)
+{
+	for (size_t i = 0; reserved && i < reserved->n; i++)
+		if (cidr_contains(&reserved->v[i], c))
+			return true;
+	if (!reserved || !reserved->n)
+		return false;
+	/* Covered by several: look at each address (blocks are small). */
+	uint64_t size = (uint64_t)1 << ((c->ip.family == AF_INET ? 32 : 128) - c->len);
+	if (size > 65536)
+		return false;
+	for (uint64_t o = 0; o < size; o++) {
+		struct br_ip ip = ip_add(&c->ip, o);
+		if (!ipam_is_reserved(reserved, &ip))
+			return false;
+	}
+	return true;
+}
+
+int ipam_block_assign(struct br_ipamblock *b, const char *handle, const struct br_labels *secondary,
+		      const struct ipam_reserved *reserved, struct br_ip *out)
+{
+	struct br_cidr c = block_cidr(b);
+	int64_t ordinal = -1;
+	for (size_t i = 0; i < b->spec.unallocated.n && ordinal < 0; i++) {
+		struct br_ip ip = ip_add(&c.ip, (uint64_t)b->spec.unallocated.v[i]);
+		if (!ipam_is_reserved(reserved, &ip))
+			ordinal = b->spec.unallocated.v[i];
+	}
+	if (ordinal < 0)
+		return -ENOSPC;
 	b->spec.allocations.v[ordinal] = attr_index(b, handle, secondary);
 	take_free(b, ordinal);
 	clear_empty_mark(b);

@@ -731,6 +731,8 @@ struct assign_ctx {
 	struct br_object *node;
 	const struct br_ippool **usable;
 	size_t n_usable;
+	struct br_cidr *reserved_cidrs; /* IPReservations' reservedCIDRs */
+	struct ipam_reserved reserved;
 };
 
 /* IPAMConfiguration matters only to claims and borrowing: read it when they come up. */
@@ -743,13 +745,32 @@ static int need_cfg(struct op *op, struct assign_ctx *c)
 	return r;
 }
 
+/* The reserved addresses of IPReservations @objs (which are freed). */
+static void reserved_of(struct assign_ctx *c, struct br_object **objs, size_t n)
+{
+	size_t total = 0, k = 0;
+	for (size_t i = 0; i < n; i++)
+		total += ((struct br_ipreservation *)objs[i])->spec.n_reserved_cidrs;
+	c->reserved_cidrs = total ? xcalloc(total, sizeof(*c->reserved_cidrs)) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct br_ipreservation_spec *s = &((struct br_ipreservation *)objs[i])->spec;
+		for (size_t j = 0; j < s->n_reserved_cidrs; j++)
+			if (cidr_parse(s->reserved_cidrs[j], true, &c->reserved_cidrs[k]) == 0) {
+				cidr_mask(&c->reserved_cidrs[k]);
+				k++;
+			}
+	}
+	c->reserved = (struct ipam_reserved){ c->reserved_cidrs, k };
+	model_free_all(objs, n);
+}
+
 /* Take one address from @b for the request; the handle first, then the block. */
 static int assign_from(struct op *op, struct assign_ctx *c, struct br_ipamblock *b,
 		       struct ipam_assigned *out)
 {
 	const struct ipam_request *req = c->req;
 	struct br_ip ip;
-	if (ipam_block_assign(b, req->handle, req->secondary, &ip) < 0)
+	if (ipam_block_assign(b, req->handle, req->secondary, &c->reserved, &ip) < 0)
 		return -ENOSPC;
 	int r = commit_with_handle(op, req->handle, b, 1, &c->handle_absent);
 	if (r == 0)
@@ -808,7 +829,7 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 		if (r < 0)
 			return r;
 		char host[256];
-		if (!ipam_block_free_count(b) ||
+		if (!ipam_block_free_unreserved(b, &c->reserved) ||
 		    !streq(ipam_block_host(b, host, sizeof(host)), c->req->node)) {
 			model_free(&b->o);
 			continue;
@@ -834,7 +855,14 @@ static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_ass
 	r = -ENOSPC;
 	for (size_t i = 0; i < c->n_usable && r == -ENOSPC; i++) {
 		struct br_cidr bc;
-		if (ipam_pool_free_block(c->usable[i], taken, nt, &bc) < 0)
+		/* Past blocks whose every address is reserved: no use to anyone's ADD. */
+		int f;
+		while ((f = ipam_pool_free_block(c->usable[i], taken, nt, &bc)) == 0 &&
+		       ipam_block_all_reserved(&bc, &c->reserved)) {
+			taken = xrealloc(taken, (nt + 1) * sizeof(*taken));
+			taken[nt++] = bc;
+		}
+		if (f < 0)
 			continue;
 		step_done("claim-listed");
 		struct br_ipamblock *b;
@@ -879,7 +907,7 @@ static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assi
 	for (size_t k = 0; k < blocks.n; k++) {
 		size_t i = (start + k) % blocks.n;
 		struct br_ipamblock *b = (struct br_ipamblock *)blocks.v[i];
-		if (!valid[i] || !ipam_block_free_count(b))
+		if (!valid[i] || !ipam_block_free_unreserved(b, &c->reserved))
 			continue;
 		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &cidrs[i]);
 		if (!p)
@@ -1079,6 +1107,8 @@ static void assign_ctx_free(struct assign_ctx *c)
 	c->node = NULL;
 	free(c->usable);
 	c->usable = NULL;
+	free(c->reserved_cidrs);
+	c->reserved_cidrs = NULL;
 }
 
 static int assign_attempt(struct op *op, const struct ipam_request *req, struct ipam_assigned *out)
@@ -1094,16 +1124,21 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 	 * again from fresh lists (-ESTALE).
 	 */
 	bool cached = op->attempt == 0 && !op->fresh && !req->n_ips;
-	struct ds_read rd[3] = {
+	struct ds_read rd[4] = {
 		{ .kind = model_kind(KIND_IPAMHANDLE), .name = req->handle },
 		{ .kind = model_kind(KIND_IPPOOL), .cached = cached },
 		{ .kind = model_kind(KIND_BLOCKAFFINITY), .scope = req->node, .cached = cached },
+		{ .kind = model_kind(KIND_IPRESERVATION), .cached = cached },
 	};
 	ds_read_many(op->d, rd, ARRAY_SIZE(rd));
+	/* A cluster whose CRDs predate IPReservation has none. */
+	if (rd[3].err == -ENOENT)
+		rd[3].err = 0;
 	struct assign_ctx c = { .req = req,
 				.handle_absent = rd[0].err == -ENOENT,
 				.pools = { rd[1].objs, rd[1].n },
 				.affs = { rd[2].objs, rd[2].n } };
+	reserved_of(&c, rd[3].objs, rd[3].n);
 	int r = rd[0].err == -ENOENT ? 0 : rd[0].err;
 	for (size_t i = 1; i < ARRAY_SIZE(rd) && r == 0; i++)
 		r = rd[i].err;

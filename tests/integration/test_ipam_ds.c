@@ -750,6 +750,57 @@ static void add_node(struct ds *d, const char *name)
 }
 
 /*
+ * IPReservations: automatic assignment skips reserved addresses and claims no
+ * block whose every address is reserved; a requested address is given even
+ * when reserved (as in Calico). IPAM reads reservations as it reads pools, from
+ * the API server's cache on Kubernetes, so the test waits until the cache has
+ * the reservation.
+ */
+static void test_reservations(void **state)
+{
+	struct ds *d = open_ds();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	apply(d, "apiVersion: projectcalico.org/v3\nkind: IPReservation\nmetadata: {name: gw}\n"
+		 "spec: {reservedCIDRs: [10.95.0.0/30, 10.95.0.6, 10.95.0.8/29]}\n");
+	for (int i = 0;; i++) {
+		struct ds_read rd = { .kind = model_kind(KIND_IPRESERVATION), .cached = true };
+		ds_read_many(d, &rd, 1);
+		size_t n = rd.n;
+		model_free_all(rd.objs, rd.n);
+		if (rd.err == 0 && n == 1)
+			break;
+		assert_true(i < 100);
+		usleep(50 * 1000);
+	}
+	add_pool(d, "res", "10.95.0.0/27", 29, NULL);
+	const char *want[] = { "10.95.0.4", "10.95.0.5", "10.95.0.7",
+			       /* 10.95.0.8/29 is all reserved: the next block is claimed */
+			       "10.95.0.16" };
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		char h[32];
+		snprintf(h, sizeof(h), "net.res%zu", i);
+		struct br_ip ip;
+		assert_int_equal(assign_in(d, "node-r", h, "res", &ip, &err), 0);
+		assert_string_equal(addr_text(&ip), want[i]);
+	}
+	struct br_blockaffinity *a = get_aff(d, "node-r", "10.95.0.8-29");
+	assert_null(a);
+	/* A requested address is given even when reserved. */
+	struct br_ip req_ip;
+	assert_int_equal(ip_parse("10.95.0.1", &req_ip), 0);
+	struct ipam_request rq = {
+		.handle = "net.resq", .node = "node-r", .ips = &req_ip, .n_ips = 1
+	};
+	struct ipam_assigned out;
+	assert_int_equal(ipam_assign(d, &rq, &out, &err), 0);
+	assert_string_equal(addr_text(&out.ips[0]), "10.95.0.1");
+	check_invariants(d, "reservations");
+	sb_free(&err);
+	ds_close(d);
+}
+
+/*
  * Two pools over the same addresses with different block sizes, and a pool
  * whose blockSize is changed under allocated blocks: blocks are chosen
  * clear of every existing block, so 10.250.0.0 is handed out once.
@@ -1330,6 +1381,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parallel_two_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_datastore_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlapping_pools, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reservations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_ip_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_and_overlaps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_sweep_and_claim, setup, teardown),

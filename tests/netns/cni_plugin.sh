@@ -252,5 +252,29 @@ for c in c4:PF1 c5:PF2; do
 	[ "$rc" -eq 0 ] || bt_fail "DEL ${c%%:*} failed: $out"
 done
 
+# --- IPReservation: the plugin never hands out a reserved address ---------------------------------
+# A pool of its own: reserve its first ten addresses but one, and one more; the ADD gets the tenth.
+PR1=${BT_PREFIX}pr1
+new_pod_ns "$PR1"
+"$BRINDLECTL" apply -f - >/dev/null <<'EOF'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: reserved}
+spec: {cidr: 10.248.0.0/24, blockSize: 26}
+---
+apiVersion: projectcalico.org/v3
+kind: IPReservation
+metadata: {name: gateways}
+spec: {reservedCIDRs: [10.248.0.0/29, 10.248.0.8, 10.248.0.10]}
+EOF
+res_conf='{"cniVersion": "1.0.0", "name": "testnet", "type": "brindle-cni", "nodename": "node-d",
+ "log_file_path": "'$BT_DIR'/cni.log",
+ "ipam": {"type": "brindle-ipam", "ipam_lock_file": "'$BT_DIR'/ipam.lock", "ipv4_pools": ["reserved"]}}'
+cni brindle-cni ADD c6 "/var/run/netns/$PR1" "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=reserved" <<<"$res_conf"
+[ "$rc" -eq 0 ] || bt_fail "ADD with a reservation failed: $out"
+bt_expect_contains "the first unreserved address" '"address":"10.248.0.9/32"' "$out"
+cni brindle-cni DEL c6 "/var/run/netns/$PR1" "K8S_POD_NAMESPACE=shop" <<<"$res_conf"
+[ "$rc" -eq 0 ] || bt_fail "DEL c6 failed: $out"
+
 grep -q "ADD $C1" "$BT_DIR/cni.log" || bt_fail "the log file has no ADD line"
 bt_pass

@@ -105,12 +105,12 @@ static void test_assign_release_fifo(void **state)
 	for (int i = 0; i < 8; i++) {
 		char h[16];
 		snprintf(h, sizeof(h), "net.c%d", i);
-		assert_int_equal(ipam_block_assign(b, h, &sec, &ips[i]), 0);
+		assert_int_equal(ipam_block_assign(b, h, &sec, NULL, &ips[i]), 0);
 	}
 	assert_string_equal(addr_text(&ips[0]), "10.0.0.0");
 	assert_string_equal(addr_text(&ips[7]), "10.0.0.7");
 	struct br_ip extra;
-	assert_int_equal(ipam_block_assign(b, "net.c9", &sec, &extra), -ENOSPC);
+	assert_int_equal(ipam_block_assign(b, "net.c9", &sec, NULL, &extra), -ENOSPC);
 	assert_int_equal(ipam_block_used(b), 8);
 	/* Identical (handle, secondary) pairs share nothing across handles. */
 	assert_int_equal(b->spec.n_attributes, 8);
@@ -128,9 +128,9 @@ static void test_assign_release_fifo(void **state)
 	valid(b);
 	b = roundtrip(b);
 	struct br_ip got;
-	assert_int_equal(ipam_block_assign(b, "net.x", NULL, &got), 0);
+	assert_int_equal(ipam_block_assign(b, "net.x", NULL, NULL, &got), 0);
 	assert_string_equal(addr_text(&got), "10.0.0.5");
-	assert_int_equal(ipam_block_assign(b, "net.y", NULL, &got), 0);
+	assert_int_equal(ipam_block_assign(b, "net.y", NULL, NULL, &got), 0);
 	assert_string_equal(addr_text(&got), "10.0.0.2");
 	assert_int_equal(ipam_block_empty_since(b), -1);
 	model_free(&b->o);
@@ -147,7 +147,8 @@ static void test_handles_and_specific(void **state)
 	/* The free list no longer offers the taken one. */
 	for (int i = 0; i < 15; i++) {
 		struct br_ip g;
-		assert_int_equal(ipam_block_assign(b, i % 2 ? "net.a" : "net.b", NULL, &g), 0);
+		assert_int_equal(ipam_block_assign(b, i % 2 ? "net.a" : "net.b", NULL, NULL, &g),
+				 0);
 		assert_false(ip_equal(&g, &ip));
 	}
 	valid(b);
@@ -172,7 +173,7 @@ static void test_handles_and_specific(void **state)
 	assert_int_equal(ipam_block_empty_since(b), 42);
 	struct br_ip g;
 	int64_t seq = b->spec.sequence_number;
-	assert_int_equal(ipam_block_assign(b, "net.c", NULL, &g), 0);
+	assert_int_equal(ipam_block_assign(b, "net.c", NULL, NULL, &g), 0);
 	assert_int_equal(ipam_block_empty_since(b), -1);
 	assert_true(b->spec.sequence_number > seq);
 	model_free(&b->o);
@@ -199,6 +200,42 @@ static void test_validate_rejects(void **state)
 	assert_int_equal(ipam_block_validate(b, NULL, &err), -EINVAL);
 	model_free(&b->o);
 	sb_free(&err);
+}
+
+/* IPReservations: automatic assignment skips reserved addresses, FIFO otherwise. */
+static void test_reserved(void **state)
+{
+	struct br_ipamblock *b = new_block("10.0.0.0/29", NULL);
+	struct br_cidr rv[2] = { parse_cidr("10.0.0.0/31"), parse_cidr("10.0.0.5/32") };
+	struct ipam_reserved r = { rv, 2 };
+	assert_int_equal(ipam_block_free_unreserved(b, &r), 5);
+	assert_int_equal(ipam_block_free_unreserved(b, NULL), 8);
+	const char *want[] = { "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.6", "10.0.0.7" };
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		struct br_ip got;
+		assert_int_equal(ipam_block_assign(b, "net.r", NULL, &r, &got), 0);
+		char buf[IP_STRLEN];
+		assert_string_equal(ip_str(&got, buf), want[i]);
+	}
+	struct br_ip got;
+	assert_int_equal(ipam_block_assign(b, "net.r", NULL, &r, &got), -ENOSPC);
+	assert_int_equal(ipam_block_free_unreserved(b, &r), 0);
+	assert_int_equal(ipam_block_free_count(b), 3); /* the reserved ones stay free */
+	/* an explicit request still gets a reserved address (as Calico) */
+	struct br_ip five = IP("10.0.0.5");
+	assert_int_equal(ipam_block_assign_ip(b, &five, "net.explicit", NULL), 0);
+	model_free(&b->o);
+
+	struct br_cidr blk = parse_cidr("10.0.0.8/29");
+	struct br_cidr whole[1] = { parse_cidr("10.0.0.0/28") };
+	struct ipam_reserved rw = { whole, 1 };
+	assert_true(ipam_block_all_reserved(&blk, &rw));
+	struct br_cidr halves[2] = { parse_cidr("10.0.0.8/30"), parse_cidr("10.0.0.12/30") };
+	struct ipam_reserved rh = { halves, 2 };
+	assert_true(ipam_block_all_reserved(&blk, &rh));
+	rh.n = 1;
+	assert_false(ipam_block_all_reserved(&blk, &rh));
+	assert_false(ipam_block_all_reserved(&blk, NULL));
 }
 
 static struct br_ippool *pool(const char *yaml)
@@ -404,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_assign_release_fifo),
 		cmocka_unit_test(test_handles_and_specific),
 		cmocka_unit_test(test_validate_rejects),
+		cmocka_unit_test(test_reserved),
 		cmocka_unit_test(test_pools),
 		cmocka_unit_test(test_free_block_overlaps),
 		cmocka_unit_test(test_overlaps),

@@ -26,7 +26,7 @@ static struct br_ip assign(struct br_ipamblock *b, const char *handle, const cha
 	if (type)
 		labels_set(b->o.arena, &attrs, "type", type);
 	struct br_ip ip;
-	assert_int_equal(ipam_block_assign(b, handle, &attrs, &ip), 0);
+	assert_int_equal(ipam_block_assign(b, handle, &attrs, NULL, &ip), 0);
 	return ip;
 }
 

@@ -107,13 +107,23 @@ static inline size_t ipam_block_used(const struct br_ipamblock *b)
 /* The node in "host:<node>", or NULL. */
 const char *ipam_block_host(const struct br_ipamblock *b, char *buf, size_t size);
 
+/* Addresses automatic assignment leaves alone (IPReservations' reservedCIDRs). */
+struct ipam_reserved {
+	const struct br_cidr *v;
+	size_t n;
+};
+bool ipam_is_reserved(const struct ipam_reserved *r, const struct br_ip *ip);
 /*
- * Hand out the free ordinal that has been free longest (FIFO) to @handle,
- * with @secondary (node, namespace, pod) kept beside it. -ENOSPC when full.
- * Bumps the block's sequence number and clears its empty-since mark.
+ * Hand out the free ordinal that has been free longest (FIFO) and is not in
+ * @reserved (NULL: none) to @handle, with @secondary (node, namespace, pod)
+ * kept beside it. -ENOSPC when none is left. Bumps the block's sequence
+ * number and clears its empty-since mark.
  */
 int ipam_block_assign(struct br_ipamblock *b, const char *handle, const struct br_labels *secondary,
-		      struct br_ip *out) must_check;
+		      const struct ipam_reserved *reserved, struct br_ip *out) must_check;
+/* How many free addresses of @b automatic assignment may hand out (not reserved). */
+size_t ipam_block_free_unreserved(const struct br_ipamblock *b,
+				  const struct ipam_reserved *reserved);
 /* The same for one given address: -ERANGE outside the block, -EADDRINUSE when taken. */
 int ipam_block_assign_ip(struct br_ipamblock *b, const struct br_ip *ip, const char *handle,
 			 const struct br_labels *secondary) must_check;
@@ -146,6 +156,8 @@ int ipam_pool_block_of(const struct br_ippool *pool, const struct br_ip *ip,
  */
 int ipam_pool_free_block(const struct br_ippool *pool, const struct br_cidr *taken, size_t n_taken,
 			 struct br_cidr *out) must_check;
+/* Every address of block @c is reserved (so claiming it for automatic assignment is useless). */
+bool ipam_block_all_reserved(const struct br_cidr *c, const struct ipam_reserved *reserved);
 /* Two indices into a list of CIDRs, i < j. */
 struct ipam_pair {
 	size_t i, j;
