@@ -55,6 +55,10 @@ static struct jv *session_data(struct arena *a, const struct bgp_session *s)
 	jv_add(a, o, "next_hop_self", jv_bool(a, streq(s->next_hop, "self")));
 	jv_add(a, o, "next_hop_keep", jv_bool(a, streq(s->next_hop, "keep")));
 	jv_add(a, o, "peer_node", opt_str(a, s->peer_node));
+	jv_add(a, o, "import_filters", str_list(a, s->import_fns, s->n_import_fns, "fn"));
+	jv_add(a, o, "export_filters", str_list(a, s->export_fns, s->n_export_fns, "fn"));
+	jv_add(a, o, "custom_import", jv_bool(a, s->n_import_fns > 0));
+	jv_add(a, o, "custom_export", jv_bool(a, s->n_export_fns > 0));
 	return o;
 }
 
@@ -136,6 +140,24 @@ static struct jv *family_data(struct arena *a, const struct bgp_view *v, int f)
 		jv_push(a, comms, c);
 	}
 	jv_add(a, o, "communities", comms);
+
+	struct jv *fns = jv_array(a);
+	for (size_t i = 0; i < fv->n_filter_fns; i++) {
+		const struct bgp_filter_fn *fn = &fv->filter_fns[i];
+		struct jv *fo = jv_object(a), *rules = jv_array(a);
+		jv_add(a, fo, "name", jv_string(a, fn->name));
+		jv_add(a, fo, "filter", jv_string(a, fn->filter));
+		jv_add(a, fo, "direction", jv_string(a, fn->import ? "import" : "export"));
+		for (size_t k = 0; k < fn->n_rules; k++) {
+			struct jv *r = jv_object(a);
+			jv_add(a, r, "cond", opt_str(a, fn->rules[k].cond));
+			jv_add(a, r, "action", jv_string(a, fn->rules[k].action));
+			jv_push(a, rules, r);
+		}
+		jv_add(a, fo, "rules", rules);
+		jv_push(a, fns, fo);
+	}
+	jv_add(a, o, "filter_fns", fns);
 	return o;
 }
 

@@ -251,6 +251,24 @@ static bool peer_settings(struct builder *b, const struct br_bgppeer *bp, int f,
 		s->next_hop = "keep";
 	else if (p->keep_original_next_hop && !s->ibgp)
 		s->next_hop = "keep";
+	if (p->n_filters) {
+		s->filters = arena_new_array(b->a, const struct br_bgpfilter *, p->n_filters);
+		for (size_t i = 0; i < p->n_filters; i++) {
+			const struct br_bgpfilter *found = NULL;
+			for (size_t k = 0; k < b->in->n_filters && !found; k++)
+				if (streq(b->in->filters[k]->o.meta.name, p->filters[i]))
+					found = b->in->filters[k];
+			if (!found) {
+				/* Left out rather than run without a filter that may hold back
+				 * routes: what it would let through is not known. */
+				problem(b,
+					"bgppeer %s: BGPFilter %s does not exist; no session to %s",
+					bp->o.meta.name, p->filters[i], s->peer_ip);
+				return false;
+			}
+			s->filters[s->n_filters++] = found;
+		}
+	}
 	if (p->password) {
 		struct strbuf err = STRBUF_INIT;
 		sb_init(&err);
@@ -1025,6 +1043,7 @@ int bgp_view_build(const struct bgp_input *in, struct bgp_view **out, struct str
 			memcpy(fv->sessions, sv->v, sv->n * sizeof(*sv->v));
 		}
 		fv->n_sessions = sv->n;
+		bgp_filters_load(a, fv, f);
 
 		struct cvec statics = { 0 };
 		struct svc_ranges ranges = { 0 };

@@ -70,6 +70,8 @@ struct bgp_input {
 	size_t n_services;
 	const struct br_endpointslice *const *slices;
 	size_t n_slices;
+	const struct br_bgpfilter *const *filters; /* every BGPFilter */
+	size_t n_filters;
 	bgp_password_fn password;
 	void *password_ctx;
 };
@@ -100,6 +102,26 @@ struct bgp_session {
 	const char *next_hop;	    /* NULL, "self" or "keep" */
 	const char *peer_node;	    /* the Brindle node at ip, if any */
 	const char *origin;	    /* "node-to-node mesh", "bgppeer x", "bgppeer x (reverse)" */
+	/* The BGPPeer's filters, in its order, and the functions of them that apply to this
+	 * session's family (bgp_filters_load). */
+	const struct br_bgpfilter **filters;
+	size_t n_filters;
+	const char **import_fns, **export_fns;
+	size_t n_import_fns, n_export_fns;
+};
+
+/* One rule of a BGPFilter function: "if <cond> then <action>;", no cond: always. */
+struct bgp_filter_rule_text {
+	const char *cond;
+	const char *action; /* "accept" or "reject" */
+};
+
+struct bgp_filter_fn {
+	const char *name;   /* brindle_bgpfilter_<name>_<hash>_<import|export>_v<N> */
+	const char *filter; /* the BGPFilter */
+	bool import;
+	struct bgp_filter_rule_text *rules;
+	size_t n_rules;
 };
 
 enum bgp_pool_mode {
@@ -155,6 +177,8 @@ struct bgp_family_view {
 	size_t n_pools;
 	struct bgp_community_set *communities;
 	size_t n_communities;
+	struct bgp_filter_fn *filter_fns; /* the BGPFilters the sessions use */
+	size_t n_filter_fns;
 };
 
 struct bgp_view {
@@ -182,6 +206,9 @@ struct bgp_view {
 int bgp_view_build(const struct bgp_input *in, struct bgp_view **out,
 		   struct strbuf *err) must_check;
 void bgp_view_free(struct bgp_view *v);
+
+/* The functions of the BGPFilters @fv's sessions name, and each session's calls (bgp_filters.c). */
+void bgp_filters_load(struct arena *a, struct bgp_family_view *fv, int f);
 
 /* The data the templates see (documented in bgp-templates/README.md), in @a. */
 struct jv *bgp_view_data(const struct bgp_view *v, struct arena *a);

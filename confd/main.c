@@ -817,6 +817,7 @@ static int run(struct confd *c, const struct ds_config *cfg)
 		{ KIND_BLOCKAFFINITY, c->o.node },
 		{ KIND_SERVICE, NULL },
 		{ KIND_ENDPOINTSLICE, NULL },
+		{ KIND_BGPFILTER, NULL },
 	};
 	ds_outage_init(&c->outage, cfg->outage_grace_ms);
 	if (ds_syncer_start(c->ds, c->loop, specs, ARRAY_SIZE(specs), &syncer_ops, c, &c->syncer) <

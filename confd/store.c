@@ -58,6 +58,8 @@ void store_input(const struct store *s, struct bgp_input *in)
 	in->services = (const struct br_service *const *)array_of(s, KIND_SERVICE, &in->n_services);
 	in->slices = (const struct br_endpointslice *const *)array_of(s, KIND_ENDPOINTSLICE,
 								      &in->n_slices);
+	in->filters =
+		(const struct br_bgpfilter *const *)array_of(s, KIND_BGPFILTER, &in->n_filters);
 }
 
 void store_input_free(struct bgp_input *in)
@@ -69,4 +71,5 @@ void store_input_free(struct bgp_input *in)
 	free((void *)in->affinities);
 	free((void *)in->services);
 	free((void *)in->slices);
+	free((void *)in->filters);
 }

@@ -123,6 +123,7 @@ static struct bgp_input input_of(struct scenario *sc, const char *node)
 	const struct br_blockaffinity **affs;
 	const struct br_service **svcs;
 	const struct br_endpointslice **slices;
+	const struct br_bgpfilter **filters;
 	COLLECT(KIND_NODE, struct br_node, nodes, in.n_nodes);
 	COLLECT(KIND_BGPCONFIGURATION, struct br_bgpconfig, configs, in.n_configs);
 	COLLECT(KIND_BGPPEER, struct br_bgppeer, peers, in.n_peers);
@@ -130,6 +131,7 @@ static struct bgp_input input_of(struct scenario *sc, const char *node)
 	COLLECT(KIND_BLOCKAFFINITY, struct br_blockaffinity, affs, in.n_affinities);
 	COLLECT(KIND_SERVICE, struct br_service, svcs, in.n_services);
 	COLLECT(KIND_ENDPOINTSLICE, struct br_endpointslice, slices, in.n_slices);
+	COLLECT(KIND_BGPFILTER, struct br_bgpfilter, filters, in.n_filters);
 	in.nodes = nodes;
 	in.configs = configs;
 	in.peers = peers;
@@ -137,6 +139,7 @@ static struct bgp_input input_of(struct scenario *sc, const char *node)
 	in.affinities = affs;
 	in.services = svcs;
 	in.slices = slices;
+	in.filters = filters;
 	in.password = fake_password;
 	in.password_ctx = sc->golden;
 	return in;
@@ -151,6 +154,7 @@ static void free_input(struct bgp_input *in)
 	free((void *)in->affinities);
 	free((void *)in->services);
 	free((void *)in->slices);
+	free((void *)in->filters);
 }
 
 /* Compare (or write) one golden file; returns false on a difference. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # examples/tor-peering.yaml: FRR's bgpd as a top-of-rack router learns every
-# node's blocks, each from its own node only; after the example's service
+# node's blocks, each from its own node only; a BGPFilter on its BGPPeer
+# holds one block back until removed; after the example's service
 # file the externalTrafficPolicy: Local service's /32s come only from the
 # node with its endpoint, the ranges from every node. The external host
 # reaches pods and a node's serve port and is reached by pods, without NAT
@@ -46,6 +47,30 @@ for n in node1 node2 node3; do
 	done
 done
 bt_log "FRR learnt all $nblocks blocks, each from its own node"
+
+# --- a BGPFilter on the ToR's BGPPeer: it stops learning the filtered prefix -----------------------
+b1=$(lab exec "$LAB" node1 -- ip -4 route show type blackhole | awk 'NR == 1 {print $2}')
+b2=$(lab exec "$LAB" node2 -- ip -4 route show type blackhole | awk 'NR == 1 {print $2}')
+peer=$(labctl get bgppeers -o name | head -1)
+peer=${peer##*/}
+[ -n "$peer" ] || bt_fail "no BGPPeer for the ToR"
+labctl apply -f - >/dev/null <<YAML || bt_fail "applying the BGPFilter failed"
+apiVersion: projectcalico.org/v3
+kind: BGPFilter
+metadata: {name: hold-back}
+spec:
+  exportV4:
+  - {action: Reject, matchOperator: Equal, cidr: $b1}
+YAML
+labctl get bgppeer "$peer" -o json | jq '.spec.filters = ["hold-back"] |
+	del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp)' >"$BT_DIR/peer.json"
+labctl apply -f "$BT_DIR/peer.json" >/dev/null || bt_fail "adding the filter to the peer failed"
+expect_paths "$b1" ""
+expect_paths "$b2" "$(node_ip node2)"
+bt_log "with BGPFilter hold-back, the ToR no longer learns $b1 (and still learns $b2)"
+jq 'del(.spec.filters)' "$BT_DIR/peer.json" | labctl apply -f - >/dev/null || bt_fail "removing the filter failed"
+expect_paths "$b1" "$(node_ip node1)"
+bt_log "without it, $b1 is back"
 
 lab apply "$LAB" -f "$BT_SOURCE_DIR/examples/tor-peering-service.yaml" >/dev/null || bt_fail "applying the service failed"
 all="$(node_ip node1) $(node_ip node2) $(node_ip node3)"
