@@ -428,6 +428,15 @@ static void pod_ipam(struct plugin *p, struct ipam_request *req)
 			    details);
 	}
 	sb_free(&err);
+	/* For pools with a namespaceSelector. */
+	struct br_labels *nsl = arena_alloc(p->a, sizeof(*nsl));
+	const struct jv *labels = jv_get(jv_get(ns, "metadata"), "labels");
+	for (size_t i = 0; labels && labels->type == JV_OBJECT && i < labels->obj.n; i++) {
+		const char *v = jv_as_string(labels->obj.members[i].value);
+		if (v)
+			labels_set(p->a, nsl, labels->obj.members[i].key, v);
+	}
+	req->namespace_labels = nsl;
 	if (want->n_ips) {
 		req->ips = want->ips;
 		req->n_ips = want->n_ips;

@@ -556,6 +556,20 @@ size_t ipam_overlaps(const struct br_cidr *v, size_t n, struct ipam_pair **pairs
 	return np;
 }
 
+bool ipam_pool_serves_namespace(const struct br_ippool *p, const struct br_labels *labels)
+{
+	const char *text = p->spec.namespace_selector;
+	if (!text || !*text || streq(text, "all()"))
+		return true;
+	struct sel *s;
+	if (!labels || sel_parse(text, &s, NULL) < 0)
+		return false;
+	struct sel_labels l = sel_labels_of(labels);
+	bool ok = sel_eval(s, &l);
+	sel_free(s);
+	return ok;
+}
+
 bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node_labels,
 		      struct strbuf *why)
 {

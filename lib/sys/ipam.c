@@ -255,6 +255,11 @@ static int usable_pools(struct op *op, const struct ipam_request *req, const str
 		for (size_t k = 0; k < all->n; k++) {
 			const struct br_ippool *p = (const struct br_ippool *)all->v[k];
 			struct br_cidr c;
+			/* assignmentMode Manual: only for those who name it (Calico's rule). */
+			if (p->spec.assignment_mode && streq(p->spec.assignment_mode, "Manual"))
+				continue;
+			if (!ipam_pool_serves_namespace(p, req->namespace_labels))
+				continue;
 			if (cidr_parse(p->spec.cidr, false, &c) == 0 && c.ip.family == AF_INET &&
 			    ipam_pool_serves(p, node_labels, NULL))
 				v[m++] = p;

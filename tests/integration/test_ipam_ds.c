@@ -22,6 +22,8 @@
 #include "harness.h"
 #include "etcd_harness.h"
 
+#include <brindle/core/arena.h>
+#include <brindle/core/labels.h>
 #include <brindle/sys/ds.h>
 #include <brindle/sys/ipam.h>
 #include <brindle/sys/kube_client.h>
@@ -750,6 +752,46 @@ static void add_node(struct ds *d, const char *name)
 }
 
 /*
+ * IPPool assignmentMode Manual (only for those who name the pool) and
+ * namespaceSelector (only for pods of the namespaces it selects; when the
+ * namespace's labels are unknown, not automatically).
+ */
+static void test_pool_modes(void **state)
+{
+	struct ds *d = open_ds();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	add_pool(d, "man", "10.96.0.0/24", 26, "assignmentMode: Manual");
+	add_pool(d, "nsp", "10.97.0.0/24", 26, "namespaceSelector: team == 'a'");
+	struct br_ip ip;
+	assert_int_equal(assign_in(d, "node-m", "net.m1", NULL, &ip, &err), -ENOSPC);
+	assert_non_null(strstr(sb_str(&err), "no IP pool serves node node-m"));
+	/* named: a Manual pool serves */
+	assert_int_equal(assign_in(d, "node-m", "net.m2", "man", &ip, &err), 0);
+	assert_string_equal(addr_text(&ip), "10.96.0.0");
+	/* a pod of a namespace the selector selects */
+	struct br_labels team_a = { 0 }, team_b = { 0 };
+	struct arena *a = arena_new();
+	labels_set(a, &team_a, "team", "a");
+	labels_set(a, &team_b, "team", "b");
+	struct ipam_request req = { .handle = "net.m3",
+				    .node = "node-m",
+				    .namespace_labels = &team_a,
+				    .timeout_ms = 5000 };
+	struct ipam_assigned out;
+	sb_reset(&err);
+	assert_int_equal(ipam_assign(d, &req, &out, &err), 0);
+	assert_string_equal(addr_text(&out.ips[0]), "10.97.0.0");
+	req.handle = "net.m4";
+	req.namespace_labels = &team_b;
+	sb_reset(&err);
+	assert_int_equal(ipam_assign(d, &req, &out, &err), -ENOSPC);
+	arena_free(a);
+	sb_free(&err);
+	ds_close(d);
+}
+
+/*
  * IPReservations: automatic assignment skips reserved addresses and claims no
  * block whose every address is reserved; a requested address is given even
  * when reserved (as in Calico). IPAM reads reservations as it reads pools, from
@@ -1382,6 +1424,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_datastore_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlapping_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reservations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_ip_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_and_overlaps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_sweep_and_claim, setup, teardown),

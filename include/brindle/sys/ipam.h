@@ -187,6 +187,11 @@ enum ipam_owner ipam_owner_state(const struct br_ipam_attr *attr, const struct b
 				 int64_t grace_s, struct strbuf *why);
 
 /*
+ * A pool's namespaceSelector: whether pods of a namespace with @labels may have
+ * its addresses automatically. Unknown labels (NULL) pass only pools without one.
+ */
+bool ipam_pool_serves_namespace(const struct br_ippool *pool, const struct br_labels *labels);
+/*
  * Whether @pool serves workloads on a node with @node_labels: enabled, used
  * for workloads, its nodeSelector matches. When not, @why (optional) says
  * which.
@@ -207,6 +212,11 @@ struct ipam_request {
 	size_t n_ips;
 	/* Kept beside each address: namespace, pod, node (shown by ipam tools). */
 	const struct br_labels *secondary;
+	/*
+	 * The pod's namespace's labels, for pools with a namespaceSelector; NULL when
+	 * not known (then such pools are used only when named).
+	 */
+	const struct br_labels *namespace_labels;
 	int64_t now;	 /* wall clock, seconds (empty-block marks) */
 	long timeout_ms; /* overall deadline for retries; 0 = 30 s */
 };
