@@ -281,8 +281,26 @@ static void report_partial(struct objlist *objs, const bool *written)
  * (the API server validates and admits it, and stores nothing), and only
  * then for real; if a real write still fails, what was written is said.
  */
+/* One line on standard error per object with what Brindle stores but does not act on. */
+static void warn_no_effect(const struct objlist *objs)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	for (size_t i = 0; i < objs->n; i++) {
+		sb_reset(&sb);
+		if (!model_no_effect(objs->v[i], &sb))
+			continue;
+		char ref[256];
+		fprintf(stderr,
+			"Warning: %s: accepted, no effect in Brindle: %s (docs/resources.md)\n",
+			ctl_resource_ref(objs->v[i], ref, sizeof(ref)), sb_str(&sb));
+	}
+	sb_free(&sb);
+}
+
 static int apply_all(struct ds *d, struct objlist *objs)
 {
+	warn_no_effect(objs);
 	for (size_t i = 0; i < objs->n; i++) {
 		char ref[256];
 		if (refuse_endpoint_write(d, objs->v[i]->kind,
@@ -377,6 +395,7 @@ static int write_cmd(struct ctl *c, int argc, char **argv, enum write_mode mode)
 		goto out;
 	}
 	ret = CTL_OK;
+	warn_no_effect(&objs);
 	for (size_t i = 0; i < objs.n; i++) {
 		struct br_object *obj = objs.v[i];
 		char ref[256];

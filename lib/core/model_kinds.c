@@ -7,6 +7,7 @@
  * these tables (model_desc.c) reads them only through the kind table.
  */
 #include "model_internal.h"
+#include "model_felix_fields.h"
 
 #include <brindle/core/net.h>
 
@@ -978,6 +979,7 @@ static const struct model_field felixconfig_fields[] = {
 	   workload_ipv4_min_prefix_length, .min = 1, .max = 32),
 	MF("workloadIPv6MinPrefixLength", MF_OPT_INT, struct br_felixconfig_spec,
 	   workload_ipv6_min_prefix_length, .min = 1, .max = 128),
+	FELIX_NO_EFFECT_FIELDS,
 };
 static MODEL_STRUCT(felixconfig_desc, struct br_felixconfig_spec, felixconfig_fields);
 

@@ -18,15 +18,25 @@ kc create clusterrolebinding alice-brindle --clusterrole brindle-ctl-admin --use
 
 ectl() { "$BRINDLECTL" --datastore etcdv3 "$@"; }
 kctl() { ip netns exec "$NS" "$BRINDLECTL" --datastore kubernetes --kubeconfig "$ALICE" "$@"; }
-CORPUS="$BT_SOURCE_DIR/tests/data/calico-v3/new-kinds.yaml"
+cat "$BT_SOURCE_DIR"/tests/data/calico-v3/new-kinds.yaml <(echo ---) \
+	"$BT_SOURCE_DIR"/tests/data/calico-v3/felixconfiguration.yaml >"$BT_DIR/corpus.yaml"
+CORPUS=$BT_DIR/corpus.yaml
 KINDS="tiers ipreservations bgpfilters kubecontrollersconfigurations caliconodestatuses
-	stagednetworkpolicies stagedglobalnetworkpolicies stagedkubernetesnetworkpolicies"
+	stagednetworkpolicies stagedglobalnetworkpolicies stagedkubernetesnetworkpolicies
+	felixconfigurations"
 ndocs=$(grep -c '^kind: ' "$CORPUS")
 normalise() { grep -vE '^ *(uid|resourceVersion|creationTimestamp): '; }
 
 for ds in ectl kctl; do
-	out=$($ds apply -f "$CORPUS")
+	out=$($ds apply -f "$CORPUS" 2>"$BT_DIR/warnings")
 	bt_expect_eq "$ds: every document created" "$ndocs" "$(grep -c ' created$' <<<"$out")"
+	# What Brindle stores but does not act on is said, one line per resource.
+	w=$(cat "$BT_DIR/warnings")
+	bt_expect_contains "$ds: no-effect fields named" \
+		"Warning: felixconfiguration.projectcalico.org/default: accepted, no effect in Brindle: spec.wireguardEnabled (Brindle has no WireGuard: traffic between nodes is NOT encrypted)" "$w"
+	bt_expect_contains "$ds: staged policies said" \
+		"stagednetworkpolicy.projectcalico.org/db-lockdown: accepted, no effect in Brindle: the whole resource (staged policies are stored, never enforced)" "$w"
+	case "$w" in *tier.projectcalico.org*) bt_fail "$ds: a Tier (which has effect) was warned about" ;; esac
 	: >"$BT_DIR/$ds.yaml"
 	for kind in $KINDS; do
 		y=$($ds get "$kind" -A -o yaml)

@@ -18,6 +18,7 @@
 
 static const char *const corpus[] = {
 	"tests/data/calico-v3/new-kinds.yaml",
+	"tests/data/calico-v3/felixconfiguration.yaml",
 };
 
 /*

@@ -565,6 +565,8 @@ struct br_proto_port {
 	const char *net;
 };
 
+#include <brindle/core/model_felix.h>
+
 struct br_felixconfig_spec {
 	const char *log_severity_screen;
 	const char *interface_prefix;
@@ -603,6 +605,8 @@ struct br_felixconfig_spec {
 	/* Brindle's own: the widest network a workload endpoint may claim */
 	struct opt_int workload_ipv4_min_prefix_length;
 	struct opt_int workload_ipv6_min_prefix_length;
+	/* The rest of Calico's fields: accepted, stored, no effect (model_felix.h) */
+	struct br_felix_more more;
 };
 
 struct br_felixconfig {
@@ -1049,6 +1053,12 @@ int model_read(const char *source, const char *text, size_t len, const char *def
 int model_read_internal(const char *source, const char *text, size_t len, const char *default_ns,
 			struct br_object ***objs, size_t *n, struct model_errors *errs) must_check;
 void model_free_all(struct br_object **objs, size_t n);
+
+/*
+ * What of @o Brindle stores but does not act on: "spec.x; spec.y (why)"
+ * appended to @out, and how many. docs/resources.md lists the same.
+ */
+size_t model_no_effect(const struct br_object *o, struct strbuf *out);
 
 /* --- helpers for consumers ------------------------------------------------ */
 
