@@ -23,6 +23,9 @@ struct no_effect {
 
 static const struct no_effect table[] = {
 	{ KIND_BGPPEER, "spec.localWorkloadSelector", NULL },
+	{ KIND_BGPCONFIGURATION, "spec.serviceLoadBalancerAggregation", NULL },
+	{ KIND_BGPCONFIGURATION, "spec.localWorkloadPeeringIPV4", NULL },
+	{ KIND_BGPCONFIGURATION, "spec.localWorkloadPeeringIPV6", NULL },
 	{ KIND_IPAMCONFIGURATION, "spec.kubeVirtVMAddressPersistence", NULL },
 	{ KIND_NETWORKPOLICY, "spec.performanceHints", NULL },
 	{ KIND_GLOBALNETWORKPOLICY, "spec.performanceHints", NULL },

@@ -763,6 +763,12 @@ static const struct model_field bgpconfig_fields[] = {
 	   .sub = &password_desc),
 	MF("nodeMeshMaxRestartTime", MF_CUSTOM, struct br_bgpconfig_spec,
 	   node_mesh_max_restart_time, .codec = &model_codec_duration, .check = check_restart_time),
+	MF("serviceLoadBalancerAggregation", MF_STRING, struct br_bgpconfig_spec,
+	   service_lb_aggregation, .enum_values = E("Enabled", "Disabled")),
+	MF("localWorkloadPeeringIPV4", MF_STRING, struct br_bgpconfig_spec,
+	   local_workload_peering_ipv4, .check = model_check_ipv4),
+	MF("localWorkloadPeeringIPV6", MF_STRING, struct br_bgpconfig_spec,
+	   local_workload_peering_ipv6, .check = model_check_ip),
 };
 
 static void check_bgpconfig_spec(struct model_ctx *c, const void *obj)

@@ -1,9 +1,9 @@
 /*
  * The manifest corpus under tests/data/calico-v3: every document decodes, and
  * prints back to a document that decodes to the same resource; and the corpus
- * uses every field the model has for its kinds (walked from the kinds' CRD
- * schemas, which are generated from the field tables), so a field added to the
- * model without a manifest using it fails here.
+ * uses every field the model has for its kinds that are CRDs (walked from their
+ * CRD schemas, which are generated from the field tables), so a field added to
+ * the model without a manifest using it fails here.
  */
 #include "harness.h"
 
@@ -19,6 +19,7 @@
 static const char *const corpus[] = {
 	"tests/data/calico-v3/new-kinds.yaml",
 	"tests/data/calico-v3/felixconfiguration.yaml",
+	"tests/data/calico-v3/other-kinds.yaml",
 };
 
 /*
@@ -165,7 +166,11 @@ static void test_corpus(void **state)
 			continue;
 		struct arena *a = arena_new();
 		struct jv *schema = model_crd_schema(a, model_kind((enum br_kind_id)k));
-		assert_non_null(schema);
+		if (!schema) {
+			/* not a CRD (Profile, the Kubernetes kinds): round-tripped only */
+			arena_free(a);
+			continue;
+		}
 		struct paths declared = { 0 };
 		const struct jv *props = jv_get(schema, "properties");
 		const char *const sections[] = { "spec", "status" };

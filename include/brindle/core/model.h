@@ -525,6 +525,8 @@ struct br_bgpconfig_spec {
 	size_t n_ignored_interfaces;
 	struct br_bgp_password *node_mesh_password;
 	struct br_duration node_mesh_max_restart_time;
+	const char *service_lb_aggregation; /* Enabled, Disabled: no effect */
+	const char *local_workload_peering_ipv4, *local_workload_peering_ipv6; /* no effect */
 };
 
 struct br_bgpconfig {
