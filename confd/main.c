@@ -16,6 +16,7 @@
 #include "output.h"
 #include "render.h"
 #include "secrets.h"
+#include "node_status.h"
 #include "store.h"
 
 #include <brindle/sys/bird_ctl.h>
@@ -76,6 +77,7 @@ struct confd {
 	struct loop_timer *settle, *retry, *resync, *bird_retry;
 	/* BIRD, watched over a control connection of its own: closed when BIRD goes. */
 	struct bird_ctl *bird;
+	struct node_status *node_status; /* CalicoNodeStatus resources of this node */
 	bool bird_was_up; /* it was up once: its return is logged and reconfigured */
 	char *bird_down;  /* why BIRD is not there; NULL while connected */
 	uint64_t retry_ms;
@@ -432,6 +434,12 @@ static void on_update(void *ctx, const struct ds_update *u)
 {
 	struct confd *c = ctx;
 	metric_add(c->m_updates, NULL, 1);
+	if (u->kind->id == KIND_CALICONODESTATUS) {
+		/* Not configuration: kept apart, so that its status writes render nothing. */
+		node_status_update(c->node_status, u);
+		model_free(u->obj);
+		return;
+	}
 	if (u->error) {
 		log_warn("ignoring %s: %s", u->kind->kind, u->error);
 		if (store_put(&c->store, u->kind, u->scope, u->name, NULL))
@@ -809,6 +817,7 @@ static int run(struct confd *c, const struct ds_config *cfg)
 		log_error("datastore: %s", sb_str(&err));
 		goto out;
 	}
+	c->node_status = node_status_new(c->loop, c->ds, c->o.node, c->o.bird_socket);
 	const struct ds_watch_spec specs[] = {
 		{ KIND_NODE, NULL },
 		{ KIND_BGPCONFIGURATION, NULL },
@@ -818,6 +827,7 @@ static int run(struct confd *c, const struct ds_config *cfg)
 		{ KIND_SERVICE, NULL },
 		{ KIND_ENDPOINTSLICE, NULL },
 		{ KIND_BGPFILTER, NULL },
+		{ KIND_CALICONODESTATUS, NULL },
 	};
 	ds_outage_init(&c->outage, cfg->outage_grace_ms);
 	if (ds_syncer_start(c->ds, c->loop, specs, ARRAY_SIZE(specs), &syncer_ops, c, &c->syncer) <
@@ -835,6 +845,7 @@ static int run(struct confd *c, const struct ds_config *cfg)
 		ret = c->exit_code;
 out:
 	ds_syncer_stop(c->syncer);
+	node_status_free(c->node_status);
 	ds_close(c->ds);
 	httpd_stop(c->httpd);
 	loop_timer_free(c->settle);

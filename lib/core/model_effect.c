@@ -40,7 +40,6 @@ static const struct no_effect table[] = {
 	{ KIND_STAGEDK8SNETWORKPOLICY, "", "staged policies are stored, never enforced" },
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "",
 	  "stored; brindle-controllers takes its settings from its flags" },
-	{ KIND_CALICONODESTATUS, "", "stored; no Brindle daemon writes its status yet" },
 	{ KIND_FELIXCONFIGURATION, "spec.wireguardEnabled",
 	  "Brindle has no WireGuard: traffic between nodes is NOT encrypted" },
 	{ KIND_FELIXCONFIGURATION, "spec.wireguardEnabledV6",

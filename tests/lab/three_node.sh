@@ -142,6 +142,29 @@ until grid_is "$all_open"; do
 done
 bt_log "policy deleted: everything reachable again"
 
+# --- CalicoNodeStatus: node1's confd writes what its BIRD says ----------------------------------------
+labctl apply -f - >/dev/null <<'YAML' || bt_fail "applying a CalicoNodeStatus failed"
+apiVersion: projectcalico.org/v3
+kind: CalicoNodeStatus
+metadata: {name: node1-status}
+spec: {node: node1, classes: [Agent, BGP, Routes], updatePeriodSeconds: 2}
+YAML
+cns() { labctl get caliconodestatus node1-status -o yaml; }
+cns_ready() { cns | grep -q "numberEstablishedV4: 2"; }
+bt_wait_for 20 "node1's CalicoNodeStatus to show its two mesh peers" cns_ready
+y=$(cns)
+bt_expect_contains "BIRD ready" "state: Ready" "$y"
+bt_expect_contains "BIRD's version" "version: 2." "$y"
+bt_expect_contains "a mesh peer" "type: NodeMesh" "$y"
+bt_expect_contains "established" "state: Established" "$y"
+bt_expect_contains "a route learned from the mesh" "sourceType: NodeMesh" "$y"
+bt_expect_contains "shown in a table" "node1-status" "$(labctl get caliconodestatuses)"
+first=$(cns | sed -n 's/^  lastUpdated: //p')
+[ -n "$first" ] || bt_fail "no status.lastUpdated in: $y"
+rewritten() { [ "$(cns | sed -n 's/^  lastUpdated: //p')" != "$first" ]; }
+bt_wait_for 10 "the status to be written again (every updatePeriodSeconds)" rewritten
+bt_log "CalicoNodeStatus: ok"
+
 # --- down leaves nothing ---------------------------------------------------------------------------------
 pids=$(awk '{print $1}' "$STATE/pids")
 lab down "$LAB" >/dev/null || bt_fail "lab down failed"
