@@ -21,7 +21,9 @@
  * default 9094; 0 turns them off), BRINDLE_LOG_LEVEL. A scan blocks the
  * health server while it runs (it is seconds at most).
  */
+#include <brindle/core/arena.h>
 #include <brindle/core/hmap.h>
+#include <brindle/core/labels.h>
 #include <brindle/core/ipam_gc.h>
 #include <brindle/core/json.h>
 #include <brindle/core/kube_codec.h>
@@ -44,7 +46,11 @@
 struct controllers {
 	struct ds *ds;
 	struct kube_client *kc;
-	long grace_s;
+	long grace_s, interval_s;
+	bool grace_env, interval_env; /* set by the environment, which wins over the resource */
+	bool gc_off;		      /* KubeControllersConfiguration without controllers.node */
+	struct loop_timer *timer;
+	char kcc_note[256];	/* what the KubeControllersConfiguration said last (logged once) */
 	struct hmap first_seen; /* "ip handle" → boxed int64_t: when the leak was first seen */
 	struct metrics *m;
 	struct metric *m_released, *m_leaks, *m_blocks, *m_scans;
@@ -173,8 +179,94 @@ static void forget_all(struct hmap *m)
 	hmap_clear(m);
 }
 
+/*
+ * Calico's KubeControllersConfiguration "default": controllers.node's
+ * leakGracePeriod and reconcilerPeriod are the grace period and the scan
+ * interval (unless the environment sets them); without controllers.node the
+ * node controller, and with it IPAM garbage collection, is off, as in Calico.
+ * No resource: the defaults. The settings in force go back into its
+ * status.runningConfig (and the variables that set them into
+ * status.environmentVars), as kube-controllers does.
+ */
+static void kcc_status(struct controllers *c, struct br_kubecontrollersconfig *k)
+{
+	struct arena *a = k->o.arena;
+	const struct br_kcc_node *n = k->spec.controllers.node;
+	struct br_kcc_status st = { .running_config = k->spec };
+	if (n) {
+		struct br_kcc_node *run = arena_alloc(a, sizeof(*run));
+		*run = *n;
+		run->leak_grace_period = (struct br_duration){ arena_printf(a, "%lds", c->grace_s),
+							       (int64_t)c->grace_s * 1000 };
+		run->reconciler_period =
+			(struct br_duration){ arena_printf(a, "%lds", c->interval_s),
+					      (int64_t)c->interval_s * 1000 };
+		st.running_config.controllers.node = run;
+	}
+	if (c->grace_env)
+		labels_set(a, &st.environment_vars, "BRINDLE_IPAM_LEAK_GRACE",
+			   arena_printf(a, "%ld", c->grace_s));
+	if (c->interval_env)
+		labels_set(a, &st.environment_vars, "BRINDLE_IPAM_GC_INTERVAL",
+			   arena_printf(a, "%ld", c->interval_s));
+	struct br_object *before = model_clone(&k->o);
+	k->status = st;
+	if (!model_equal(before, &k->o) && ds_update(c->ds, &k->o) < 0)
+		log_warn("KubeControllersConfiguration default: cannot write its status: %s",
+			 ds_last_error(c->ds));
+	model_free(before);
+}
+
+static void read_kcc(struct controllers *c)
+{
+	struct br_object *o = NULL;
+	int r = ds_get(c->ds, model_kind(KIND_KUBECONTROLLERSCONFIGURATION), NULL, "default", &o);
+	char note[256];
+	if (r == -ENOENT) {
+		c->gc_off = false;
+		snprintf(note, sizeof(note), "no KubeControllersConfiguration: the defaults");
+	} else if (r < 0) {
+		snprintf(note, sizeof(note), "KubeControllersConfiguration default: %.200s",
+			 ds_last_error(c->ds));
+	} else {
+		struct br_kubecontrollersconfig *k = (struct br_kubecontrollersconfig *)o;
+		const struct br_kcc_node *n = k->spec.controllers.node;
+		c->gc_off = n == NULL;
+		if (n && !c->grace_env && n->leak_grace_period.text)
+			c->grace_s = (long)(n->leak_grace_period.ms / 1000);
+		if (n && !c->interval_env && n->reconciler_period.text) {
+			long iv = (long)(n->reconciler_period.ms / 1000);
+			iv = iv < 1 ? 1 : iv;
+			if (iv != c->interval_s && c->timer)
+				loop_timer_arm(c->timer, (uint64_t)iv * 1000, (uint64_t)iv * 1000);
+			c->interval_s = iv;
+		}
+		if (c->gc_off)
+			snprintf(note, sizeof(note),
+				 "KubeControllersConfiguration default has no controllers.node: "
+				 "IPAM garbage collection is off");
+		else
+			snprintf(note, sizeof(note),
+				 "KubeControllersConfiguration default: IPAM GC every %ld s, grace "
+				 "%ld s",
+				 c->interval_s, c->grace_s);
+		kcc_status(c, k);
+	}
+	if (!streq(note, c->kcc_note)) {
+		log_info("%s", note);
+		snprintf(c->kcc_note, sizeof(c->kcc_note), "%s", note);
+	}
+	model_free(o);
+}
+
 static int scan(struct controllers *c)
 {
+	read_kcc(c);
+	if (c->gc_off) {
+		c->scanned_ok = true;
+		c->last_error[0] = '\0';
+		return 0;
+	}
 	struct arena *a = arena_new();
 	struct br_object **blocks = NULL, **nodes = NULL, **affs = NULL;
 	size_t nb = 0, nn = 0, na = 0;
@@ -333,8 +425,13 @@ int main(int argc, char **argv)
 	int level = log_parse_level(lv && *lv ? lv : "info");
 	log_init("controllers", level < 0 ? LOG_INFO : (enum log_level)level, LOG_TEXT, 2);
 	struct controllers c = { .grace_s = env_seconds("BRINDLE_IPAM_LEAK_GRACE", 900),
+				 .interval_s = env_seconds("BRINDLE_IPAM_GC_INTERVAL", 300),
 				 .first_seen = HMAP_INIT };
-	long interval = env_seconds("BRINDLE_IPAM_GC_INTERVAL", 300);
+	const char *ge = getenv("BRINDLE_IPAM_LEAK_GRACE"),
+		   *ie = getenv("BRINDLE_IPAM_GC_INTERVAL");
+	c.grace_env = ge && *ge;
+	c.interval_env = ie && *ie;
+	long interval = c.interval_s;
 	long port = env_seconds("BRINDLE_CONTROLLERS_PORT", 9094);
 	struct ds_config cfg = { 0 };
 	struct ds_config_storage st = { 0 };
@@ -373,6 +470,7 @@ int main(int argc, char **argv)
 		if (port && httpd_start(l, "", (uint16_t)port, on_http, &c, &h, &err) < 0)
 			log_error("health and metrics on port %ld: %s", port, sb_str(&err));
 		struct loop_timer *t = loop_timer_new(l, on_timer, &c);
+		c.timer = t;
 		loop_timer_arm(t, 0, (uint64_t)(interval ? interval : 1) * 1000);
 		if (loop_add_signal(l, SIGTERM, on_signal, &c) < 0 ||
 		    loop_add_signal(l, SIGINT, on_signal, &c) < 0)
