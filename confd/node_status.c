@@ -13,6 +13,7 @@
 #include "node_status.h"
 
 #include <brindle/core/arena.h>
+#include <brindle/core/bgp_names.h>
 #include <brindle/core/hmap.h>
 #include <brindle/core/net.h>
 #include <brindle/core/strbuf.h>
@@ -37,43 +38,18 @@ static bool has_class(const struct br_cns_spec *s, const char *cls)
 	return false;
 }
 
-/* "Mesh_192_168_100_2", "Global_fd00_99__1_port_1790" → the peer's address and the type. */
+/* A session Brindle named ("Mesh_192_168_100_2", ...): the peer's address and Calico's type. */
 static bool session_peer(struct arena *a, const char *name, const char **ip, const char **type)
 {
-	static const struct {
-		const char *prefix, *type;
-	} kinds[] = { { "Mesh_", "NodeMesh" },
-		      { "Global_", "GlobalPeer" },
-		      { "Node_", "NodePeer" } };
-	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
-		size_t pl = strlen(kinds[k].prefix);
-		if (strncmp(name, kinds[k].prefix, pl) != 0)
-			continue;
-		const char *rest = name + pl;
-		const char *port = strstr(rest, "_port_");
-		size_t n = port ? (size_t)(port - rest) : strlen(rest);
-		char buf[IP_STRLEN + 8];
-		if (n >= sizeof(buf))
-			return false;
-		/* Brindle writes '.' and ':' as '_': four numbers are IPv4, anything else IPv6. */
-		int parts = 1, digits_only = 1;
-		for (size_t i = 0; i < n; i++) {
-			parts += rest[i] == '_';
-			digits_only &= rest[i] == '_' || (rest[i] >= '0' && rest[i] <= '9');
-		}
-		bool v4 = parts == 4 && digits_only;
-		for (size_t i = 0; i < n; i++)
-			buf[i] = rest[i] == '_' ? (v4 ? '.' : ':') : rest[i];
-		buf[n] = '\0';
-		struct br_ip parsed;
-		if (ip_parse(buf, &parsed) < 0)
-			return false;
-		char canon[IP_STRLEN];
-		*ip = arena_strdup(a, ip_str(&parsed, canon));
-		*type = kinds[k].type;
-		return true;
-	}
-	return false;
+	enum bgp_peer_type t;
+	struct br_ip addr;
+	uint16_t port;
+	if (!bgp_session_name_parse(name, &t, &addr, &port))
+		return false;
+	char buf[IP_STRLEN];
+	*ip = arena_strdup(a, ip_str(&addr, buf));
+	*type = t == BGP_PEER_MESH ? "NodeMesh" : t == BGP_PEER_GLOBAL ? "GlobalPeer" : "NodePeer";
+	return true;
 }
 
 /* BIRD's BGP state (the info column's first word) as Calico names it. */

@@ -2,10 +2,14 @@
  * BIRD control-socket replies: the input is a stream of replies as the
  * socket would carry them. Each complete reply is parsed, read as a `show
  * protocols` table, and every row's name is tried as a Brindle session
- * name. Besides not crashing: the parser never claims more than it was
- * given, a complete reply has at least one line and no newline in its
- * texts, and a name that parses is rebuilt to exactly itself.
+ * name, and the reply is read as confd reads `show status`, `show protocols`
+ * and `show route` for a CalicoNodeStatus. Besides not crashing: the parser
+ * never claims more than it was given, a complete reply has at least one
+ * line and no newline in its texts, a name that parses is rebuilt to exactly
+ * itself, and every peer and route of the status has its address.
  */
+#include "node_status.h"
+
 #include <brindle/core/bgp_names.h>
 #include <brindle/sys/bird_ctl.h>
 
@@ -56,6 +60,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				      "a name does not round-trip");
 			}
 		}
+		const char *classes[] = { "Agent", "BGP", "Routes" };
+		struct br_cns_spec spec = { .node = "n", .classes = classes, .n_classes = 3 };
+		struct br_cns_status st;
+		node_status_fill(a, &spec, &r, &r, &r, "now", &st);
+		for (size_t i = 0; i < st.bgp.n_peers_v4; i++)
+			check(st.bgp.peers_v4[i].peer_ip && st.bgp.peers_v4[i].state,
+			      "a peer without address");
+		for (size_t i = 0; i < st.routes.n_routes_v4; i++)
+			check(st.routes.routes_v4[i].destination != NULL,
+			      "a route without destination");
+		check(st.bgp.established_v4 + st.bgp.not_established_v4 ==
+			      (int64_t)st.bgp.n_peers_v4,
+		      "the counts do not add up");
 		pos += used;
 	}
 	arena_free(a);
