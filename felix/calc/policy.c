@@ -208,28 +208,6 @@ static void pool_update(struct pol *p, const char *name, const struct br_ippool 
 	p->dirty_static = true;
 }
 
-struct ptier pol_tier(const struct pol *p, const char *name)
-{
-	const struct ptier *t = hmap_get(&p->tiers, name);
-	if (t)
-		return *t;
-	return (struct ptier){ streq(name, "default") ? MODEL_TIER_DEFAULT_ORDER : INFINITY,
-			       false };
-}
-
-/* A tier changes the order and the ends of every endpoint's chains that use it: render all. */
-static void tier_update(struct pol *p, const char *name, const struct br_tier *t)
-{
-	free(hmap_del(&p->tiers, name));
-	if (t) {
-		struct ptier *pt = xcalloc(1, sizeof(*pt));
-		pt->order = t->spec.order.set ? t->spec.order.v : INFINITY;
-		pt->pass = t->spec.default_action && streq(t->spec.default_action, "Pass");
-		hmap_put(&p->tiers, name, pt);
-	}
-	p->dirty_all = true;
-}
-
 bool pol_update(struct pol *p, const struct ds_update *u)
 {
 	char key[600];
@@ -243,7 +221,7 @@ bool pol_update(struct pol *p, const struct ds_update *u)
 		pool_update(p, u->name, (const void *)u->obj);
 		return false;
 	case KIND_TIER:
-		tier_update(p, u->name, (const void *)u->obj);
+		tiers_update(p, u->name, (const void *)u->obj);
 		break;
 	case KIND_HOSTENDPOINT:
 		hep_update(p, key, (const void *)u->obj);
@@ -458,9 +436,7 @@ void pol_free(struct pol *p)
 	for (struct hmap_iter it = hmap_iter(&p->pools); hmap_next(&it);)
 		free(it.value);
 	hmap_clear(&p->pools);
-	for (struct hmap_iter it = hmap_iter(&p->tiers); hmap_next(&it);)
-		free(it.value);
-	hmap_clear(&p->tiers);
+	tiers_free(p);
 	chains_free(p);
 	sets_free(p);
 	hmap_clear(&p->dirty_eps);

@@ -113,6 +113,9 @@ struct ptier {
  * default tier at MODEL_TIER_DEFAULT_ORDER, any other last), both Deny.
  */
 struct ptier pol_tier(const struct pol *p, const char *name);
+/* A Tier resource (NULL: deleted); every endpoint is rendered again. */
+void tiers_update(struct pol *p, const char *name, const struct br_tier *t);
+void tiers_free(struct pol *p);
 
 /* Order for the policies of an endpoint: order, then id. */
 int ppolicy_cmp(const struct ppolicy *a, const struct ppolicy *b);
