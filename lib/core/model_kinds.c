@@ -279,14 +279,15 @@ static const struct model_field np_fields[] = { POLICY_COMMON_FIELDS };
 static MODEL_STRUCT(np_desc, struct br_policy_spec, np_fields, .defaults = default_policy,
 		    .check = check_policy);
 
-static const struct model_field gnp_fields[] = {
-	POLICY_COMMON_FIELDS,
-	MF("namespaceSelector", MF_STRING, struct br_policy_spec, namespace_selector,
-	   .check = model_check_selector),
-	MF("doNotTrack", MF_BOOL, struct br_policy_spec, do_not_track),
-	MF("preDNAT", MF_BOOL, struct br_policy_spec, pre_dnat),
-	MF("applyOnForward", MF_BOOL, struct br_policy_spec, apply_on_forward),
-};
+/* What a GlobalNetworkPolicy (and its staged kind) has besides. */
+#define GLOBAL_POLICY_FIELDS                                                          \
+	MF("namespaceSelector", MF_STRING, struct br_policy_spec, namespace_selector, \
+	   .check = model_check_selector),                                            \
+		MF("doNotTrack", MF_BOOL, struct br_policy_spec, do_not_track),       \
+		MF("preDNAT", MF_BOOL, struct br_policy_spec, pre_dnat),              \
+		MF("applyOnForward", MF_BOOL, struct br_policy_spec, apply_on_forward)
+
+static const struct model_field gnp_fields[] = { POLICY_COMMON_FIELDS, GLOBAL_POLICY_FIELDS };
 static MODEL_STRUCT(gnp_desc, struct br_policy_spec, gnp_fields, .defaults = default_policy,
 		    .check = check_policy);
 
@@ -315,11 +316,7 @@ static MODEL_STRUCT(snp_desc, struct br_policy_spec, snp_fields, .defaults = def
 
 static const struct model_field sgnp_fields[] = {
 	POLICY_COMMON_FIELDS,
-	MF("namespaceSelector", MF_STRING, struct br_policy_spec, namespace_selector,
-	   .check = model_check_selector),
-	MF("doNotTrack", MF_BOOL, struct br_policy_spec, do_not_track),
-	MF("preDNAT", MF_BOOL, struct br_policy_spec, pre_dnat),
-	MF("applyOnForward", MF_BOOL, struct br_policy_spec, apply_on_forward),
+	GLOBAL_POLICY_FIELDS,
 	STAGED_ACTION_FIELD(struct br_policy_spec),
 };
 static MODEL_STRUCT(sgnp_desc, struct br_policy_spec, sgnp_fields, .defaults = default_policy,

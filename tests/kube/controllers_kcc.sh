@@ -13,10 +13,8 @@ CTRL=$BT_BUILD_DIR/controllers/brindle-controllers
 CNI_DIR=$BT_BUILD_DIR/cni
 kube_test_plane
 kube_brindle_cni "$K"
-kc apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-controllers.yaml" >/dev/null
-CTRLCFG=$(kube_testenv user "$K" brindle-controllers)
-kc create clusterrolebinding brindle-controllers --clusterrole brindle-controllers \
-	--user brindle-controllers >/dev/null
+kube_brindle_controllers "$K"
+CTRLCFG=$KUBE_CTRLCFG
 kc apply -f - >/dev/null <<'YAML'
 apiVersion: v1
 kind: Node

@@ -20,6 +20,7 @@
 #                                sets KUBE_NODECFG to its kubeconfig
 #   kube_brindle_cni DIR         the same for brindle-cni (deploy/rbac/brindle-cni.yaml);
 #                                sets KUBE_CNICFG
+#   kube_brindle_controllers DIR the same for brindle-controllers; sets KUBE_CTRLCFG
 # Sets KUBE_BIN, KUBE_VERSION, ETCD_VERSION.
 
 KUBE_TESTENV=$BT_SOURCE_DIR/scripts/kube-testenv
@@ -80,6 +81,14 @@ kube_brindle_cni() {
 	KUBE_CNICFG=$(kube_testenv user "$1" brindle-cni)
 	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-cni \
 		--clusterrole brindle-cni --user brindle-cni >/dev/null
+}
+
+kube_brindle_controllers() {
+	kube_kubectl "$1/admin.kubeconfig" apply -f "$BT_SOURCE_DIR/deploy/rbac/brindle-controllers.yaml" \
+		>/dev/null
+	KUBE_CTRLCFG=$(kube_testenv user "$1" brindle-controllers)
+	kube_kubectl "$1/admin.kubeconfig" create clusterrolebinding brindle-controllers \
+		--clusterrole brindle-controllers --user brindle-controllers >/dev/null
 }
 
 # kube_sa_dir DIR SA: what a pod of ServiceAccount kube-system/SA finds mounted (a token,
