@@ -130,8 +130,18 @@ static int clean_netlink(void)
 	struct nl_batch *b = nl_batch_new();
 	struct nl_route_filter f = { .family = AF_UNSPEC, .protocol = NL_PROTO_BRINDLE };
 	size_t n_routes = 0;
-	if ((r = nl_dump_routes(nl, &f, &routes)) == 0 && (r = nl_dump_links(nl, &links)) == 0 &&
-	    (r = nl_dump_addrs(nl, AF_UNSPEC, &addrs)) == 0) {
+	/* -EINTR: a table changed during a dump; read them again (a few times). */
+	for (int tries = 0; tries < 5; tries++) {
+		nl_route_list_free(&routes);
+		nl_link_list_free(&links);
+		nl_addr_list_free(&addrs);
+		if ((r = nl_dump_routes(nl, &f, &routes)) == 0 &&
+		    (r = nl_dump_links(nl, &links)) == 0)
+			r = nl_dump_addrs(nl, AF_UNSPEC, &addrs);
+		if (r != -EINTR)
+			break;
+	}
+	if (r == 0) {
 		for (size_t i = 0; i < routes.n; i++)
 			if (routes.v[i].protocol == NL_PROTO_BRINDLE) {
 				nl_batch_route(b, NL_DEL, &routes.v[i]);

@@ -106,12 +106,22 @@ static int host_read(struct host *h, struct strbuf *err)
 	*h = (struct host){ 0 };
 	struct nl *nl;
 	int r = nl_open_kernel(&nl);
-	if (r == 0) {
+	bool opened = r == 0;
+	/* -EINTR: the kernel says a table changed during the dump (interfaces coming up
+	 * beside us): read it again, as felix does. */
+	for (int tries = 0; r == 0; tries++) {
 		r = nl_dump_links(nl, &h->links);
 		if (r == 0)
 			r = nl_dump_addrs(nl, AF_UNSPEC, &h->addrs);
-		nl_close(nl);
+		if (r != -EINTR || tries == 4)
+			break;
+		nl_link_list_free(&h->links);
+		nl_addr_list_free(&h->addrs);
+		*h = (struct host){ 0 };
+		r = 0;
 	}
+	if (opened)
+		nl_close(nl);
 	if (r < 0) {
 		sb_addf(err, "reading the host's interfaces: %s", strerror(-r));
 		return r;
