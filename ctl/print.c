@@ -534,6 +534,7 @@ static const struct column *const kind_columns[KIND_COUNT] = {
 	[KIND_STAGEDGLOBALNETWORKPOLICY] =
 		COLS(C("NAME", name), C("TIER", pol_tier), C("ORDER", pol_order),
 		     C("STAGEDACTION", pol_staged), C("SELECTOR", pol_selector)),
+	[KIND_CLUSTERINFORMATION] = COLS(C("NAME", name), C("AGE", age)),
 	[KIND_STAGEDK8SNETWORKPOLICY] = COLS(C("NAME", name), C("POD-SELECTOR", knp_selector),
 					     C("STAGEDACTION", sknp_staged), C("AGE", age)),
 };

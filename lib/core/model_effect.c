@@ -50,6 +50,7 @@ static const struct no_effect table[] = {
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "spec.controllers.serviceAccount", NULL },
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "spec.controllers.namespace", NULL },
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "spec.controllers.loadBalancer", NULL },
+	{ KIND_CLUSTERINFORMATION, "", "stored; Brindle does not read or write it" },
 	{ KIND_FELIXCONFIGURATION, "spec.wireguardEnabled",
 	  "Brindle has no WireGuard: traffic between nodes is NOT encrypted" },
 	{ KIND_FELIXCONFIGURATION, "spec.wireguardEnabledV6",

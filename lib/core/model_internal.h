@@ -173,6 +173,7 @@ void model_default_namespace(struct model_ctx *c, struct br_object *o);
 extern const struct model_struct model_tier_desc, model_ipreservation_desc, model_bgpfilter_desc;
 extern const struct model_struct model_kcc_desc, model_kcc_status_desc;
 extern const struct model_struct model_cns_desc, model_cns_status_desc;
+extern const struct model_struct model_clusterinfo_desc;
 void model_default_tier(struct model_ctx *c, struct br_object *o);
 void model_check_tier(struct model_ctx *c, const struct br_object *o);
 void model_check_service_name(struct model_ctx *c, const struct br_object *o);

@@ -1194,4 +1194,8 @@ const struct br_kind model_kinds[KIND_COUNT] = {
 	     "stagedkubernetesnetworkpolicies", true, struct br_k8s_networkpolicy,
 	     &model_staged_k8s_np_desc, .aliases = E("sknp"),
 	     CRD("StagedKubernetesNetworkPolicy", "stagedkubernetesnetworkpolicies")),
+	KIND(KIND_CLUSTERINFORMATION, "ClusterInformation", CALICO_V3, CALICO_GROUP,
+	     "clusterinformations", false, struct br_clusterinfo, &model_clusterinfo_desc,
+	     .aliases = E("clusterinfo"), .check = check_singleton_default,
+	     CRD("ClusterInformation", "clusterinformations")),
 };

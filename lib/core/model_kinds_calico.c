@@ -244,6 +244,18 @@ static const struct model_field kcc_status_fields[] = {
 };
 MODEL_STRUCT(model_kcc_status_desc, struct br_kcc_status, kcc_status_fields);
 
+/* --- ClusterInformation ---------------------------------------------------------------- */
+
+/* Calico's record of its installation (written by calico-node; a user may apply one). */
+static const struct model_field clusterinfo_fields[] = {
+	MF("clusterGUID", MF_STRING, struct br_clusterinfo_spec, cluster_guid),
+	MF("clusterType", MF_STRING, struct br_clusterinfo_spec, cluster_type),
+	MF("calicoVersion", MF_STRING, struct br_clusterinfo_spec, calico_version),
+	MF("datastoreReady", MF_OPT_BOOL, struct br_clusterinfo_spec, datastore_ready),
+	MF("variant", MF_STRING, struct br_clusterinfo_spec, variant),
+};
+MODEL_STRUCT(model_clusterinfo_desc, struct br_clusterinfo_spec, clusterinfo_fields);
+
 /* --- CalicoNodeStatus ----------------------------------------------------------------- */
 
 static void check_cns_class(struct model_ctx *c, const char *s)

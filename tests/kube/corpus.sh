@@ -23,7 +23,7 @@ cat "$BT_SOURCE_DIR"/tests/data/calico-v3/new-kinds.yaml <(echo ---) \
 CORPUS=$BT_DIR/corpus.yaml
 KINDS="tiers ipreservations bgpfilters kubecontrollersconfigurations caliconodestatuses
 	stagednetworkpolicies stagedglobalnetworkpolicies stagedkubernetesnetworkpolicies
-	felixconfigurations"
+	felixconfigurations clusterinformations"
 ndocs=$(grep -c '^kind: ' "$CORPUS")
 normalise() { grep -vE '^ *(uid|resourceVersion|creationTimestamp): '; }
 

@@ -38,6 +38,7 @@ static const struct {
 	  "stagedglobalnetworkpolicies", false },
 	{ KIND_STAGEDK8SNETWORKPOLICY, "StagedKubernetesNetworkPolicy",
 	  "stagedkubernetesnetworkpolicies", true },
+	{ KIND_CLUSTERINFORMATION, "ClusterInformation", "clusterinformations", false },
 };
 
 static void test_calico_names(void **state)

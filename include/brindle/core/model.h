@@ -904,6 +904,19 @@ struct br_cns_status {
 	struct br_cns_routes routes;
 };
 
+struct br_clusterinfo_spec {
+	const char *cluster_guid;
+	const char *cluster_type;
+	const char *calico_version;
+	struct opt_bool datastore_ready;
+	const char *variant;
+};
+
+struct br_clusterinfo {
+	struct br_object o;
+	struct br_clusterinfo_spec spec;
+};
+
 struct br_caliconodestatus {
 	struct br_object o;
 	struct br_cns_spec spec;
@@ -941,6 +954,7 @@ enum br_kind_id {
 	KIND_STAGEDNETWORKPOLICY,
 	KIND_STAGEDGLOBALNETWORKPOLICY,
 	KIND_STAGEDK8SNETWORKPOLICY,
+	KIND_CLUSTERINFORMATION,
 	KIND_COUNT
 };
 
