@@ -78,15 +78,20 @@ lab_open_grid() {
 }
 
 # lab_until_equal SECS WHAT WANT FUNC: FUNC's output is WANT within SECS (polled), else a failure
-# showing both.
+# showing both. A first answer that differs is logged (what converged late, and how).
 lab_until_equal() {
-	local deadline=$((SECONDS + $1)) what=$2 want=$3 got
+	local deadline=$((SECONDS + $1)) start=$SECONDS what=$2 want=$3 got first=1
 	shift 3
 	until got=$("$@") && [ "$got" = "$want" ]; do
 		[ $SECONDS -lt $deadline ] || bt_expect_eq "$what" "$want" "$got"
+		if [ $first = 1 ]; then
+			first=0
+			bt_log "$what: not yet; first answer:"
+			diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") >&2 || true
+		fi
 		sleep 0.3
 	done
-	bt_log "$what: ok"
+	bt_log "$what: ok$([ $first = 1 ] || echo " after $((SECONDS - start)) s")"
 }
 
 lab_leaves_nothing() {
