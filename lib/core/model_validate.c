@@ -879,6 +879,35 @@ void model_check_policy_type_item(struct model_ctx *c, const char *s)
 		model_err(c, "\"%s\" is not one of Ingress or Egress", s);
 }
 
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? over s[0..n) (no length bound: Calico's policy names bound the
+ * whole name only). */
+static bool name_label(const char *s, size_t n)
+{
+	if (n == 0 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 1; i + 1 < n; i++)
+		if (!lower_alnum(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+/*
+ * Calico's policy names: a label, or two joined by one '.' (the form "<tier>.<name>" that
+ * Calico used to require); a namespaced (staged) NetworkPolicy may also be "knp.default.<name>"
+ * or "ossg.default.<name>" (Calico's own names for converted policies), <name> a subdomain.
+ */
+static bool policy_name_ok(const char *s, bool namespaced)
+{
+	const char *why;
+	if (namespaced && (str_has_prefix(s, "knp.default.") || str_has_prefix(s, "ossg.default.")))
+		return valid_dns_subdomain(strchr(s, '.') + 9, &why);
+	const char *dot = strchr(s, '.');
+	if (!dot)
+		return name_label(s, strlen(s));
+	return !strchr(dot + 1, '.') && name_label(s, (size_t)(dot - s)) &&
+	       name_label(dot + 1, strlen(dot + 1));
+}
+
 void model_check_name(struct model_ctx *c, const struct br_object *o)
 {
 	const char *why;
@@ -890,6 +919,18 @@ void model_check_name(struct model_ctx *c, const struct br_object *o)
 	}
 	bool ok = o->kind->id == KIND_NAMESPACE ? valid_dns_label(o->meta.name, &why)
 						: valid_dns_subdomain(o->meta.name, &why);
-	if (!ok)
+	if (!ok) {
 		model_err_at(c, "metadata.name", "\"%s\" %s", o->meta.name, why);
+		return;
+	}
+	enum br_kind_id k = o->kind->id;
+	bool np = k == KIND_NETWORKPOLICY || k == KIND_STAGEDNETWORKPOLICY;
+	if ((np || k == KIND_GLOBALNETWORKPOLICY || k == KIND_STAGEDGLOBALNETWORKPOLICY) &&
+	    !policy_name_ok(o->meta.name, np))
+		model_err_at(
+			c, "metadata.name",
+			"\"%s\": a policy's name is lower case letters, digits and '-' (starting "
+			"and ending with a letter or digit), or two such joined by one '.'%s, "
+			"as Calico requires",
+			o->meta.name, np ? ", or \"knp.default.<name>\"" : "");
 }

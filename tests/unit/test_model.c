@@ -363,6 +363,32 @@ static void test_list_forms(void **state)
 	free(e);
 }
 
+/* The policy names Calico accepts (its validator's networkPolicyNameRegex and
+ * globalNetworkPolicyNameRegex): no tier prefix needed, one allowed. */
+static void test_policy_names(void **state)
+{
+	size_t n;
+	struct br_object **objs = read_ok(
+		"- {apiVersion: projectcalico.org/v3, kind: NetworkPolicy,"
+		" metadata: {name: allow-dns, namespace: x}, spec: {tier: security}}\n"
+		"- {apiVersion: projectcalico.org/v3, kind: NetworkPolicy,"
+		" metadata: {name: security.allow-dns, namespace: x}, spec: {tier: security}}\n"
+		"- {apiVersion: projectcalico.org/v3, kind: NetworkPolicy,"
+		" metadata: {name: knp.default.a.b.c, namespace: x}}\n"
+		"- {apiVersion: projectcalico.org/v3, kind: StagedNetworkPolicy,"
+		" metadata: {name: ossg.default.sg-1, namespace: x}}\n"
+		"- {apiVersion: projectcalico.org/v3, kind: GlobalNetworkPolicy,"
+		" metadata: {name: 0-a}}\n"
+		"- {apiVersion: projectcalico.org/v3, kind: StagedGlobalNetworkPolicy,"
+		" metadata: {name: default.x}}\n"
+		"- {apiVersion: networking.k8s.io/v1, kind: NetworkPolicy,"
+		" metadata: {name: a.b.c, namespace: x}, spec: {podSelector: {}}}\n",
+		&n);
+	assert_int_equal(n, 7);
+	model_free_all(objs, n);
+	(void)state;
+}
+
 static void test_kind_names(void **state)
 {
 	assert_ptr_equal(model_kind_by_name("networkpolicy"), model_kind(KIND_NETWORKPOLICY));
@@ -639,6 +665,22 @@ static const struct bad bad_inputs[] = {
 	  D1 "spec.importV4[0].interface: \"eth0\"; reject\" is not an interface name or pattern" },
 	{ "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a.b}\n",
 	  D1 "metadata.name: a tier's name cannot contain '.'" },
+	/* Calico's policy names: a label, or two joined by one '.' (knp.default.* namespaced) */
+	{ "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: a.b.c}\n"
+	  "spec: {selector: all()}\n",
+	  D1 "metadata.name: \"a.b.c\": a policy's name is lower case letters, digits and '-' "
+	     "(starting and ending with a letter or digit), or two such joined by one '.', as "
+	     "Calico requires" },
+	{ "apiVersion: projectcalico.org/v3\nkind: StagedNetworkPolicy\n"
+	  "metadata: {name: sec.a.b, namespace: x}\nspec: {selector: all()}\n",
+	  D1 "metadata.name: \"sec.a.b\": a policy's name is lower case letters, digits and '-' "
+	     "(starting and ending with a letter or digit), or two such joined by one '.', or "
+	     "\"knp.default.<name>\", as Calico requires" },
+	{ "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\n"
+	  "metadata: {name: knp.default.a}\nspec: {selector: all()}\n",
+	  D1 "metadata.name: \"knp.default.a\": a policy's name is lower case letters, digits and "
+	     "'-' (starting and ending with a letter or digit), or two such joined by one '.', as "
+	     "Calico requires" },
 	{ "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: default}\nspec: {order: "
 	  "5}\n",
 	  D1 "spec.order: the default tier's order is fixed at 1000000" },
@@ -954,6 +996,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_list_and_json),
 		cmocka_unit_test(test_list_forms),
+		cmocka_unit_test(test_policy_names),
 		cmocka_unit_test(test_kind_names),
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_second_document_error),
