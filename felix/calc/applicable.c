@@ -59,6 +59,17 @@ static void pentry_ref(struct pol *p, struct pentry *pe, int dir, int delta)
 	}
 }
 
+/* The same for a policy's preview chain. */
+static void pentry_vref(struct pol *p, struct pentry *pe, int dir, int delta)
+{
+	if (delta > 0) {
+		if (pe->vrefs[dir]++ == 0)
+			chains_render_preview(p, pe, dir);
+	} else if (--pe->vrefs[dir] == 0) {
+		chains_del(p, PT_FILTER, pe->vchain[dir]);
+	}
+}
+
 static void pprof_ref(struct pol *p, struct pprof *pr, int dir, int delta)
 {
 	if (delta > 0) {
@@ -92,6 +103,14 @@ static void mark_applicable(struct pol *p, const struct ppolicy *pp)
 			applicable_mark_local(p, it.value);
 }
 
+/* A staged policy changes the preview of the endpoints its enforced counterpart applies to. */
+static void mark_target(struct pol *p, const struct ppolicy *pp)
+{
+	const struct pentry *t = pp && pp->target ? hmap_get(&p->policies, pp->target) : NULL;
+	if (t)
+		mark_applicable(p, t->p);
+}
+
 static void note_log_hash(struct pol *p, const struct ppolicy *pp)
 {
 	if (!pp)
@@ -110,16 +129,20 @@ void applicable_policy_set(struct pol *p, const char *id, struct ppolicy *np)
 		pe = xcalloc(1, sizeof(*pe));
 		cb_chain_name(pe->chain[0], "cali-pi-", id);
 		cb_chain_name(pe->chain[1], "cali-po-", id);
+		cb_chain_name(pe->vchain[0], "cali-vi-", id);
+		cb_chain_name(pe->vchain[1], "cali-vo-", id);
 		hmap_put(&p->policies, id, pe);
 	}
 	mark_applicable(p, pe->p);
 	mark_applicable(p, np);
+	mark_target(p, pe->p);
+	mark_target(p, np);
 	ppolicy_free(pe->p);
 	pe->p = np;
 	/* Kept after a delete: the event log may still see packets it decided. */
 	note_log_hash(p, np);
 	pe->dirty = true;
-	if (!np && !pe->refs[0] && !pe->refs[1]) {
+	if (!np && pentry_unused(pe)) {
 		hmap_del(&p->policies, id);
 		free(pe);
 	}
@@ -182,13 +205,82 @@ static int cmp_pentry(const void *a, const void *b, void *ctx)
 	return ppolicy_cmp(x->p, y->p);
 }
 
-static void local_compute_policies(struct pol *p, struct pep *e, struct pentry ***pol, uint32_t *n)
+/* A growable list of policy entries. */
+struct plist {
+	struct pentry **v;
+	uint32_t n, cap;
+};
+
+static void plist_add(struct plist *l, struct pentry *pe)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 8;
+		l->v = xrealloc(l->v, sizeof(*l->v) * l->cap);
+	}
+	l->v[l->n++] = pe;
+}
+
+static bool tier_in(const struct plist *l, const char *tier)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (streq(l->v[i]->p->tier, tier))
+			return true;
+	return false;
+}
+
+/* Is enforced policy @id replaced or deleted by a staged policy in @st? */
+static bool staged_replaces(const struct plist *st, const char *id)
+{
+	for (uint32_t i = 0; i < st->n; i++)
+		if (streq(st->v[i]->p->target, id))
+			return true;
+	return false;
+}
+
+/*
+ * The staged preview of @e in direction @d (see plocal.view): @pol its enforced policies, @st
+ * every previewed staged policy. A tier is previewed when a staged policy applies to @e in it
+ * or replaces or deletes one of its policies that does; it then holds its enforced policies
+ * less those replaced, and the staged ones that apply (stagedAction Set).
+ */
+static void local_compute_view(struct pol *p, struct pep *e, int d, struct pentry **pol, uint32_t n,
+			       const struct plist *st, struct pentry ***view, uint32_t *n_view)
+{
+	struct plist tiers = { 0 }, v = { 0 };
+	for (uint32_t i = 0; i < st->n; i++) {
+		const struct ppolicy *sp = st->v[i]->p;
+		if ((d == 0 ? sp->ingress : sp->egress) && policy_applies(p, sp, e)) {
+			plist_add(&tiers, st->v[i]);
+			plist_add(&v, st->v[i]);
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (staged_replaces(st, pol[i]->p->id) && !tier_in(&tiers, pol[i]->p->tier))
+			plist_add(&tiers, pol[i]);
+	for (uint32_t i = 0; i < n && tiers.n; i++)
+		if (tier_in(&tiers, pol[i]->p->tier) && !staged_replaces(st, pol[i]->p->id))
+			plist_add(&v, pol[i]);
+	if (v.n > 1)
+		qsort_r(v.v, v.n, sizeof(*v.v), cmp_pentry, p);
+	free(tiers.v);
+	*view = v.v;
+	*n_view = v.n;
+}
+
+static void local_compute_policies(struct pol *p, struct pep *e, struct pentry ***pol, uint32_t *n,
+				   struct pentry ***view, uint32_t *n_view)
 {
 	size_t cap = 0, k[2] = { 0, 0 };
+	struct plist st = { 0 };
 	pol[0] = pol[1] = NULL;
 	for (struct hmap_iter it = hmap_iter(&p->policies); hmap_next(&it);) {
 		struct pentry *pe = it.value;
 		const struct ppolicy *pp = pe->p;
+		if (pp && pp->staged) {
+			if (pp->target)
+				plist_add(&st, pe);
+			continue;
+		}
 		if (!policy_applies(p, pp, e))
 			continue;
 		if (k[0] + k[1] + 2 > cap) {
@@ -205,7 +297,13 @@ static void local_compute_policies(struct pol *p, struct pep *e, struct pentry *
 		if (k[d] > 1)
 			qsort_r(pol[d], k[d], sizeof(*pol[d]), cmp_pentry, p);
 		n[d] = (uint32_t)k[d];
+		view[d] = NULL;
+		n_view[d] = 0;
+		/* The preview is written to the event log only: without it, nothing to render. */
+		if (st.n && p->rc.event_log)
+			local_compute_view(p, e, d, pol[d], n[d], &st, &view[d], &n_view[d]);
 	}
+	free(st.v);
 }
 
 /* Drop what the endpoint's chains referenced. */
@@ -217,6 +315,11 @@ static void local_unref(struct pol *p, struct plocal *lo)
 		free(lo->pol[d]);
 		lo->pol[d] = NULL;
 		lo->n_pol[d] = 0;
+		for (uint32_t i = 0; i < lo->n_view[d]; i++)
+			pentry_vref(p, lo->view[d][i], d, -1);
+		free(lo->view[d]);
+		lo->view[d] = NULL;
+		lo->n_view[d] = 0;
 		for (uint32_t i = 0; i < lo->n_prof; i++)
 			pprof_ref(p, lo->prof[i], d, -1);
 	}
@@ -236,13 +339,16 @@ void applicable_release_local(struct pol *p, struct pep *e)
 void applicable_render_local(struct pol *p, struct pep *e)
 {
 	struct plocal *lo = e->local;
-	struct pentry **pol[2];
-	uint32_t n[2];
-	local_compute_policies(p, e, pol, n);
+	struct pentry **pol[2], **view[2];
+	uint32_t n[2], n_view[2];
+	local_compute_policies(p, e, pol, n, view, n_view);
 	/* New references first, so shared chains and sets do not flap. */
-	for (int d = 0; d < 2; d++)
+	for (int d = 0; d < 2; d++) {
 		for (uint32_t i = 0; i < n[d]; i++)
 			pentry_ref(p, pol[d][i], d, +1);
+		for (uint32_t i = 0; i < n_view[d]; i++)
+			pentry_vref(p, view[d][i], d, +1);
+	}
 	struct pprof **prof = e->n_profiles ? xcalloc(e->n_profiles, sizeof(*prof)) : NULL;
 	for (uint32_t i = 0; i < e->n_profiles; i++) {
 		prof[i] = applicable_profile(p, e->profiles[i]);
@@ -254,6 +360,10 @@ void applicable_render_local(struct pol *p, struct pep *e)
 	lo->pol[1] = pol[1];
 	lo->n_pol[0] = n[0];
 	lo->n_pol[1] = n[1];
+	for (int d = 0; d < 2; d++) {
+		lo->view[d] = view[d];
+		lo->n_view[d] = n_view[d];
+	}
 	lo->prof = prof;
 	lo->n_prof = e->n_profiles;
 	chains_render_endpoint(p, e);

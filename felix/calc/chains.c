@@ -51,6 +51,30 @@ void chains_render_policy(struct pol *p, struct pentry *pe, int dir)
 	chains_put(p, PT_FILTER, cb_finish(&b));
 }
 
+/*
+ * A policy as the staged preview runs it: its rules log and mark what they would do and
+ * return. One that cannot be rendered would deny everything (it fails closed when enforced).
+ */
+void chains_render_preview(struct pol *p, struct pentry *pe, int dir)
+{
+	struct chain_builder b;
+	cb_start(&b, pe->vchain[dir]);
+	struct render_ctx rc = p->rc;
+	rc.preview = true;
+	if (pe->p->error) {
+		char h[13], prefix[64];
+		policy_log_hash(pe->p->id, h);
+		snprintf(prefix, sizeof(prefix), "D%c:w:%s:-1", dir == 0 ? 'i' : 'o', h);
+		render_event_log(&b, dir == 0, prefix);
+		cb_target(&b, "-j MARK --set-xmark 0x%x/0x%x", p->marks.scratch0,
+			  p->marks.scratch0);
+		cb_emit(&b);
+	} else {
+		render_policy_rules(&b, &rc, pe->p, dir == 0);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
 void chains_render_profile(struct pol *p, struct pprof *pr, int dir)
 {
 	struct chain_builder b;
@@ -69,6 +93,44 @@ void chains_render_profile(struct pol *p, struct pprof *pr, int dir)
 }
 
 /* --- endpoint chains ---------------------------------------------------------------------- */
+
+/*
+ * The staged preview of an endpoint's new connections, before its policies: the previewed
+ * tiers (plocal.view) run on the preview chains, each from clear marks; a policy runs while
+ * none before it in its tier decided; a tier whose default action is Deny logs what none
+ * would allow or pass ("D<d>:x:<iface>:<tier hash>"). The marks are cleared after it, so
+ * the policies in force decide alone.
+ */
+static void render_preview(struct pol *p, struct chain_builder *b, const struct plocal *lo, int dir)
+{
+	const struct pmarks *m = &p->marks;
+	uint32_t all = m->accept | m->pass | m->scratch0;
+	for (uint32_t i = 0; i < lo->n_view[dir];) {
+		const char *tier = lo->view[dir][i]->p->tier;
+		char text[128];
+		snprintf(text, sizeof(text), "Staged preview: tier %s", tier);
+		cb_comment(b, text);
+		cb_target(b, "-j MARK --set-xmark 0x0/0x%x", all);
+		cb_emit(b);
+		for (; i < lo->n_view[dir] && streq(lo->view[dir][i]->p->tier, tier); i++) {
+			cb_match(b, "-m mark --mark 0x0/0x%x", all);
+			cb_target(b, "-j %s", lo->view[dir][i]->vchain[dir]);
+			cb_emit(b);
+		}
+		if (pol_tier(p, tier).pass)
+			continue;
+		char id[80], h[13], prefix[64];
+		snprintf(id, sizeof(id), "tier/%s", tier);
+		policy_log_hash(id, h);
+		free(hmap_put(&p->log_hashes, h, xstrdup(id)));
+		snprintf(prefix, sizeof(prefix), "D%c:x:%s:%s", dir == 0 ? 'i' : 'o', lo->iface, h);
+		cb_match(b, "-m mark --mark 0x0/0x%x", all);
+		render_event_log(b, dir == 0, prefix);
+	}
+	cb_comment(b, "End of staged preview");
+	cb_target(b, "-j MARK --set-xmark 0x0/0x%x", all);
+	cb_emit(b);
+}
 
 static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 {
@@ -121,6 +183,8 @@ static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 		else
 			fail = pp->error;
 	}
+	if (lo->n_view[dir])
+		render_preview(p, &b, lo, dir);
 	char prefix[64];
 	if (fail) {
 		if (p->rc.event_log) {

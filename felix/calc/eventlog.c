@@ -51,8 +51,12 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 		     const char *out_ifname, uint64_t now_us, struct strbuf *out)
 {
 	const char *pf = ev->prefix;
-	bool ok = strlen(pf) >= 5 && (pf[0] == 'A' || pf[0] == 'D') &&
+	bool ok = strlen(pf) >= 5 && (pf[0] == 'A' || pf[0] == 'D' || pf[0] == 'P') &&
 		  (pf[1] == 'i' || pf[1] == 'o') && pf[2] == ':' && pf[4] == ':';
+	/* the staged preview's: what would happen (w: a rule, x: the end of a tier) */
+	bool preview = ok && (pf[3] == 'w' || pf[3] == 'x');
+	if (ok && pf[0] == 'P' && pf[3] != 'w')
+		ok = false;
 	bool ingress = ok && pf[1] == 'i';
 	uint64_t t = ev->time_us ? ev->time_us : now_us;
 	time_t secs = (time_t)(t / 1000000);
@@ -69,7 +73,13 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 (unsigned)(t % 1000000));
 	sb_addf(out, "{\"time\":\"%s\"", ts);
-	field_str(out, "verdict", !ok ? "unknown" : pf[0] == 'A' ? "allow" : "deny");
+	static const char *const verdicts[2][3] = { { "allow", "deny", "pass" },
+						    { "would-allow", "would-deny", "would-pass" } };
+	field_str(out, "verdict",
+		  !ok ? "unknown"
+		      : verdicts[preview][pf[0] == 'A'	 ? 0
+					  : pf[0] == 'D' ? 1
+							 : 2]);
 	if (ok)
 		field_str(out, "direction", ingress ? "ingress" : "egress");
 	const char *pn = proto_name(ev->proto);
@@ -91,6 +101,8 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 	char kind = ok ? pf[3] : '?';
 	if (kind == 'e' || kind == 'n' || kind == 'f')
 		snprintf(iface, sizeof(iface), "%s", pf + 5);
+	else if (kind == 'x')
+		snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(pf + 5, ":"), pf + 5);
 	else if (ok)
 		snprintf(iface, sizeof(iface), "%s",
 			 (ingress ? out_ifname : in_ifname) ? (ingress ? out_ifname : in_ifname)
@@ -110,6 +122,27 @@ void eventlog_format(const struct pol *p, const struct nflog_event *ev, const ch
 		if (rule)
 			sb_addf(out, ",\"rule\":%d", atoi(rule + 1));
 		field_str(out, "reason", kind == 'p' ? "policy rule" : "profile rule");
+		break;
+	}
+	case 'w': {
+		/* a rule of the preview, of a staged policy ("snp/...") or one in force */
+		const char *id = pol_describe_prefix(p, pf);
+		const char *rule = strchr(pf + 5, ':');
+		field_str(out, "policy", id ? id : pf + 5);
+		int r = rule ? atoi(rule + 1) : -1;
+		if (r >= 0)
+			sb_addf(out, ",\"rule\":%d", r);
+		field_str(out, "reason",
+			  r >= 0 ? "staged preview: policy rule"
+				 : "staged preview: the policy cannot be rendered "
+				   "(it would fail closed)");
+		break;
+	}
+	case 'x': {
+		const char *tier = pol_describe_prefix(p, pf);
+		if (tier && str_has_prefix(tier, "tier/"))
+			field_str(out, "tier", tier + 5);
+		field_str(out, "reason", "staged preview: end of tier, no policy would allow");
 		break;
 	}
 	case 'e':

@@ -13,6 +13,11 @@
  *   "D<d>:e:<iface>"                 policies applied and none allowed
  *   "D<d>:n:<iface>"                 no policy applied and no profile allowed
  *   "D<d>:f:<iface>"                 fail closed: a policy of the endpoint cannot be rendered
+ * and the staged preview's, which decide nothing (verdicts "would-allow", ...):
+ *   "<V><d>:w:<policy hash>:<rule>"  a rule of a previewed tier's policy would decide (V: A,
+ *                                   D or P for pass; rule -1: the policy cannot be rendered)
+ *   "D<d>:x:<iface>:<tier hash>"     a previewed tier would drop: none of its policies would
+ *                                   allow or pass
  */
 #ifndef FELIX_EVENTLOG_H
 #define FELIX_EVENTLOG_H

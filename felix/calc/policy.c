@@ -248,6 +248,25 @@ bool pol_update(struct pol *p, const struct ds_update *u)
 		arena_free(a);
 		break;
 	}
+	case KIND_STAGEDNETWORKPOLICY:
+	case KIND_STAGEDGLOBALNETWORKPOLICY: {
+		bool global = u->kind->id == KIND_STAGEDGLOBALNETWORKPOLICY;
+		struct arena *a = arena_new();
+		const char *id = ppolicy_id(a, global ? PK_SGNP : PK_SNP, u->scope, u->name);
+		applicable_policy_set(p, id,
+				      u->obj ? ppolicy_from_staged_np((const void *)u->obj, global)
+					     : NULL);
+		arena_free(a);
+		break;
+	}
+	case KIND_STAGEDK8SNETWORKPOLICY: {
+		struct arena *a = arena_new();
+		const char *id = ppolicy_id(a, PK_SKNP, u->scope, u->name);
+		applicable_policy_set(
+			p, id, u->obj ? ppolicy_from_staged_knp((const void *)u->obj) : NULL);
+		arena_free(a);
+		break;
+	}
 	case KIND_PROFILE:
 		applicable_profile_set(p, u->name,
 				       u->obj ? ppolicy_from_profile((const void *)u->obj) : NULL,
@@ -322,9 +341,12 @@ void pol_flush(struct pol *p)
 		if (!pe->dirty)
 			continue;
 		pe->dirty = false;
-		for (int d = 0; d < 2 && pe->p; d++)
+		for (int d = 0; d < 2 && pe->p; d++) {
 			if (pe->refs[d])
 				chains_render_policy(p, pe, d);
+			if (pe->vrefs[d])
+				chains_render_preview(p, pe, d);
+		}
 	}
 	for (struct hmap_iter it = hmap_iter(&p->profiles); hmap_next(&it);) {
 		struct pprof *pr = it.value;
@@ -344,7 +366,7 @@ void pol_flush(struct pol *p)
 	/* Policies nobody references any more, deleted while referenced. */
 	for (struct hmap_iter it = hmap_iter(&p->policies); hmap_next(&it);) {
 		struct pentry *pe = it.value;
-		if (!pe->p && !pe->refs[0] && !pe->refs[1]) {
+		if (!pe->p && pentry_unused(pe)) {
 			hmap_del(&p->policies, it.key);
 			free(pe);
 		}
@@ -410,8 +432,10 @@ void pol_free(struct pol *p)
 	for (struct hmap_iter it = hmap_iter(&p->eps); hmap_next(&it);) {
 		struct pep *e = it.value;
 		if (e->local) {
-			for (int d = 0; d < 2; d++)
+			for (int d = 0; d < 2; d++) {
 				free(e->local->pol[d]);
+				free(e->local->view[d]);
+			}
 			free(e->local->prof);
 		}
 		free(e);
@@ -469,11 +493,19 @@ const char *pol_error(const struct pol *p, size_t i)
 
 const char *pol_describe_prefix(const struct pol *p, const char *prefix)
 {
-	/* "Di:p:<hash>:<rule>": find the policy's id from its hash */
-	if (strlen(prefix) < 5 || prefix[2] != ':' || (prefix[3] != 'p' && prefix[3] != 'r'))
+	/* "Di:p:<hash>:<rule>" (also r, w): find the policy's id from its hash; "Di:x:<iface>:
+	 * <hash>": the tier's ("tier/<name>") */
+	if (strlen(prefix) < 5 || prefix[2] != ':' || !strchr("prwx", prefix[3]))
 		return NULL;
+	const char *h0 = prefix + 5;
+	if (prefix[3] == 'x') {
+		h0 = strchr(prefix + 5, ':');
+		if (!h0)
+			return NULL;
+		h0++;
+	}
 	char h[13];
-	snprintf(h, sizeof(h), "%.12s", prefix + 5);
+	snprintf(h, sizeof(h), "%.12s", h0);
 	return hmap_get(&p->log_hashes, h);
 }
 

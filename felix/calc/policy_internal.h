@@ -69,6 +69,10 @@ enum pkind {
 	PK_GNP, /* GlobalNetworkPolicy */
 	PK_KNP, /* networking.k8s.io/v1 NetworkPolicy */
 	PK_PROFILE,
+	/* the staged kinds: previewed in the event log, never enforced */
+	PK_SNP,	 /* StagedNetworkPolicy */
+	PK_SGNP, /* StagedGlobalNetworkPolicy */
+	PK_SKNP, /* StagedKubernetesNetworkPolicy */
 };
 
 struct ppolicy {
@@ -84,6 +88,14 @@ struct ppolicy {
 	struct prule *in, *out;
 	uint32_t n_in, n_out;
 	const char *error; /* set: cannot be rendered (fail closed) */
+	/*
+	 * Staged policies: the enforced policy's id it stands for ("np/ns/name"; NULL for the
+	 * stagedActions Learn and Ignore, which are not previewed), and whether it previews
+	 * that policy's deletion (stagedAction Delete: no selector, no rules).
+	 */
+	bool staged;
+	bool staged_delete;
+	const char *target;
 	/* profiles only */
 	struct br_labels labels; /* labelsToApply (kns.: pcns.-prefixed namespace labels) */
 };
@@ -94,6 +106,9 @@ const char *ppolicy_id(struct arena *a, enum pkind kind, const char *ns, const c
 /* Parse a resource of a policy kind into *out; never fails: problems set ->error. */
 struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global);
 struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp);
+/* The staged kinds (StagedNetworkPolicy, StagedGlobalNetworkPolicy; StagedKubernetes...). */
+struct ppolicy *ppolicy_from_staged_np(const struct br_networkpolicy *np, bool global);
+struct ppolicy *ppolicy_from_staged_knp(const struct br_k8s_networkpolicy *knp);
 struct ppolicy *ppolicy_from_profile(const struct br_profile *pr);
 /* The profile a namespace stands for: kns.<ns>, allow-all, its labels as pcns.* */
 struct ppolicy *ppolicy_from_namespace(const char *ns, const struct br_labels *labels);
@@ -150,6 +165,12 @@ struct render_ctx {
 	const char *(*use_set)(void *ctx, const struct pset_ref *ref);
 	void *ctx;
 	bool event_log, event_log_allowed;
+	/*
+	 * Rendering a policy's preview chain: a rule that matches logs what it would do
+	 * ("<V><d>:w:<hash>:<rule>") and marks it (allow: accept, deny: scratch0, pass: pass)
+	 * and returns; nothing is dropped or accepted. Log rules are left out.
+	 */
+	bool preview;
 };
 
 /* A chain being built: rule texts with their ids. */
@@ -208,6 +229,13 @@ struct plocal {
 	/* applicable policies, in order, per direction (0 ingress, 1 egress) */
 	struct pentry **pol[2];
 	uint32_t n_pol[2];
+	/*
+	 * The staged preview, per direction: the policies of each tier a staged policy
+	 * changes for this endpoint, as they would be with the staged ones in force (staged
+	 * policies in, the enforced ones they replace or delete out), in order.
+	 */
+	struct pentry **view[2];
+	uint32_t n_view[2];
 	struct pprof **prof; /* resolved at render time (refs taken) */
 	uint32_t n_prof;
 	char chain[3][32];     /* ingress, egress, anti-spoofing ("" when none) */
@@ -238,8 +266,15 @@ struct pentry {
 	struct ppolicy *p;
 	uint32_t refs[2];  /* local endpoint chains that jump to it */
 	char chain[2][32]; /* cali-pi-..., cali-po-... */
+	uint32_t vrefs[2]; /* local endpoint previews that jump to its preview chain */
+	char vchain[2][32]; /* cali-vi-..., cali-vo-... */
 	bool dirty;
 };
+
+static inline bool pentry_unused(const struct pentry *pe)
+{
+	return !pe->refs[0] && !pe->refs[1] && !pe->vrefs[0] && !pe->vrefs[1];
+}
 
 struct pprof {
 	char *name;
@@ -387,6 +422,8 @@ void sets_free(struct pol *p);
 void chains_del(struct pol *p, enum pt_table t, const char *name);
 /* A policy's or profile's chain of direction @dir (0 ingress, 1 egress). */
 void chains_render_policy(struct pol *p, struct pentry *pe, int dir);
+/* A policy's preview chain (see render_ctx.preview). */
+void chains_render_preview(struct pol *p, struct pentry *pe, int dir);
 void chains_render_profile(struct pol *p, struct pprof *pr, int dir);
 /* A local endpoint's chains, from the policies and profiles in its record. */
 void chains_render_endpoint(struct pol *p, struct pep *e);

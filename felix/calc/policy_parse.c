@@ -30,6 +30,12 @@ const char *ppolicy_id(struct arena *a, enum pkind kind, const char *ns, const c
 		return arena_printf(a, "knp/%s/%s", ns, name);
 	case PK_GNP:
 		return arena_printf(a, "gnp/%s", name);
+	case PK_SNP:
+		return arena_printf(a, "snp/%s/%s", ns, name);
+	case PK_SKNP:
+		return arena_printf(a, "sknp/%s/%s", ns, name);
+	case PK_SGNP:
+		return arena_printf(a, "sgnp/%s", name);
 	case PK_PROFILE:
 		break;
 	}
@@ -55,6 +61,15 @@ static struct ppolicy *ppolicy_new(enum pkind kind, const char *ns, const char *
 		break;
 	case PK_PROFILE:
 		p->display = arena_printf(p->a, "Profile %s", name);
+		break;
+	case PK_SNP:
+		p->display = arena_printf(p->a, "StagedNetworkPolicy %s/%s", ns, name);
+		break;
+	case PK_SKNP:
+		p->display = arena_printf(p->a, "StagedKubernetesNetworkPolicy %s/%s", ns, name);
+		break;
+	case PK_SGNP:
+		p->display = arena_printf(p->a, "StagedGlobalNetworkPolicy %s", name);
 		break;
 	}
 	p->order = INFINITY;
@@ -341,11 +356,12 @@ static void parse_rules(struct ppolicy *p, const struct br_rule *in, size_t n, b
 	}
 }
 
-struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
+static struct ppolicy *from_np(const struct br_networkpolicy *np, enum pkind kind)
 {
 	const struct br_policy_spec *s = &np->spec;
-	struct ppolicy *p = ppolicy_new(global ? PK_GNP : PK_NP,
-					global ? NULL : np->o.meta.namespace, np->o.meta.name);
+	bool global = kind == PK_GNP || kind == PK_SGNP;
+	struct ppolicy *p =
+		ppolicy_new(kind, global ? NULL : np->o.meta.namespace, np->o.meta.name);
 	if (s->order.set)
 		p->order = s->order.v;
 	p->tier = arena_strdup(p->a, s->tier && *s->tier ? s->tier : "default");
@@ -381,6 +397,38 @@ struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
 	parse_rules(p, s->ingress, s->n_ingress, true);
 	parse_rules(p, s->egress, s->n_egress, false);
 	return p;
+}
+
+struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
+{
+	return from_np(np, global ? PK_GNP : PK_NP);
+}
+
+/*
+ * What a staged policy previews, from its stagedAction: Set (the default) the
+ * policy as written, in place of the enforced one of the same name; Delete
+ * that policy gone; Learn and Ignore nothing (Calico's policy recommendation
+ * uses them).
+ */
+static struct ppolicy *staged(struct ppolicy *p, const struct br_object *o, const char *action,
+			      enum pkind enforced)
+{
+	p->staged = true;
+	bool learn = action && (streq(action, "Learn") || streq(action, "Ignore"));
+	p->staged_delete = action && streq(action, "Delete");
+	if (!learn)
+		p->target = ppolicy_id(p->a, enforced, p->ns, o->meta.name);
+	if (learn || p->staged_delete) {
+		sel_free(p->selector);
+		p->selector = NULL; /* applies to no endpoint itself */
+	}
+	return p;
+}
+
+struct ppolicy *ppolicy_from_staged_np(const struct br_networkpolicy *np, bool global)
+{
+	return staged(from_np(np, global ? PK_SGNP : PK_SNP), &np->o, np->spec.staged_action,
+		      global ? PK_GNP : PK_NP);
 }
 
 struct ppolicy *ppolicy_from_profile(const struct br_profile *pr)
@@ -574,10 +622,10 @@ static void k8s_rules(struct ppolicy *p, const struct br_k8s_np_rule *rules, siz
 	}
 }
 
-struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp)
+static struct ppolicy *from_knp(const struct br_k8s_networkpolicy *knp, enum pkind kind)
 {
 	const struct br_k8s_np_spec *s = &knp->spec;
-	struct ppolicy *p = ppolicy_new(PK_KNP, knp->o.meta.namespace, knp->o.meta.name);
+	struct ppolicy *p = ppolicy_new(kind, knp->o.meta.namespace, knp->o.meta.name);
 	p->order = 1000; /* in the default tier, as Calico places them */
 	p->tier = "default";
 	p->selector = sel_and(sel_and(sel_eq(ORCH_LABEL, "k8s"), sel_from_k8s(&s->pod_selector)),
@@ -593,4 +641,14 @@ struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp)
 	if (p->egress)
 		k8s_rules(p, s->egress, s->n_egress, false);
 	return p;
+}
+
+struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp)
+{
+	return from_knp(knp, PK_KNP);
+}
+
+struct ppolicy *ppolicy_from_staged_knp(const struct br_k8s_networkpolicy *knp)
+{
+	return staged(from_knp(knp, PK_SKNP), &knp->o, knp->spec.staged_action, PK_KNP);
 }

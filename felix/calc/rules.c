@@ -425,10 +425,44 @@ void policy_log_hash(const char *id, char out[13])
 	hash_b64url(HASH_SHA224, id, out, 12);
 }
 
+/* A rule of a preview chain: log what it would do, mark it, return (see render_ctx.preview). */
+static void emit_preview_action(struct chain_builder *b, const struct render_ctx *rc,
+				const struct ppolicy *p, const struct prule *r, bool ingress)
+{
+	const struct pmarks *m = &rc->marks;
+	if (r->action == PACT_LOG) {
+		/* nothing to preview: the kernel log is the policy in force's */
+		sb_reset(&b->generic);
+		sb_reset(&b->matches);
+		return;
+	}
+	char h[13], prefix[64];
+	policy_log_hash(p->id, h);
+	char v = r->action == PACT_ALLOW ? 'A' : r->action == PACT_DENY ? 'D' : 'P';
+	snprintf(prefix, sizeof(prefix), "%c%c:w:%s:%d", v, ingress ? 'i' : 'o', h, r->index);
+	uint32_t bit = r->action == PACT_ALLOW	? m->accept
+		       : r->action == PACT_DENY ? m->scratch0
+						: m->pass;
+	struct saved s;
+	save_matches(b, &s);
+	render_event_log(b, ingress, prefix);
+	restore_matches(b, &s);
+	cb_target(b, "-j MARK --set-xmark 0x%x/0x%x", bit, bit);
+	cb_emit(b);
+	cb_match(b, "-m mark --mark 0x%x/0x%x", bit, bit);
+	cb_target(b, "-j RETURN");
+	cb_emit(b);
+	free_saved(&s);
+}
+
 static void emit_action(struct chain_builder *b, const struct render_ctx *rc,
 			const struct ppolicy *p, const struct prule *r, bool ingress)
 {
 	const struct pmarks *m = &rc->marks;
+	if (rc->preview) {
+		emit_preview_action(b, rc, p, r, ingress);
+		return;
+	}
 	char prefix[64] = "";
 	if (rc->event_log && (r->action == PACT_DENY ||
 			      (r->action == PACT_ALLOW && rc->event_log_allowed))) {

@@ -35,9 +35,6 @@ static const struct no_effect table[] = {
 	  "not implemented: the endpoints it selects are denied (fail closed)" },
 	{ KIND_GLOBALNETWORKPOLICY, "spec.applyOnForward",
 	  "not implemented: the endpoints it selects are denied (fail closed)" },
-	{ KIND_STAGEDNETWORKPOLICY, "", "staged policies are stored, never enforced" },
-	{ KIND_STAGEDGLOBALNETWORKPOLICY, "", "staged policies are stored, never enforced" },
-	{ KIND_STAGEDK8SNETWORKPOLICY, "", "staged policies are stored, never enforced" },
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "spec.logSeverityScreen", NULL },
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "spec.healthChecks", NULL },
 	{ KIND_KUBECONTROLLERSCONFIGURATION, "spec.etcdV3CompactionPeriod", NULL },
@@ -98,6 +95,17 @@ size_t model_no_effect(const struct br_object *o, struct strbuf *out)
 		if (table[i].kind != o->kind->id || !set(at(doc, table[i].path)))
 			continue;
 		add(out, *table[i].path ? table[i].path : "the whole resource", table[i].why);
+		n++;
+	}
+	/* Staged policies are previewed in felix's event log, except for these two actions. */
+	const struct jv *sa = at(doc, "spec.stagedAction");
+	if ((o->kind->id == KIND_STAGEDNETWORKPOLICY ||
+	     o->kind->id == KIND_STAGEDGLOBALNETWORKPOLICY ||
+	     o->kind->id == KIND_STAGEDK8SNETWORKPOLICY) &&
+	    sa && sa->type == JV_STRING &&
+	    (streq(sa->s.text, "Learn") || streq(sa->s.text, "Ignore"))) {
+		add(out, "spec.stagedAction",
+		    "Learn and Ignore are stored, not previewed; Set and Delete are");
 		n++;
 	}
 	if (o->kind->id == KIND_FELIXCONFIGURATION) {

@@ -6,6 +6,7 @@
  */
 #include "harness.h"
 
+#include "calc/eventlog.h"
 #include "calc/policy_internal.h"
 
 #include <brindle/core/arena.h>
@@ -791,6 +792,116 @@ static void test_event_log_rules(void **state)
 			    "WorkloadEndpoint a/db");
 }
 
+/* The event log line for an NFLOG @prefix, as felix writes it. */
+static char *event_line(const char *prefix)
+{
+	struct nflog_event ev = { .proto = 6, .sport = 40000, .dport = 5432 };
+	snprintf(ev.prefix, sizeof(ev.prefix), "%s", prefix);
+	ev.icmp_type = ev.icmp_code = -1;
+	struct strbuf sb = STRBUF_INIT;
+	sb_init(&sb);
+	eventlog_format(P, &ev, "calix1000000001", "calidb000000001", 1700000000000000ull, &sb);
+	return sb_detach(&sb);
+}
+
+/* The NFLOG prefix of the first rule containing @needle in chain @name ("" when none). */
+static void prefix_in(const char *name, const char *needle, char out[64])
+{
+	const char *r = rule_with(chain(name), needle);
+	out[0] = '\0';
+	if (r && strstr(r, "--nflog-prefix \""))
+		sscanf(strstr(r, "--nflog-prefix \"") + 16, "%63[^\"]", out);
+}
+
+/*
+ * Staged policies: previewed in the event log before the policies in force, never enforced.
+ * A staged policy stands in for the enforced one of its name (stagedAction Set) or removes it
+ * (Delete); the preview chains log and mark, never drop or accept; no event log, no preview.
+ */
+static void test_staged_preview(void **state)
+{
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	cfg.event_log_enabled = true;
+	pol_set_config(P, &cfg);
+	cluster();
+	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
+	      "metadata: {name: gate, namespace: a}\n"
+	      "spec:\n  selector: role == 'db'\n  ingress: [{action: Allow, source: {selector: "
+	      "role == 'x'}}]\n");
+	const char *tw = "cali-tw-calidb000000001";
+	assert_null(rule_with(chain(tw), "Staged preview"));
+	/* the same name, staged: x denied, y allowed */
+	apply("apiVersion: projectcalico.org/v3\nkind: StagedNetworkPolicy\n"
+	      "metadata: {name: gate, namespace: a}\n"
+	      "spec:\n  selector: role == 'db'\n  ingress:\n"
+	      "  - {action: Deny, source: {selector: role == 'x'}}\n"
+	      "  - {action: Allow, source: {selector: role == 'y'}}\n");
+	const struct pchain *c = chain(tw);
+	uint32_t start = rule_at(c, 0, "Staged preview: tier default");
+	uint32_t jump = rule_at(c, start, "-j cali-vi-snp/a/gate");
+	uint32_t end = rule_at(c, jump, "End of staged preview");
+	assert_true(start < jump && jump < end && end < rule_at(c, end, "-j cali-pi-np/a/gate"));
+	/* the enforced policy it replaces is not in the preview; it is still in force */
+	assert_null(rule_with(c, "cali-vi-np/a/gate"));
+	assert_null(chain("cali-vi-np/a/gate"));
+	const struct pchain *v = chain("cali-vi-snp/a/gate");
+	assert_non_null(v);
+	for (uint32_t i = 0; i < v->n; i++)
+		assert_true(!strstr(v->rules[i], "-j DROP") && !strstr(v->rules[i], "-j ACCEPT"));
+	assert_non_null(strstr(c->rules[end], "-j MARK --set-xmark 0x0/0x"));
+	/* what the event log says of the preview's rules and of the tier's end */
+	char pf[64];
+	prefix_in("cali-vi-snp/a/gate", "-j NFLOG", pf);
+	assert_true(str_has_prefix(pf, "Di:w:"));
+	char *line = event_line(pf);
+	assert_non_null(strstr(line, "\"verdict\":\"would-deny\",\"direction\":\"ingress\""));
+	assert_non_null(strstr(line, "\"policy\":\"snp/a/gate\",\"rule\":0,"
+				     "\"reason\":\"staged preview: policy rule\""));
+	free(line);
+	prefix_in(tw, "Di:x:", pf);
+	assert_string_equal(pol_describe_prefix(P, pf), "tier/default");
+	line = event_line(pf);
+	assert_non_null(strstr(line, "\"verdict\":\"would-deny\""));
+	assert_non_null(strstr(line, "\"interface\":\"calidb000000001\",\"endpoint\":"
+				     "\"WorkloadEndpoint a/db\",\"tier\":\"default\""));
+	free(line);
+	line = event_line("Pi:w:AAAAAAAAAAAA:3");
+	assert_non_null(strstr(line, "\"verdict\":\"would-pass\""));
+	free(line);
+	line = event_line("Pi:p:AAAAAAAAAAAA:3"); /* a pass is never logged in force */
+	assert_non_null(strstr(line, "\"verdict\":\"unknown\""));
+	free(line);
+	/* Delete: the tier would have no policy for db (it is skipped): nothing to preview */
+	apply("apiVersion: projectcalico.org/v3\nkind: StagedNetworkPolicy\n"
+	      "metadata: {name: gate, namespace: a}\nspec: {stagedAction: Delete}\n");
+	assert_null(rule_with(chain(tw), "Staged preview"));
+	assert_null(chain("cali-vi-snp/a/gate"));
+	/* a staged policy beside the enforced one: both in the preview, in order */
+	del(KIND_STAGEDNETWORKPOLICY, "a", "gate");
+	apply("apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\n"
+	      "metadata: {name: first}\n"
+	      "spec:\n  order: 1\n  selector: all()\n  ingress: [{action: Pass}]\n");
+	c = chain(tw);
+	jump = rule_at(c, 0, "-j cali-vi-sgnp/first");
+	assert_true(jump < rule_at(c, jump, "-j cali-vi-np/a/gate"));
+	assert_true(rule_at(c, 0, "-j cali-pi-np/a/gate") < c->n);
+	/* Learn is not previewed; without the event log there is no preview */
+	apply("apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\n"
+	      "metadata: {name: first}\nspec: {stagedAction: Learn, selector: all()}\n");
+	assert_null(rule_with(chain(tw), "Staged preview"));
+	apply("apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\n"
+	      "metadata: {name: first}\nspec: {selector: all(), ingress: [{action: Pass}]}\n");
+	assert_non_null(rule_with(chain(tw), "Staged preview"));
+	cfg.event_log_enabled = false;
+	pol_set_config(P, &cfg);
+	assert_null(rule_with(chain(tw), "Staged preview"));
+	assert_null(chain("cali-vi-sgnp/first"));
+	del(KIND_STAGEDGLOBALNETWORKPOLICY, NULL, "first");
+	pol_flush(P);
+	assert_null(hmap_get(&P->policies, "sgnp/first"));
+}
+
 /* --- the label index against brute force ---------------------------------------------------- */
 
 static unsigned rnd_state = 12345;
@@ -970,6 +1081,7 @@ int main(void)
 		WITH_POLICY(test_dispatch_tree),
 		WITH_POLICY(test_endpoint_to_host_action),
 		WITH_POLICY(test_event_log_rules),
+		WITH_POLICY(test_staged_preview),
 		WITH_POLICY(test_label_index_matches_full_scan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
