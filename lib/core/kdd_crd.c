@@ -65,15 +65,25 @@ int kdd_crd_name(const struct br_kind *k, const char *scope, const char *name, s
 	return 0;
 }
 
-/* The members of object @v whose key holds "projectcalico.org/", added to @dst. */
+/* kubectl's record of the CR it applied: kept on the CR, or its next apply cannot prune. */
+#define KUBECTL_LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
+
+/*
+ * The members of object @v that the CR itself carries, added to @dst: keys holding
+ * "projectcalico.org/", and kubectl's last-applied record (so that a daemon writing a CR that
+ * a user applied with kubectl, as a status write does, keeps kubectl's three-way merge
+ * working).
+ */
 static void copy_calico_keys(struct arena *a, const struct jv *v, struct jv *dst)
 {
 	if (!v || v->type != JV_OBJECT)
 		return;
-	for (size_t i = 0; i < v->obj.n; i++)
-		if (strstr(v->obj.members[i].key, "projectcalico.org/") &&
-		    !streq(v->obj.members[i].key, KDD_METADATA_ANNOTATION))
-			jv_add(a, dst, v->obj.members[i].key, v->obj.members[i].value);
+	for (size_t i = 0; i < v->obj.n; i++) {
+		const char *key = v->obj.members[i].key;
+		if ((strstr(key, "projectcalico.org/") || streq(key, KUBECTL_LAST_APPLIED)) &&
+		    !streq(key, KDD_METADATA_ANNOTATION))
+			jv_add(a, dst, key, v->obj.members[i].value);
+	}
 }
 
 struct jv *kdd_crd_encode(struct arena *a, const struct br_object *o, bool for_update,
@@ -181,8 +191,8 @@ static struct jv *merged(struct arena *a, const struct jv *from_ann, const struc
 			       from_ann->obj.members[i].value);
 	for (size_t i = 0; from_cr && from_cr->type == JV_OBJECT && i < from_cr->obj.n; i++) {
 		const char *key = from_cr->obj.members[i].key;
-		if (strstr(key, "projectcalico.org/") && !streq(key, KDD_METADATA_ANNOTATION) &&
-		    !jv_get(out, key))
+		if ((strstr(key, "projectcalico.org/") || streq(key, KUBECTL_LAST_APPLIED)) &&
+		    !streq(key, KDD_METADATA_ANNOTATION) && !jv_get(out, key))
 			jv_add(a, out, key, from_cr->obj.members[i].value);
 	}
 	return out;

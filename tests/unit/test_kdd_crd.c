@@ -191,6 +191,28 @@ static void test_foreign_crs(void **state)
 	assert_int_equal(o->meta.labels.n, 1);
 	assert_int_equal(((struct br_ippool *)o)->spec.block_size.v, 26); /* defaulted */
 	model_free(o);
+
+	/* kubectl apply of a CalicoNodeStatus, then confd writes its status: kubectl's record of
+	 * what it applied stays on the CR (else its next apply cannot prune). */
+	const struct br_kind *cns = model_kind(KIND_CALICONODESTATUS);
+	o = kdd_crd_decode(cns,
+			   parse(a, "{\"metadata\":{\"name\":\"s\",\"resourceVersion\":\"3\","
+				    "\"annotations\":{\"kubectl.kubernetes.io/last-applied-"
+				    "configuration\":\"{}\",\"note\":\"n\"}},\"spec\":{\"node\":"
+				    "\"n1\",\"classes\":[\"Agent\"]}}"),
+			   &errs);
+	if (!o)
+		fail_msg("%s", errs.v[0]);
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct jv *cr = kdd_crd_encode(a, o, true, &err);
+	assert_non_null(cr);
+	sb_free(&err);
+	const struct jv *ann = jv_get(jv_get(cr, "metadata"), "annotations");
+	assert_string_equal(
+		str_at(ann, "kubectl.kubernetes.io/last-applied-configuration", NULL, NULL), "{}");
+	assert_null(jv_get(ann, "note")); /* in the metadata annotation, as any other */
+	model_free(o);
 	model_errors_clear(&errs);
 	arena_free(a);
 	(void)state;
