@@ -1126,7 +1126,8 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 	 * server's cache (no wait for it to catch up after the last write): enough to
 	 * assign from a block the node has, which is read fresh and written with
 	 * compare-and-swap. Anything else (claiming a block, no pool) is decided
-	 * again from fresh lists (-ESTALE).
+	 * again from fresh lists (-ESTALE). The reservations come from the cache too
+	 * (see ds_read.cached): one made in the last moment is a race in any IPAM.
 	 */
 	bool cached = op->attempt == 0 && !op->fresh && !req->n_ips;
 	struct ds_read rd[4] = {

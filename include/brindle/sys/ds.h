@@ -101,7 +101,9 @@ struct ds_read {
 	 * A list that may be a moment old: on Kubernetes the API server answers from
 	 * its cache (resourceVersion=0) instead of first waiting for the cache to
 	 * catch up with etcd (tens of milliseconds right after any write). Only for
-	 * decisions whose writes are compare-and-swap anyway.
+	 * decisions whose writes are compare-and-swap anyway, or for data a moment's
+	 * lag cannot hurt: IPAM's IPReservations (a reservation made as an address is
+	 * being assigned races that assignment in Calico too, whatever the read).
 	 */
 	bool cached;
 	int err;
