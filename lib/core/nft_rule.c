@@ -1,0 +1,566 @@
+/*
+ * Rule text -> nf_tables expressions (see <brindle/core/nft_rule.h>): the
+ * text is parsed by ipt_rule_parse into the kernel's xtables entry, and the
+ * entry is walked here, match by match, into expressions. Pure.
+ */
+#include "ipt_rule_internal.h"
+
+#include <brindle/core/nft_rule.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter_ipv4/ip_tables.h>
+
+/* ICMP codes (netinet/ip_icmp.h would clash with the kernel headers). */
+#define ICMP_DEST_UNREACH 3
+
+struct tx {
+	struct nft_rule_ir *r;
+	struct strbuf *err;
+	int rc;
+};
+
+static void bad(struct tx *t, const char *fmt, ...) printf_like(2, 3);
+static void bad(struct tx *t, const char *fmt, ...)
+{
+	if (t->rc)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vaddf(t->err, fmt, ap);
+	va_end(ap);
+	t->rc = -EINVAL;
+}
+
+static struct nftx *add(struct tx *t, enum nftx_kind kind, uint8_t reg)
+{
+	if (t->r->n == NFT_RULE_MAX_EXPRS) {
+		bad(t, "more than %d nftables expressions", NFT_RULE_MAX_EXPRS);
+		static struct nftx sink;
+		return memset(&sink, 0, sizeof(sink));
+	}
+	struct nftx *x = &t->r->x[t->r->n++];
+	memset(x, 0, sizeof(*x));
+	x->kind = (uint8_t)kind;
+	x->reg = reg;
+	return x;
+}
+
+static void load_payload(struct tx *t, uint8_t reg, uint32_t base, uint32_t off, uint8_t len)
+{
+	struct nftx *x = add(t, NFTX_PAYLOAD, reg);
+	x->a = base;
+	x->b = off;
+	x->len = len;
+}
+
+static void load_meta(struct tx *t, uint8_t reg, uint32_t key, uint8_t len)
+{
+	struct nftx *x = add(t, NFTX_META, reg);
+	x->a = key;
+	x->len = len;
+}
+
+static void cmp(struct tx *t, uint8_t reg, bool neq, const void *data, uint8_t len)
+{
+	struct nftx *x = add(t, NFTX_CMP, reg);
+	x->op = neq ? NFT_CMP_NEQ : NFT_CMP_EQ;
+	x->len = len;
+	memcpy(x->d1, data, len);
+}
+
+static void bitwise(struct tx *t, uint8_t reg, const void *mask, const void * xor, uint8_t len)
+{
+	struct nftx *x = add(t, NFTX_BITWISE, reg);
+	x->len = len;
+	memcpy(x->d1, mask, len);
+	memcpy(x->d2, xor, len);
+}
+
+static void u32_host(uint8_t *out, uint32_t v)
+{
+	memcpy(out, &v, 4);
+}
+
+/* --- the ip part -------------------------------------------------------------------- */
+
+static void addr(struct tx *t, uint32_t off, struct in_addr a, struct in_addr m, bool inv)
+{
+	if (m.s_addr == 0)
+		return;
+	load_payload(t, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, off, 4);
+	if (m.s_addr != 0xffffffffu) {
+		uint32_t zero = 0;
+		bitwise(t, NFT_REG_1, &m.s_addr, &zero, 4);
+	}
+	uint32_t v = a.s_addr & m.s_addr;
+	cmp(t, NFT_REG_1, inv, &v, 4);
+}
+
+static void iface(struct tx *t, uint32_t key, const char *name, const unsigned char *mask, bool inv)
+{
+	if (!name[0])
+		return;
+	/* The mask covers the name and its NUL, or only the part before a '+'. */
+	size_t n = 0;
+	while (n < IFNAMSIZ && mask[n])
+		n++;
+	char buf[IFNAMSIZ] = { 0 };
+	memcpy(buf, name, n < strlen(name) ? n : strlen(name));
+	bool wildcard = n <= strlen(name);
+	load_meta(t, NFT_REG_1, key, IFNAMSIZ);
+	cmp(t, NFT_REG_1, inv, buf, wildcard ? (uint8_t)n : IFNAMSIZ);
+}
+
+static void ip_part(struct tx *t, const struct ipt_ip *ip)
+{
+	addr(t, 12, ip->src, ip->smsk, ip->invflags & IPT_INV_SRCIP);
+	addr(t, 16, ip->dst, ip->dmsk, ip->invflags & IPT_INV_DSTIP);
+	iface(t, NFT_META_IIFNAME, ip->iniface, ip->iniface_mask, ip->invflags & IPT_INV_VIA_IN);
+	iface(t, NFT_META_OIFNAME, ip->outiface, ip->outiface_mask, ip->invflags & IPT_INV_VIA_OUT);
+	if (ip->proto) {
+		uint8_t p = (uint8_t)ip->proto;
+		load_meta(t, NFT_REG_1, NFT_META_L4PROTO, 1);
+		cmp(t, NFT_REG_1, ip->invflags & XT_INV_PROTO, &p, 1);
+	}
+}
+
+/* --- matches ------------------------------------------------------------------------ */
+
+static void comment(struct tx *t, const char *text)
+{
+	struct nft_rule_ir *r = t->r;
+	size_t have = strlen(r->comment);
+	snprintf(r->comment + have, sizeof(r->comment) - have, "%s%s", have ? "; " : "", text);
+	if (!r->id[0])
+		id_from_comment(text, strlen(text), r->id);
+}
+
+static void mark(struct tx *t, const struct xt_mark_mtinfo1 *m)
+{
+	load_meta(t, NFT_REG_1, NFT_META_MARK, 4);
+	uint8_t v[4], mask[4], zero[4] = { 0 };
+	if (m->mask != 0xffffffffu) {
+		u32_host(mask, m->mask);
+		bitwise(t, NFT_REG_1, mask, zero, 4);
+	}
+	u32_host(v, m->mark & m->mask);
+	cmp(t, NFT_REG_1, m->invert, v, 4);
+}
+
+static void ctstate(struct tx *t, const struct xt_conntrack_mtinfo3 *c)
+{
+	if (c->match_flags != XT_CONNTRACK_STATE || (c->invert_flags & ~XT_CONNTRACK_STATE)) {
+		bad(t, "conntrack: only --ctstate");
+		return;
+	}
+	if (c->state_mask & (XT_CONNTRACK_STATE_SNAT | XT_CONNTRACK_STATE_DNAT)) {
+		bad(t, "conntrack: the SNAT and DNAT states are ct status in nftables, "
+		       "which the nft backend does not write");
+		return;
+	}
+	/* nftables' ct state bits are xtables' (invalid 1, the ctinfo bits, untracked 64). */
+	uint8_t mask[4], zero[4] = { 0 };
+	u32_host(mask, c->state_mask);
+	struct nftx *x = add(t, NFTX_CT, NFT_REG_1);
+	x->a = NFT_CT_STATE;
+	x->len = 4;
+	bitwise(t, NFT_REG_1, mask, zero, 4);
+	cmp(t, NFT_REG_1, !(c->invert_flags & XT_CONNTRACK_STATE), zero, 4);
+}
+
+static void set_match(struct tx *t, const struct xt_set_info_match_v4 *s,
+		      const struct ipt_set_table *names)
+{
+	const struct xt_set_info *ms = &s->match_set;
+	if (ms->dim < 1 || ms->dim > 2 || ms->index >= names->n) {
+		bad(t, "set: one or two dimensions");
+		return;
+	}
+	bool src0 = ms->flags & (1 << 1);
+	struct nftx *x;
+	if (ms->dim == 1) {
+		load_payload(t, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, src0 ? 12 : 16, 4);
+		x = add(t, NFTX_LOOKUP, NFT_REG_1);
+		x->len = NFT_SET_KEY_ADDR;
+	} else {
+		/* address . protocol . port, each in a 32-bit register of its own */
+		bool src1 = ms->flags & (1 << 2);
+		load_payload(t, NFT_REG32_00, NFT_PAYLOAD_NETWORK_HEADER, src0 ? 12 : 16, 4);
+		load_meta(t, NFT_REG32_01, NFT_META_L4PROTO, 1);
+		load_payload(t, NFT_REG32_02, NFT_PAYLOAD_TRANSPORT_HEADER, src1 ? 0 : 2, 2);
+		x = add(t, NFTX_LOOKUP, NFT_REG32_00);
+		x->len = NFT_SET_KEY_PORT;
+	}
+	x->a = (ms->flags & IPSET_INV_MATCH) ? NFT_LOOKUP_F_INV : 0;
+	snprintf(x->str, sizeof(x->str), "%s", names->names[ms->index]);
+}
+
+static void multiport(struct tx *t, const struct xt_multiport_v1 *mp)
+{
+	if (mp->flags > XT_MULTIPORT_DESTINATION || mp->count == 0 || mp->count > XT_MULTI_PORTS) {
+		bad(t, "multiport: --sports or --dports, 1-15 ports");
+		return;
+	}
+	struct nft_anon_set set = { .n = 0 };
+	for (unsigned i = 0; i < mp->count; i++) {
+		set.lo[set.n] = mp->ports[i];
+		set.hi[set.n] = mp->pflags[i] && i + 1 < mp->count ? mp->ports[++i] : mp->ports[i];
+		set.n++;
+	}
+	uint32_t off = mp->flags == XT_MULTIPORT_SOURCE ? 0 : 2;
+	load_payload(t, NFT_REG_1, NFT_PAYLOAD_TRANSPORT_HEADER, off, 2);
+	if (set.n == 1 && set.lo[0] == set.hi[0]) {
+		uint16_t be = htons(set.lo[0]);
+		cmp(t, NFT_REG_1, mp->invert, &be, 2);
+	} else if (set.n == 1) {
+		struct nftx *x = add(t, NFTX_RANGE, NFT_REG_1);
+		x->op = mp->invert ? NFT_RANGE_NEQ : NFT_RANGE_EQ;
+		x->len = 2;
+		uint16_t lo = htons(set.lo[0]), hi = htons(set.hi[0]);
+		memcpy(x->d1, &lo, 2);
+		memcpy(x->d2, &hi, 2);
+	} else {
+		if (t->r->has_anon) {
+			bad(t, "multiport: one list per rule");
+			return;
+		}
+		t->r->anon = set;
+		t->r->has_anon = true;
+		struct nftx *x = add(t, NFTX_LOOKUP, NFT_REG_1);
+		x->len = 2;
+		x->a = mp->invert ? NFT_LOOKUP_F_INV : 0;
+	}
+}
+
+static void icmp(struct tx *t, const struct ipt_icmp *ic)
+{
+	if (ic->type == 0xff)
+		return; /* any type: -p icmp says it all */
+	bool any_code = ic->code[0] == 0 && ic->code[1] == 0xff;
+	if (!any_code && ic->code[0] != ic->code[1]) {
+		bad(t, "icmp: a code range");
+		return;
+	}
+	uint8_t v[2] = { ic->type, ic->code[0] };
+	uint8_t len = any_code ? 1 : 2;
+	load_payload(t, NFT_REG_1, NFT_PAYLOAD_TRANSPORT_HEADER, 0, len);
+	cmp(t, NFT_REG_1, ic->invflags & IPT_ICMP_INV, v, len);
+}
+
+static void addrtype(struct tx *t, const struct xt_addrtype_info_v1 *a)
+{
+	for (int side = 0; side < 2; side++) {
+		uint16_t types = side == 0 ? a->source : a->dest;
+		if (!types)
+			continue;
+		if (types & (types - 1)) {
+			bad(t, "addrtype: one type per side");
+			return;
+		}
+		uint32_t rtn = 0;
+		while (!(types & (1u << rtn)))
+			rtn++;
+		struct nftx *x = add(t, NFTX_FIB, NFT_REG_1);
+		x->a = side == 0 ? NFTA_FIB_F_SADDR : NFTA_FIB_F_DADDR;
+		if (a->flags & XT_ADDRTYPE_LIMIT_IFACE_IN)
+			x->a |= NFTA_FIB_F_IIF;
+		if (a->flags & XT_ADDRTYPE_LIMIT_IFACE_OUT)
+			x->a |= NFTA_FIB_F_OIF;
+		x->b = NFT_FIB_RESULT_ADDRTYPE;
+		x->len = 4;
+		uint8_t v[4];
+		u32_host(v, rtn);
+		bool inv = a->flags &
+			   (side == 0 ? XT_ADDRTYPE_INVERT_SOURCE : XT_ADDRTYPE_INVERT_DEST);
+		cmp(t, NFT_REG_1, inv, v, 4);
+	}
+}
+
+static void limit(struct tx *t, const struct xt_rateinfo *l)
+{
+	/* xtables' avg is the interval between packets in 1/10000 s (XT_LIMIT_SCALE) */
+	if (l->avg == 0 || XT_LIMIT_SCALE % l->avg) {
+		bad(t, "limit: a rate that is not a whole number a second");
+		return;
+	}
+	struct nftx *x = add(t, NFTX_LIMIT, 0);
+	x->a = XT_LIMIT_SCALE / l->avg;
+	x->b = 1;
+	x->c = l->burst;
+}
+
+static void match(struct tx *t, const struct xt_entry_match *m, const struct ipt_set_table *names)
+{
+	const char *name = m->u.user.name;
+	const void *d = m->data;
+	if (strcmp(name, "comment") == 0) {
+		const struct xt_comment_info *c = d;
+		char text[XT_MAX_COMMENT_LEN];
+		snprintf(text, sizeof(text), "%.*s", XT_MAX_COMMENT_LEN - 1, c->comment);
+		comment(t, text);
+	} else if (strcmp(name, "mark") == 0) {
+		mark(t, d);
+	} else if (strcmp(name, "conntrack") == 0) {
+		ctstate(t, d);
+	} else if (strcmp(name, "set") == 0) {
+		set_match(t, d, names);
+	} else if (strcmp(name, "multiport") == 0) {
+		multiport(t, d);
+	} else if (strcmp(name, "icmp") == 0) {
+		icmp(t, d);
+	} else if (strcmp(name, "addrtype") == 0) {
+		addrtype(t, d);
+	} else if (strcmp(name, "limit") == 0) {
+		limit(t, d);
+	} else {
+		bad(t, "match %s has no nftables translation", name);
+	}
+}
+
+/* --- targets ------------------------------------------------------------------------ */
+
+static void verdict(struct tx *t, int32_t v, const char *chain)
+{
+	struct nftx *x = add(t, NFTX_IMM, 0);
+	x->verdict = v;
+	if (chain)
+		snprintf(x->str, sizeof(x->str), "%s", chain);
+}
+
+static void target(struct tx *t, const struct xt_entry_target *tg, bool go)
+{
+	const char *name = tg->u.user.name;
+	const void *d = tg->data;
+	if (strcmp(name, "ACCEPT") == 0) {
+		verdict(t, NF_ACCEPT, NULL);
+	} else if (strcmp(name, "DROP") == 0) {
+		verdict(t, NF_DROP, NULL);
+	} else if (strcmp(name, "RETURN") == 0) {
+		verdict(t, NFT_RETURN, NULL);
+	} else if (strcmp(name, "MARK") == 0) {
+		const struct xt_mark_tginfo2 *k = d;
+		uint8_t mask[4], xor[4];
+		u32_host(mask, ~k->mask);
+		u32_host(xor, k->mark);
+		load_meta(t, NFT_REG_1, NFT_META_MARK, 4);
+		bitwise(t, NFT_REG_1, mask, xor, 4);
+		struct nftx *x = add(t, NFTX_META_SET, NFT_REG_1);
+		x->a = NFT_META_MARK;
+		x->len = 4;
+	} else if (strcmp(name, "MASQUERADE") == 0) {
+		const struct nf_nat_ipv4_multi_range_compat *m = d;
+		struct nftx *x = add(t, NFTX_MASQ, 0);
+		x->a = m->range[0].flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+	} else if (strcmp(name, "NFLOG") == 0) {
+		const struct xt_nflog_info *n = d;
+		struct nftx *x = add(t, NFTX_LOG, 0);
+		x->log_group = true;
+		x->a = n->group;
+		x->b = n->len;
+		x->c = n->threshold;
+		snprintf(x->str, sizeof(x->str), "%s", n->prefix);
+	} else if (strcmp(name, "LOG") == 0) {
+		const struct xt_log_info *l = d;
+		struct nftx *x = add(t, NFTX_LOG, 0);
+		x->a = l->level;
+		snprintf(x->str, sizeof(x->str), "%s", l->prefix);
+	} else if (strcmp(name, "REJECT") == 0) {
+		const struct ipt_reject_info *rj = d;
+		struct nftx *x = add(t, NFTX_REJECT, 0);
+		static const struct {
+			int with;
+			uint8_t code;
+		} icmp_codes[] = {
+			{ IPT_ICMP_NET_UNREACHABLE, 0 },   { IPT_ICMP_HOST_UNREACHABLE, 1 },
+			{ IPT_ICMP_PROT_UNREACHABLE, 2 },  { IPT_ICMP_PORT_UNREACHABLE, 3 },
+			{ IPT_ICMP_NET_PROHIBITED, 9 },	   { IPT_ICMP_HOST_PROHIBITED, 10 },
+			{ IPT_ICMP_ADMIN_PROHIBITED, 13 },
+		};
+		if (rj->with == IPT_TCP_RESET) {
+			x->a = NFT_REJECT_TCP_RST;
+		} else {
+			x->a = NFT_REJECT_ICMP_UNREACH;
+			for (size_t i = 0; i < ARRAY_SIZE(icmp_codes); i++)
+				if (icmp_codes[i].with == (int)rj->with)
+					x->b = icmp_codes[i].code;
+		}
+	} else {
+		/* a chain: a jump, or a goto (-g) */
+		verdict(t, go ? NFT_GOTO : NFT_JUMP, name);
+	}
+}
+
+int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct ipt_set_table names;
+	ipt_set_table_init(&names);
+	void *entry = NULL;
+	size_t len;
+	int r = ipt_rule_parse(text, &names.sets, &entry, &len, err);
+	if (r < 0) {
+		ipt_set_table_free(&names);
+		return r;
+	}
+	const struct ipt_entry *e = entry;
+	struct tx t = { .r = out, .err = err };
+	ip_part(&t, &e->ip);
+	for (size_t off = sizeof(*e); off < e->target_offset && !t.rc;) {
+		const struct xt_entry_match *m = (const void *)((const char *)e + off);
+		match(&t, m, &names);
+		off += m->u.match_size;
+	}
+	if (!t.rc)
+		target(&t, (const void *)((const char *)e + e->target_offset),
+		       e->ip.flags & IPT_F_GOTO);
+	free(entry);
+	ipt_set_table_free(&names);
+	if (t.rc)
+		memset(out, 0, sizeof(*out));
+	return t.rc;
+}
+
+/* --- the debug form ------------------------------------------------------------------------ */
+
+/* As nft --debug=netlink and libnftnl print expressions: "[ cmp eq reg 1 0x0000000a ]". */
+static void put_reg(struct strbuf *out, uint8_t reg)
+{
+	sb_addf(out, "reg %u", reg);
+}
+
+static void put_data(struct strbuf *out, const uint8_t *d, uint8_t len)
+{
+	for (uint8_t i = 0; i < len; i += 4) {
+		uint32_t w = 0;
+		memcpy(&w, d + i, len - i < 4 ? (size_t)(len - i) : 4);
+		sb_addf(out, " 0x%08x", w);
+	}
+}
+
+static const char *cmp_op(uint8_t op)
+{
+	static const char *const ops[] = { "eq", "neq", "lt", "lte", "gt", "gte" };
+	return op < ARRAY_SIZE(ops) ? ops[op] : "?";
+}
+
+static const char *meta_key(uint32_t key)
+{
+	switch (key) {
+	case NFT_META_MARK:
+		return "mark";
+	case NFT_META_IIFNAME:
+		return "iifname";
+	case NFT_META_OIFNAME:
+		return "oifname";
+	case NFT_META_L4PROTO:
+		return "l4proto";
+	}
+	return "?";
+}
+
+static const char *verdict_name(int32_t v)
+{
+	switch (v) {
+	case NF_ACCEPT:
+		return "accept";
+	case NF_DROP:
+		return "drop";
+	case NFT_RETURN:
+		return "return";
+	case NFT_JUMP:
+		return "jump";
+	case NFT_GOTO:
+		return "goto";
+	}
+	return "?";
+}
+
+void nft_rule_format(const struct nft_rule_ir *r, struct strbuf *out)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		const struct nftx *x = &r->x[i];
+		sb_adds(out, i ? " [ " : "[ ");
+		switch (x->kind) {
+		case NFTX_PAYLOAD:
+			sb_addf(out, "payload load %ub @ %s header + %u => ", x->len,
+				x->a == NFT_PAYLOAD_NETWORK_HEADER ? "network" : "transport", x->b);
+			put_reg(out, x->reg);
+			break;
+		case NFTX_META:
+			sb_addf(out, "meta load %s => ", meta_key(x->a));
+			put_reg(out, x->reg);
+			break;
+		case NFTX_META_SET:
+			sb_addf(out, "meta set %s with ", meta_key(x->a));
+			put_reg(out, x->reg);
+			break;
+		case NFTX_CT:
+			sb_adds(out, "ct load state => ");
+			put_reg(out, x->reg);
+			break;
+		case NFTX_FIB:
+			sb_addf(out, "fib %s%s%s type => ",
+				x->a & NFTA_FIB_F_SADDR ? "saddr" : "daddr",
+				x->a & NFTA_FIB_F_IIF ? " . iif" : "",
+				x->a & NFTA_FIB_F_OIF ? " . oif" : "");
+			put_reg(out, x->reg);
+			break;
+		case NFTX_CMP:
+			sb_addf(out, "cmp %s ", cmp_op(x->op));
+			put_reg(out, x->reg);
+			put_data(out, x->d1, x->len);
+			break;
+		case NFTX_BITWISE:
+			sb_adds(out, "bitwise ");
+			put_reg(out, x->reg);
+			sb_adds(out, " = ( ");
+			put_reg(out, x->reg);
+			sb_adds(out, " &");
+			put_data(out, x->d1, x->len);
+			sb_adds(out, " ) ^");
+			put_data(out, x->d2, x->len);
+			break;
+		case NFTX_RANGE:
+			sb_addf(out, "range %s ", x->op == NFT_RANGE_EQ ? "eq" : "neq");
+			put_reg(out, x->reg);
+			put_data(out, x->d1, x->len);
+			put_data(out, x->d2, x->len);
+			break;
+		case NFTX_LOOKUP:
+			sb_adds(out, "lookup ");
+			put_reg(out, x->reg);
+			sb_addf(out, " set %s", x->str[0] ? x->str : "(anonymous)");
+			if (x->a & NFT_LOOKUP_F_INV)
+				sb_adds(out, " 0x1");
+			break;
+		case NFTX_IMM:
+			sb_addf(out, "immediate reg 0 %s", verdict_name(x->verdict));
+			if (x->str[0])
+				sb_addf(out, " -> %s", x->str);
+			break;
+		case NFTX_LOG:
+			if (x->log_group)
+				sb_addf(out, "log prefix %s group %u snaplen %u qthreshold %u",
+					x->str, x->a, x->b, x->c);
+			else
+				sb_addf(out, "log prefix %s level %u", x->str, x->a);
+			break;
+		case NFTX_LIMIT:
+			sb_addf(out, "limit rate %u/second burst %u type packets", x->a, x->c);
+			break;
+		case NFTX_MASQ:
+			sb_addf(out, "masq%s", x->a ? " flags 0x10" : "");
+			break;
+		case NFTX_REJECT:
+			sb_addf(out, "reject type %u code %u", x->a, x->b);
+			break;
+		}
+		sb_adds(out, " ]");
+	}
+}

@@ -1,0 +1,175 @@
+/*
+ * Rule text -> nf_tables expressions (lib/core/nft_rule.c), in the debug form
+ * nft --debug=netlink prints. What the kernel and nft make of them is the
+ * netns test's business (tests/netns/nft_backend.sh); these pin the
+ * translation of each construct of the subset.
+ */
+#include "harness.h"
+
+#include <brindle/core/nft_rule.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *debug_form(const char *text, struct nft_rule_ir *ir)
+{
+	struct strbuf err = STRBUF_INIT, out = STRBUF_INIT;
+	sb_init(&err);
+	sb_init(&out);
+	if (nft_rule_from_text(text, ir, &err) < 0)
+		fail_msg("%s: %s", text, sb_str(&err));
+	sb_free(&err);
+	nft_rule_format(ir, &out);
+	return sb_detach(&out);
+}
+
+static const struct {
+	const char *text, *want;
+} cases[] = {
+	{ "-j ACCEPT", "[ immediate reg 0 accept ]" },
+	{ "-g cali-fw-x", "[ immediate reg 0 goto -> cali-fw-x ]" },
+	{ "-j cali-pi-a", "[ immediate reg 0 jump -> cali-pi-a ]" },
+	/* addresses: a host is a compare, a prefix masks first; in network order */
+	{ "-s 10.0.0.1/32 -j DROP",
+	  "[ payload load 4b @ network header + 12 => reg 1 ] [ cmp eq reg 1 0x0100000a ] "
+	  "[ immediate reg 0 drop ]" },
+	{ "! -d 10.1.0.0/16 -j RETURN",
+	  "[ payload load 4b @ network header + 16 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
+	  "0x0000ffff ) ^ 0x00000000 ] [ cmp neq reg 1 0x0000010a ] [ immediate reg 0 return ]" },
+	/* interfaces: a name compares all 16 bytes, a wildcard its prefix */
+	{ "-i cali+ -o eth0 -j ACCEPT",
+	  "[ meta load iifname => reg 1 ] [ cmp eq reg 1 0x696c6163 ] [ meta load oifname => "
+	  "reg 1 ] [ cmp eq reg 1 0x30687465 0x00000000 0x00000000 0x00000000 ] "
+	  "[ immediate reg 0 accept ]" },
+	{ "! -p udp -j ACCEPT", "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] [ "
+				"immediate reg 0 accept ]" },
+	/* the comment is user data; the mark a masked compare in host order */
+	{ "-m comment --comment \"cali:0123456789abcdef\" -m mark --mark 0x10000/0x10000 -j RETURN",
+	  "[ meta load mark => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00010000 ) ^ 0x00000000 ] "
+	  "[ cmp eq reg 1 0x00010000 ] [ immediate reg 0 return ]" },
+	{ "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+	  "[ ct load state => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00000006 ) ^ 0x00000000 ] "
+	  "[ cmp neq reg 1 0x00000000 ] [ immediate reg 0 accept ]" },
+	{ "-m conntrack ! --ctstate INVALID -j ACCEPT",
+	  "[ ct load state => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00000001 ) ^ 0x00000000 ] "
+	  "[ cmp eq reg 1 0x00000000 ] [ immediate reg 0 accept ]" },
+	/* sets: an address, or address . protocol . port in 32-bit registers */
+	{ "-m set --match-set cali40s:abc src -j ACCEPT",
+	  "[ payload load 4b @ network header + 12 => reg 1 ] [ lookup reg 1 set cali40s:abc ] "
+	  "[ immediate reg 0 accept ]" },
+	{ "-m set ! --match-set cali40n:x dst,dst -j DROP",
+	  "[ payload load 4b @ network header + 16 => reg 8 ] [ meta load l4proto => reg 9 ] "
+	  "[ payload load 2b @ transport header + 2 => reg 10 ] [ lookup reg 8 set cali40n:x "
+	  "0x1 ] [ immediate reg 0 drop ]" },
+	/* ports: one, a range, a list (the rule's anonymous set) */
+	{ "-p tcp -m multiport --dports 80 -j ACCEPT",
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ payload load 2b @ "
+	  "transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00005000 ] [ immediate reg 0 accept "
+	  "]" },
+	{ "-p udp -m multiport ! --sports 1000:2000 -j ACCEPT",
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] [ payload load 2b @ "
+	  "transport header + 0 => reg 1 ] [ range neq reg 1 0x0000e803 0x0000d007 ] "
+	  "[ immediate reg 0 accept ]" },
+	{ "-p tcp -m multiport --dports 80,443,8000:8080 -j ACCEPT",
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ payload load 2b @ "
+	  "transport header + 2 => reg 1 ] [ lookup reg 1 set (anonymous) ] "
+	  "[ immediate reg 0 accept ]" },
+	{ "-p icmp -m icmp --icmp-type 8 -j ACCEPT",
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000001 ] [ payload load 1b @ "
+	  "transport header + 0 => reg 1 ] [ cmp eq reg 1 0x00000008 ] [ immediate reg 0 accept "
+	  "]" },
+	{ "-p icmp -m icmp ! --icmp-type 3/4 -j ACCEPT",
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000001 ] [ payload load 2b @ "
+	  "transport header + 0 => reg 1 ] [ cmp neq reg 1 0x00000403 ] [ immediate reg 0 accept "
+	  "]" },
+	{ "-m addrtype ! --src-type LOCAL --limit-iface-out -j ACCEPT",
+	  "[ fib saddr . oif type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
+	  "[ immediate reg 0 accept ]" },
+	/* statements */
+	{ "-m limit --limit 10/sec --limit-burst 20 -j NFLOG --nflog-prefix \"Di:e:cali1\" "
+	  "--nflog-group 1",
+	  "[ limit rate 10/second burst 20 type packets ] [ log prefix Di:e:cali1 group 1 snaplen "
+	  "0 "
+	  "qthreshold 0 ]" },
+	{ "-j MARK --set-xmark 0x0/0x30000",
+	  "[ meta load mark => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0xfffcffff ) ^ 0x00000000 ] "
+	  "[ meta set mark with reg 1 ]" },
+	{ "-j MASQUERADE --random-fully", "[ masq flags 0x10 ]" },
+	{ "-j LOG --log-prefix \"calico-packet: \" --log-level 5",
+	  "[ log prefix calico-packet:  level 5 ]" },
+	{ "-p tcp -j REJECT --reject-with tcp-reset",
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ reject type 1 code 0 ]" },
+};
+
+static void test_translations(void **state)
+{
+	int failures = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct nft_rule_ir ir;
+		char *got = debug_form(cases[i].text, &ir);
+		if (strcmp(got, cases[i].want) != 0) {
+			print_error("%s\n  want: %s\n   got: %s\n", cases[i].text, cases[i].want,
+				    got);
+			failures++;
+		}
+		free(got);
+	}
+	assert_int_equal(failures, 0);
+	(void)state;
+}
+
+/* The comments become the rule's user data, its id first; a multiport list its anonymous set. */
+static void test_comment_and_anonymous_set(void **state)
+{
+	struct nft_rule_ir ir;
+	free(debug_form("-p tcp -m comment --comment \"cali:0123456789abcdef\" -m comment "
+			"--comment \"Allow DNS\" -m multiport --dports 53,5353:5354 -j ACCEPT",
+			&ir));
+	assert_string_equal(ir.id, "cali:0123456789abcdef");
+	assert_string_equal(ir.comment, "cali:0123456789abcdef; Allow DNS");
+	assert_true(ir.has_anon);
+	assert_int_equal(ir.anon.n, 2);
+	assert_int_equal(ir.anon.lo[0], 53);
+	assert_int_equal(ir.anon.hi[0], 53);
+	assert_int_equal(ir.anon.lo[1], 5353);
+	assert_int_equal(ir.anon.hi[1], 5354);
+	(void)state;
+}
+
+/* What nftables cannot say, or the parser refuses, is an error naming why. */
+static void test_refused(void **state)
+{
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{ "-m conntrack --ctstate DNAT -j ACCEPT",
+		  "conntrack: the SNAT and DNAT states are ct status in nftables, which the nft "
+		  "backend does not write" },
+		{ "-m addrtype --src-type LOCAL,UNICAST -j ACCEPT", "addrtype: one type per side" },
+		{ "-m limit --limit 7/min -j ACCEPT",
+		  "limit: a rate that is not a whole number a second" },
+		{ "-m foo -j ACCEPT", "token 2 (\"foo\"): unknown match" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct nft_rule_ir ir;
+		struct strbuf err = STRBUF_INIT;
+		sb_init(&err);
+		assert_int_equal(nft_rule_from_text(bad[i].text, &ir, &err), -EINVAL);
+		assert_string_equal(sb_str(&err), bad[i].err);
+		assert_int_equal(ir.n, 0);
+		sb_free(&err);
+	}
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_translations),
+		cmocka_unit_test(test_comment_and_anonymous_set),
+		cmocka_unit_test(test_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
