@@ -1,0 +1,123 @@
+/*
+ * nf_tables, for the nft backend: Brindle's own tables in the ip family,
+ * read back and written in atomic batches over one netlink socket
+ * (libnftnl and libmnl; lib/sys/nft_kernel.c). Only tables whose names the
+ * caller gives are ever read or written: kube-proxy's, the host firewall's
+ * and iptables-nft's are never touched.
+ *
+ * Rules are <brindle/core/nft_rule.h> expressions; a rule's identity is its
+ * comment's id ("cali:..."), kept in the rule's user data as nft keeps a
+ * comment, and its handle, which the kernel gives. Sets hold either address
+ * intervals (an ip set of addresses and networks: the union of its members,
+ * as nftables interval sets cannot overlap) or address . protocol . port
+ * triples (named ports).
+ */
+#ifndef BRINDLE_SYS_NFT_H
+#define BRINDLE_SYS_NFT_H
+
+#include <brindle/core/nft_rule.h>
+#include <brindle/core/strbuf.h>
+#include <brindle/core/util.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NFT_NAME_MAX 255 /* table, chain and set names (the kernel's 256 with the NUL) */
+
+/* A set element: an interval [lo, hi] of addresses (host order), or a named port. */
+struct nft_elem {
+	uint32_t lo, hi; /* interval sets; a port set's address in lo */
+	uint8_t proto;	 /* port sets */
+	uint16_t port;
+};
+
+enum nft_set_kind {
+	NFT_SET_ADDRS, /* intervals of ipv4_addr */
+	NFT_SET_PORTS, /* ipv4_addr . inet_proto . inet_service */
+};
+
+struct nft_rule_state {
+	uint64_t handle;
+	char id[IPT_ID_LEN + 1]; /* "" for a rule without one */
+};
+
+struct nft_chain_state {
+	char *name;
+	bool base; /* hooked: a base chain */
+	struct nft_rule_state *rules;
+	size_t n;
+};
+
+struct nft_set_state {
+	char *name;
+	enum nft_set_kind kind;
+	struct nft_elem *elems; /* sorted (nft_elem_cmp) */
+	size_t n;
+};
+
+struct nft_table_state {
+	bool exists;
+	struct nft_chain_state *chains;
+	size_t n_chains;
+	struct nft_set_state *sets;
+	size_t n_sets;
+};
+
+void nft_table_state_free(struct nft_table_state *t);
+const struct nft_chain_state *nft_table_state_chain(const struct nft_table_state *t,
+						    const char *name);
+const struct nft_set_state *nft_table_state_set(const struct nft_table_state *t, const char *name);
+int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b);
+
+struct nft;
+
+/* A socket for nf_tables in the current network namespace. */
+int nft_open(struct nft **out) must_check;
+void nft_close(struct nft *n);
+const char *nft_last_error(const struct nft *n);
+
+/*
+ * Table @table of the ip family as it is: its chains with their rules'
+ * handles and ids in order, its sets with their elements. A table that does
+ * not exist reads as !exists (not an error).
+ */
+int nft_read(struct nft *n, const char *table, struct nft_table_state *out) must_check;
+
+/*
+ * The ruleset's generation: it changes with every commit by anyone, so equal
+ * generations mean nothing changed (a cheap check between reads).
+ */
+int nft_generation(struct nft *n, uint32_t *out) must_check;
+
+/* --- one atomic batch ------------------------------------------------------------------ */
+
+struct nft_batch;
+
+struct nft_batch *nft_batch_new(struct nft *n);
+void nft_batch_free(struct nft_batch *b);
+/* Edits, queued; errors (an expression that cannot be built) are kept and end the commit. */
+void nft_batch_add_table(struct nft_batch *b, const char *table);
+void nft_batch_del_table(struct nft_batch *b, const char *table);
+/*
+ * A chain: a regular one (@hook < 0), or a base chain of @type ("filter",
+ * "nat") on netfilter hook @hook (NF_INET_*) at @prio, policy accept.
+ */
+void nft_batch_add_chain(struct nft_batch *b, const char *table, const char *chain, int hook,
+			 int prio, const char *type);
+void nft_batch_del_chain(struct nft_batch *b, const char *table, const char *chain);
+/* Append @r to @chain. */
+void nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
+			const struct nft_rule_ir *r);
+void nft_batch_del_rule(struct nft_batch *b, const char *table, const char *chain, uint64_t handle);
+void nft_batch_add_set(struct nft_batch *b, const char *table, const char *set,
+		       enum nft_set_kind kind);
+void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set);
+/* Add or remove elements (@add false) of a set of @kind. */
+void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
+		     enum nft_set_kind kind, const struct nft_elem *e, size_t n, bool add);
+size_t nft_batch_size(const struct nft_batch *b); /* edits queued */
+/* Send the batch: all of it is applied, or none. 0, or a negative errno (nft_last_error). */
+int nft_batch_commit(struct nft_batch *b) must_check;
+
+#endif

@@ -1,0 +1,959 @@
+/*
+ * nf_tables over netlink (see <brindle/sys/nft.h>): libnftnl builds and
+ * parses the messages, libmnl carries them. The only file with libnftnl
+ * headers.
+ *
+ * A batch is every edit of one apply between a batch-begin and a batch-end,
+ * sent with one sendmsg (the kernel applies all of it or none), followed by
+ * a request for the generation, whose answer says the batch was processed:
+ * an edit that fails is answered with its error before that (no edit asks
+ * for an acknowledgement, so a batch of 100,000 edits is not answered with
+ * 100,000 of them).
+ */
+#include <brindle/sys/nft.h>
+
+#include <brindle/core/hmap.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <arpa/inet.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/gen.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+
+/* nft's datatype numbers, kept with a set so that `nft list` shows its elements. */
+#define TYPE_IPADDR	  7
+#define TYPE_INET_PROTO	  12
+#define TYPE_INET_SERVICE 13
+#define TYPE_BITS	  6
+
+struct nft {
+	struct mnl_socket *nl;
+	uint32_t portid, seq;
+	struct strbuf err;
+	size_t sndbuf, rcvbuf;
+};
+
+static int fail(struct nft *n, int r, const char *fmt, ...) printf_like(3, 4);
+static int fail(struct nft *n, int r, const char *fmt, ...)
+{
+	sb_reset(&n->err);
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vaddf(&n->err, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int nft_open(struct nft **out)
+{
+	struct nft *n = xcalloc(1, sizeof(*n));
+	sb_init(&n->err);
+	n->nl = mnl_socket_open(NETLINK_NETFILTER);
+	if (!n->nl || mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		int r = -errno;
+		nft_close(n);
+		return r;
+	}
+	n->portid = mnl_socket_get_portid(n->nl);
+	n->seq = (uint32_t)time(NULL);
+	*out = n;
+	return 0;
+}
+
+void nft_close(struct nft *n)
+{
+	if (!n)
+		return;
+	if (n->nl)
+		mnl_socket_close(n->nl);
+	sb_free(&n->err);
+	free(n);
+}
+
+const char *nft_last_error(const struct nft *n)
+{
+	return sb_str(&n->err);
+}
+
+/* Room for what the kernel sends back (a dump's messages, a batch's errors). */
+static void grow_rcvbuf(struct nft *n, size_t want)
+{
+	if (want <= n->rcvbuf)
+		return;
+	int v = (int)MIN(want, (size_t)64 << 20);
+	if (setsockopt(mnl_socket_get_fd(n->nl), SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) == 0)
+		n->rcvbuf = (size_t)v;
+}
+
+/* --- requests and dumps ------------------------------------------------------------- */
+
+typedef int (*msg_cb)(const struct nlmsghdr *h, void *ctx);
+
+/* Send @h (a get or dump) and run @cb on every answer until it is done. */
+static int talk(struct nft *n, struct nlmsghdr *h, msg_cb cb, void *ctx)
+{
+	if (mnl_socket_sendto(n->nl, h, h->nlmsg_len) < 0)
+		return -errno;
+	uint32_t seq = h->nlmsg_seq;
+	static char buf[1 << 16];
+	for (;;) {
+		ssize_t len = mnl_socket_recvfrom(n->nl, buf, sizeof(buf));
+		if (len < 0)
+			return -errno;
+		int r = mnl_cb_run(buf, (size_t)len, seq, n->portid, (mnl_cb_t)cb, ctx);
+		if (r < 0)
+			return -errno;
+		if (r == MNL_CB_STOP)
+			return 0;
+	}
+}
+
+static struct nlmsghdr *request(struct nft *n, char *buf, uint16_t type, uint16_t flags)
+{
+	return nftnl_nlmsg_build_hdr(buf, type, NFPROTO_IPV4, flags, ++n->seq);
+}
+
+static int gen_cb(const struct nlmsghdr *h, void *ctx)
+{
+	struct nftnl_gen *g = nftnl_gen_alloc();
+	if (!g || nftnl_gen_nlmsg_parse(h, g) < 0) {
+		nftnl_gen_free(g);
+		return MNL_CB_ERROR;
+	}
+	*(uint32_t *)ctx = nftnl_gen_get_u32(g, NFTNL_GEN_ID);
+	nftnl_gen_free(g);
+	return MNL_CB_STOP;
+}
+
+int nft_generation(struct nft *n, uint32_t *out)
+{
+	char buf[256];
+	struct nlmsghdr *h = request(n, buf, NFT_MSG_GETGEN, 0);
+	int r = talk(n, h, gen_cb, out);
+	return r < 0 ? fail(n, r, "reading the nf_tables generation: %s", strerror(-r)) : 0;
+}
+
+/* --- reading a table ------------------------------------------------------------------ */
+
+struct reader {
+	struct nft_table_state *t;
+	struct hmap chains; /* name -> index + 1 */
+	size_t cap_chains, cap_sets;
+	size_t *rule_caps; /* each chain's rules' capacity */
+};
+
+static char *dup_str(const char *s)
+{
+	return xstrdup(s ? s : "");
+}
+
+static int chain_cb(const struct nlmsghdr *h, void *ctx)
+{
+	struct reader *rd = ctx;
+	struct nftnl_chain *c = nftnl_chain_alloc();
+	if (!c || nftnl_chain_nlmsg_parse(h, c) < 0) {
+		nftnl_chain_free(c);
+		return MNL_CB_ERROR;
+	}
+	struct nft_table_state *t = rd->t;
+	size_t had = rd->cap_chains;
+	GROW(t->chains, rd->cap_chains, t->n_chains + 1);
+	if (rd->cap_chains != had)
+		rd->rule_caps = xrealloc(rd->rule_caps, sizeof(*rd->rule_caps) * rd->cap_chains);
+	rd->rule_caps[t->n_chains] = 0;
+	struct nft_chain_state *cs = &t->chains[t->n_chains++];
+	memset(cs, 0, sizeof(*cs));
+	cs->name = dup_str(nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+	cs->base = nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM);
+	hmap_put(&rd->chains, cs->name, (void *)(uintptr_t)t->n_chains);
+	nftnl_chain_free(c);
+	return MNL_CB_OK;
+}
+
+static int udata_cb(const struct nftnl_udata *attr, void *data)
+{
+	if (nftnl_udata_type(attr) == NFTNL_UDATA_RULE_COMMENT)
+		*(const struct nftnl_udata **)data = attr;
+	return 0;
+}
+
+/* The id at the start of a rule's comment, as the rule text has it. */
+static void rule_id(const struct nftnl_rule *r, char *id)
+{
+	id[0] = '\0';
+	uint32_t len = 0;
+	const void *ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
+	const struct nftnl_udata *c = NULL;
+	if (!ud || nftnl_udata_parse(ud, len, udata_cb, &c) < 0 || !c)
+		return;
+	const char *text = nftnl_udata_get(c);
+	size_t n = strnlen(text, nftnl_udata_len(c));
+	if (n >= IPT_ID_LEN && strncmp(text, IPT_ID_PREFIX, strlen(IPT_ID_PREFIX)) == 0) {
+		memcpy(id, text, IPT_ID_LEN);
+		id[IPT_ID_LEN] = '\0';
+	}
+}
+
+static int rule_cb(const struct nlmsghdr *h, void *ctx)
+{
+	struct reader *rd = ctx;
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	if (!r || nftnl_rule_nlmsg_parse(h, r) < 0) {
+		nftnl_rule_free(r);
+		return MNL_CB_ERROR;
+	}
+	uintptr_t at = (uintptr_t)hmap_get(&rd->chains, nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
+	if (at) {
+		struct nft_chain_state *cs = &rd->t->chains[at - 1];
+		GROW(cs->rules, rd->rule_caps[at - 1], cs->n + 1);
+		struct nft_rule_state *rs = &cs->rules[cs->n++];
+		rs->handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+		rule_id(r, rs->id);
+	}
+	nftnl_rule_free(r);
+	return MNL_CB_OK;
+}
+
+static int set_cb(const struct nlmsghdr *h, void *ctx)
+{
+	struct reader *rd = ctx;
+	struct nftnl_set *s = nftnl_set_alloc();
+	if (!s || nftnl_set_nlmsg_parse(h, s) < 0) {
+		nftnl_set_free(s);
+		return MNL_CB_ERROR;
+	}
+	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
+	if (!(flags & NFT_SET_ANONYMOUS)) {
+		struct nft_table_state *t = rd->t;
+		GROW(t->sets, rd->cap_sets, t->n_sets + 1);
+		struct nft_set_state *ss = &t->sets[t->n_sets++];
+		memset(ss, 0, sizeof(*ss));
+		ss->name = dup_str(nftnl_set_get_str(s, NFTNL_SET_NAME));
+		ss->kind = nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) == NFT_SET_KEY_PORT
+				   ? NFT_SET_PORTS
+				   : NFT_SET_ADDRS;
+	}
+	nftnl_set_free(s);
+	return MNL_CB_OK;
+}
+
+/* A set's elements as the kernel keeps them: starts and interval ends, or triples. */
+struct raw_elem {
+	uint32_t key; /* host order */
+	bool end;
+	uint8_t proto;
+	uint16_t port;
+};
+
+struct elem_reader {
+	struct raw_elem *v;
+	size_t n, cap;
+	enum nft_set_kind kind;
+};
+
+static int elem_each(struct nftnl_set_elem *e, void *ctx)
+{
+	struct elem_reader *er = ctx;
+	uint32_t len = 0;
+	const uint8_t *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+	if (!k || len < 4)
+		return 0;
+	GROW(er->v, er->cap, er->n + 1);
+	struct raw_elem *re = &er->v[er->n++];
+	memset(re, 0, sizeof(*re));
+	uint32_t be;
+	memcpy(&be, k, 4);
+	re->key = ntohl(be);
+	uint32_t flags = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS)
+				 ? nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS)
+				 : 0;
+	re->end = flags & NFT_SET_ELEM_INTERVAL_END;
+	if (er->kind == NFT_SET_PORTS && len >= NFT_SET_KEY_PORT) {
+		uint16_t port;
+		re->proto = k[4];
+		memcpy(&port, k + 8, 2);
+		re->port = ntohs(port);
+	}
+	return 0;
+}
+
+static int elems_cb(const struct nlmsghdr *h, void *ctx)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	if (!s || nftnl_set_elems_nlmsg_parse(h, s) < 0) {
+		nftnl_set_free(s);
+		return MNL_CB_ERROR;
+	}
+	nftnl_set_elem_foreach(s, elem_each, ctx);
+	nftnl_set_free(s);
+	return MNL_CB_OK;
+}
+
+static int cmp_raw(const void *a, const void *b)
+{
+	const struct raw_elem *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (int)x->end - (int)y->end;
+}
+
+int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b)
+{
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	if (a->proto != b->proto)
+		return a->proto < b->proto ? -1 : 1;
+	return a->port < b->port ? -1 : a->port > b->port;
+}
+
+static int cmp_elem(const void *a, const void *b)
+{
+	return nft_elem_cmp(a, b);
+}
+
+/* Intervals from starts and ends: a start runs to the next end (exclusive), else to the top. */
+static void elems_from_raw(struct nft_set_state *ss, struct elem_reader *er)
+{
+	qsort(er->v, er->n, sizeof(*er->v), cmp_raw);
+	ss->elems = xcalloc(er->n + 1, sizeof(*ss->elems));
+	for (size_t i = 0; i < er->n; i++) {
+		const struct raw_elem *re = &er->v[i];
+		struct nft_elem *e = &ss->elems[ss->n];
+		if (ss->kind == NFT_SET_PORTS) {
+			*e = (struct nft_elem){ .lo = re->key,
+						.proto = re->proto,
+						.port = re->port };
+			ss->n++;
+			continue;
+		}
+		if (re->end)
+			continue;
+		e->lo = re->key;
+		e->hi = i + 1 < er->n && er->v[i + 1].end ? er->v[i + 1].key - 1 : 0xffffffffu;
+		ss->n++;
+	}
+	qsort(ss->elems, ss->n, sizeof(*ss->elems), cmp_elem);
+}
+
+static int table_cb(const struct nlmsghdr *h, void *ctx)
+{
+	(void)h;
+	*(bool *)ctx = true;
+	return MNL_CB_STOP;
+}
+
+int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
+{
+	memset(out, 0, sizeof(*out));
+	char buf[1024];
+	struct nftnl_table *tb = nftnl_table_alloc();
+	nftnl_table_set_str(tb, NFTNL_TABLE_NAME, table);
+	struct nlmsghdr *h = request(n, buf, NFT_MSG_GETTABLE, 0);
+	nftnl_table_nlmsg_build_payload(h, tb);
+	nftnl_table_free(tb);
+	int r = talk(n, h, table_cb, &out->exists);
+	if (r == -ENOENT) {
+		out->exists = false;
+		return 0;
+	}
+	if (r < 0)
+		return fail(n, r, "reading table %s: %s", table, strerror(-r));
+	grow_rcvbuf(n, 4 << 20);
+	struct reader rd = { .t = out };
+	rd.chains = (struct hmap)HMAP_INIT;
+	/* chains */
+	struct nftnl_chain *c = nftnl_chain_alloc();
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
+	h = request(n, buf, NFT_MSG_GETCHAIN, NLM_F_DUMP);
+	nftnl_chain_nlmsg_build_payload(h, c);
+	nftnl_chain_free(c);
+	r = talk(n, h, chain_cb, &rd);
+	/* rules, in order, by chain */
+	if (r == 0) {
+		struct nftnl_rule *ru = nftnl_rule_alloc();
+		nftnl_rule_set_str(ru, NFTNL_RULE_TABLE, table);
+		h = request(n, buf, NFT_MSG_GETRULE, NLM_F_DUMP);
+		nftnl_rule_nlmsg_build_payload(h, ru);
+		nftnl_rule_free(ru);
+		r = talk(n, h, rule_cb, &rd);
+	}
+	/* sets, then each one's elements */
+	if (r == 0) {
+		struct nftnl_set *s = nftnl_set_alloc();
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+		h = request(n, buf, NFT_MSG_GETSET, NLM_F_DUMP);
+		nftnl_set_nlmsg_build_payload(h, s);
+		nftnl_set_free(s);
+		r = talk(n, h, set_cb, &rd);
+	}
+	for (size_t i = 0; r == 0 && i < out->n_sets; i++) {
+		struct nft_set_state *ss = &out->sets[i];
+		struct nftnl_set *s = nftnl_set_alloc();
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, ss->name);
+		h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
+		nftnl_set_elems_nlmsg_build_payload(h, s);
+		nftnl_set_free(s);
+		struct elem_reader er = { .kind = ss->kind };
+		r = talk(n, h, elems_cb, &er);
+		if (r == 0)
+			elems_from_raw(ss, &er);
+		free(er.v);
+	}
+	hmap_clear(&rd.chains);
+	free(rd.rule_caps);
+	if (r < 0) {
+		nft_table_state_free(out);
+		return fail(n, r, "reading table %s: %s", table, strerror(-r));
+	}
+	return 0;
+}
+
+void nft_table_state_free(struct nft_table_state *t)
+{
+	for (size_t i = 0; i < t->n_chains; i++) {
+		free(t->chains[i].name);
+		free(t->chains[i].rules);
+	}
+	for (size_t i = 0; i < t->n_sets; i++) {
+		free(t->sets[i].name);
+		free(t->sets[i].elems);
+	}
+	free(t->chains);
+	free(t->sets);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct nft_chain_state *nft_table_state_chain(const struct nft_table_state *t,
+						    const char *name)
+{
+	for (size_t i = 0; i < t->n_chains; i++)
+		if (streq(t->chains[i].name, name))
+			return &t->chains[i];
+	return NULL;
+}
+
+const struct nft_set_state *nft_table_state_set(const struct nft_table_state *t, const char *name)
+{
+	for (size_t i = 0; i < t->n_sets; i++)
+		if (streq(t->sets[i].name, name))
+			return &t->sets[i];
+	return NULL;
+}
+
+/* --- batches -------------------------------------------------------------------------- */
+
+struct nft_batch {
+	struct nft *n;
+	struct nftnl_batch *nb;
+	uint32_t first_seq;
+	char **what; /* each message's description, by seq - first_seq */
+	size_t n_what, cap_what;
+	uint32_t anon_id;
+	int err;
+	struct strbuf errs;
+};
+
+#define BATCH_PAGE    (256u << 10)
+#define BATCH_OVERRUN (64u << 10)
+
+struct nft_batch *nft_batch_new(struct nft *n)
+{
+	struct nft_batch *b = xcalloc(1, sizeof(*b));
+	b->n = n;
+	sb_init(&b->errs);
+	b->nb = nftnl_batch_alloc(BATCH_PAGE, BATCH_OVERRUN);
+	if (!b->nb)
+		abort();
+	b->first_seq = ++n->seq;
+	nftnl_batch_begin(nftnl_batch_buffer(b->nb), b->first_seq);
+	nftnl_batch_update(b->nb);
+	return b;
+}
+
+void nft_batch_free(struct nft_batch *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n_what; i++)
+		free(b->what[i]);
+	free(b->what);
+	nftnl_batch_free(b->nb);
+	sb_free(&b->errs);
+	free(b);
+}
+
+size_t nft_batch_size(const struct nft_batch *b)
+{
+	return b->n_what;
+}
+
+/* The next message's header, described as @fmt for a failure. */
+static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t flags,
+				 const char *fmt, ...) printf_like(4, 5);
+static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t flags,
+				 const char *fmt, ...)
+{
+	GROW(b->what, b->cap_what, b->n_what + 1);
+	struct strbuf d = STRBUF_INIT;
+	sb_init(&d);
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vaddf(&d, fmt, ap);
+	va_end(ap);
+	b->what[b->n_what++] = sb_detach(&d);
+	return nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b->nb), type, NFPROTO_IPV4, flags,
+				     ++b->n->seq);
+}
+
+static void done_msg(struct nft_batch *b)
+{
+	if (nftnl_batch_update(b->nb) < 0 && !b->err) {
+		b->err = -ENOMEM;
+		sb_adds(&b->errs, "the batch could not grow");
+	}
+}
+
+void nft_batch_add_table(struct nft_batch *b, const char *table)
+{
+	struct nftnl_table *t = nftnl_table_alloc();
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, "add table %s", table);
+	nftnl_table_nlmsg_build_payload(h, t);
+	nftnl_table_free(t);
+	done_msg(b);
+}
+
+void nft_batch_del_table(struct nft_batch *b, const char *table)
+{
+	struct nftnl_table *t = nftnl_table_alloc();
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELTABLE, 0, "delete table %s", table);
+	nftnl_table_nlmsg_build_payload(h, t);
+	nftnl_table_free(t);
+	done_msg(b);
+}
+
+void nft_batch_add_chain(struct nft_batch *b, const char *table, const char *chain, int hook,
+			 int prio, const char *type)
+{
+	struct nftnl_chain *c = nftnl_chain_alloc();
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, chain);
+	if (hook >= 0) {
+		nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, (uint32_t)hook);
+		nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
+		nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, type);
+		nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
+	}
+	struct nlmsghdr *h =
+		next_msg(b, NFT_MSG_NEWCHAIN, NLM_F_CREATE, "add chain %s %s", table, chain);
+	nftnl_chain_nlmsg_build_payload(h, c);
+	nftnl_chain_free(c);
+	done_msg(b);
+}
+
+void nft_batch_del_chain(struct nft_batch *b, const char *table, const char *chain)
+{
+	struct nftnl_chain *c = nftnl_chain_alloc();
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, chain);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELCHAIN, 0, "delete chain %s %s", table, chain);
+	nftnl_chain_nlmsg_build_payload(h, c);
+	nftnl_chain_free(c);
+	done_msg(b);
+}
+
+/* The element keys of @e: an interval's start and end (exclusive; none at the top), or a
+ * triple. Returns how many elements it takes (1 or 2). */
+static int elem_keys(enum nft_set_kind kind, const struct nft_elem *e, uint8_t k[2][16],
+		     uint32_t *len)
+{
+	memset(k, 0, 32);
+	uint32_t lo = htonl(e->lo);
+	memcpy(k[0], &lo, 4);
+	if (kind == NFT_SET_PORTS) {
+		uint16_t port = htons(e->port);
+		k[0][4] = e->proto;
+		memcpy(k[0] + 8, &port, 2);
+		*len = NFT_SET_KEY_PORT;
+		return 1;
+	}
+	*len = 4;
+	if (e->hi == 0xffffffffu)
+		return 1;
+	uint32_t end = htonl(e->hi + 1);
+	memcpy(k[1], &end, 4);
+	return 2;
+}
+
+/* Elements of a set into message @h: the whole list in one message. */
+static void put_elems(struct nftnl_set *s, enum nft_set_kind kind, const struct nft_elem *e,
+		      size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t k[2][16];
+		uint32_t len;
+		int m = elem_keys(kind, &e[i], k, &len);
+		for (int j = 0; j < m; j++) {
+			struct nftnl_set_elem *se = nftnl_set_elem_alloc();
+			nftnl_set_elem_set(se, NFTNL_SET_ELEM_KEY, k[j], len);
+			if (j == 1)
+				nftnl_set_elem_set_u32(se, NFTNL_SET_ELEM_FLAGS,
+						       NFT_SET_ELEM_INTERVAL_END);
+			nftnl_set_elem_add(s, se);
+		}
+	}
+}
+
+void nft_batch_add_set(struct nft_batch *b, const char *table, const char *set,
+		       enum nft_set_kind kind)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
+	nftnl_set_set_u32(s, NFTNL_SET_ID, ++b->anon_id);
+	if (kind == NFT_SET_ADDRS) {
+		nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL);
+		nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IPADDR);
+		nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, NFT_SET_KEY_ADDR);
+	} else {
+		nftnl_set_set_u32(s, NFTNL_SET_FLAGS, 0);
+		nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE,
+				  ((TYPE_IPADDR << TYPE_BITS) | TYPE_INET_PROTO) << TYPE_BITS |
+					  TYPE_INET_SERVICE);
+		nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, NFT_SET_KEY_PORT);
+	}
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWSET, NLM_F_CREATE, "add set %s %s", table, set);
+	nftnl_set_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+}
+
+void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELSET, 0, "delete set %s %s", table, set);
+	nftnl_set_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+}
+
+/* Elements per message: a message must fit the batch's overrun (64 KiB). */
+#define ELEMS_PER_MSG 512
+
+void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
+		     enum nft_set_kind kind, const struct nft_elem *e, size_t n, bool add)
+{
+	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
+		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
+		struct nftnl_set *s = nftnl_set_alloc();
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+		put_elems(s, kind, e + at, k);
+		struct nlmsghdr *h = next_msg(
+			b, add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, add ? NLM_F_CREATE : 0,
+			"%s %zu elements of set %s %s", add ? "add" : "delete", k, table, set);
+		nftnl_set_elems_nlmsg_build_payload(h, s);
+		nftnl_set_free(s);
+		done_msg(b);
+	}
+}
+
+/* --- rules ------------------------------------------------------------------------------ */
+
+static struct nftnl_expr *expr(const char *name)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc(name);
+	if (!e)
+		abort();
+	return e;
+}
+
+/* The rule's anonymous set (a multiport list): its own set in the batch, bound by id. */
+static void anon_set(struct nft_batch *b, const char *table, const struct nft_anon_set *a,
+		     uint32_t id)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, "__set%d");
+	nftnl_set_set_u32(s, NFTNL_SET_ID, id);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
+	nftnl_set_set_u32(s, NFTNL_SET_FLAGS,
+			  NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_INTERVAL);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_INET_SERVICE);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, 2);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWSET, NLM_F_CREATE, "add a port list");
+	nftnl_set_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+	s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, "__set%d");
+	nftnl_set_set_u32(s, NFTNL_SET_ID, id);
+	for (size_t i = 0; i < a->n; i++) {
+		uint16_t lo = htons(a->lo[i]);
+		struct nftnl_set_elem *se = nftnl_set_elem_alloc();
+		nftnl_set_elem_set(se, NFTNL_SET_ELEM_KEY, &lo, 2);
+		nftnl_set_elem_add(s, se);
+		if (a->hi[i] == 0xffff)
+			continue;
+		uint16_t end = htons((uint16_t)(a->hi[i] + 1));
+		se = nftnl_set_elem_alloc();
+		nftnl_set_elem_set(se, NFTNL_SET_ELEM_KEY, &end, 2);
+		nftnl_set_elem_set_u32(se, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+		nftnl_set_elem_add(s, se);
+	}
+	h = next_msg(b, NFT_MSG_NEWSETELEM, NLM_F_CREATE, "add the ports of a port list");
+	nftnl_set_elems_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+}
+
+static void add_exprs(struct nftnl_rule *r, const struct nft_rule_ir *ir, uint32_t anon_id)
+{
+	for (size_t i = 0; i < ir->n; i++) {
+		const struct nftx *x = &ir->x[i];
+		struct nftnl_expr *e = NULL;
+		switch (x->kind) {
+		case NFTX_PAYLOAD:
+			e = expr("payload");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, x->reg);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, x->a);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, x->b);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, x->len);
+			break;
+		case NFTX_META:
+			e = expr("meta");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, x->a);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, x->reg);
+			break;
+		case NFTX_META_SET:
+			e = expr("meta");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, x->a);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_META_SREG, x->reg);
+			break;
+		case NFTX_CT:
+			e = expr("ct");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, x->a);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, x->reg);
+			break;
+		case NFTX_FIB:
+			e = expr("fib");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, x->a);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, x->b);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, x->reg);
+			break;
+		case NFTX_CMP:
+			e = expr("cmp");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, x->reg);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, x->op);
+			nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, x->d1, x->len);
+			break;
+		case NFTX_BITWISE:
+			e = expr("bitwise");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, x->reg);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, x->reg);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, x->len);
+			nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, x->d1, x->len);
+			nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, x->d2, x->len);
+			break;
+		case NFTX_RANGE:
+			e = expr("range");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_SREG, x->reg);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_OP, x->op);
+			nftnl_expr_set(e, NFTNL_EXPR_RANGE_FROM_DATA, x->d1, x->len);
+			nftnl_expr_set(e, NFTNL_EXPR_RANGE_TO_DATA, x->d2, x->len);
+			break;
+		case NFTX_LOOKUP:
+			e = expr("lookup");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, x->reg);
+			if (x->str[0]) {
+				nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, x->str);
+			} else {
+				nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, "__set%d");
+				nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, anon_id);
+			}
+			if (x->a)
+				nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, x->a);
+			break;
+		case NFTX_IMM:
+			e = expr("immediate");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)x->verdict);
+			if (x->str[0])
+				nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, x->str);
+			break;
+		case NFTX_LOG:
+			e = expr("log");
+			if (x->str[0])
+				nftnl_expr_set_str(e, NFTNL_EXPR_LOG_PREFIX, x->str);
+			if (x->log_group) {
+				nftnl_expr_set_u16(e, NFTNL_EXPR_LOG_GROUP, (uint16_t)x->a);
+				if (x->b)
+					nftnl_expr_set_u32(e, NFTNL_EXPR_LOG_SNAPLEN, x->b);
+				if (x->c)
+					nftnl_expr_set_u16(e, NFTNL_EXPR_LOG_QTHRESHOLD,
+							   (uint16_t)x->c);
+			} else {
+				nftnl_expr_set_u32(e, NFTNL_EXPR_LOG_LEVEL, x->a);
+			}
+			break;
+		case NFTX_LIMIT:
+			e = expr("limit");
+			nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_RATE, x->a);
+			nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_UNIT, x->b);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_BURST, x->c);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+			break;
+		case NFTX_MASQ:
+			e = expr("masq");
+			if (x->a)
+				nftnl_expr_set_u32(e, NFTNL_EXPR_MASQ_FLAGS, x->a);
+			break;
+		case NFTX_REJECT:
+			e = expr("reject");
+			nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, x->a);
+			nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, (uint8_t)x->b);
+			break;
+		}
+		nftnl_rule_add_expr(r, e);
+	}
+}
+
+void nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
+			const struct nft_rule_ir *ir)
+{
+	uint32_t anon_id = 0;
+	if (ir->has_anon) {
+		anon_id = ++b->anon_id;
+		anon_set(b, table, &ir->anon, anon_id);
+	}
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_IPV4);
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
+	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
+	add_exprs(r, ir, anon_id);
+	if (ir->comment[0]) {
+		struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
+		nftnl_udata_put_strz(u, NFTNL_UDATA_RULE_COMMENT, ir->comment);
+		nftnl_rule_set_data(r, NFTNL_RULE_USERDATA, nftnl_udata_buf_data(u),
+				    nftnl_udata_buf_len(u));
+		nftnl_udata_buf_free(u);
+	}
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND,
+				      "add rule %s to chain %s %s", ir->id[0] ? ir->id : "(no id)",
+				      table, chain);
+	nftnl_rule_nlmsg_build_payload(h, r);
+	nftnl_rule_free(r);
+	done_msg(b);
+}
+
+void nft_batch_del_rule(struct nft_batch *b, const char *table, const char *chain, uint64_t handle)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
+	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
+	nftnl_rule_set_u64(r, NFTNL_RULE_HANDLE, handle);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELRULE, 0, "delete rule %llu of chain %s %s",
+				      (unsigned long long)handle, table, chain);
+	nftnl_rule_nlmsg_build_payload(h, r);
+	nftnl_rule_free(r);
+	done_msg(b);
+}
+
+/* --- commit --------------------------------------------------------------------------- */
+
+/* An answer to a batch: an edit's error (kept, the first one), or the generation (done). */
+static bool commit_answer(struct nft_batch *b, const struct nlmsghdr *h, uint32_t gen_seq)
+{
+	if (h->nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+		size_t at = h->nlmsg_seq - b->first_seq - 1;
+		if (e->error && !b->err) {
+			b->err = e->error;
+			sb_addf(&b->errs, "%s: %s", at < b->n_what ? b->what[at] : "the batch",
+				strerror(-e->error));
+		}
+		return h->nlmsg_seq == gen_seq;
+	}
+	return h->nlmsg_seq == gen_seq;
+}
+
+int nft_batch_commit(struct nft_batch *b)
+{
+	struct nft *n = b->n;
+	if (b->err)
+		return fail(n, b->err, "%s", sb_str(&b->errs));
+	if (!b->n_what)
+		return 0;
+	nftnl_batch_end(nftnl_batch_buffer(b->nb), ++n->seq);
+	nftnl_batch_update(b->nb);
+	int iovlen = nftnl_batch_iovec_len(b->nb);
+	struct iovec *iov = xcalloc((size_t)iovlen + 1, sizeof(*iov));
+	nftnl_batch_iovec(b->nb, iov, (uint32_t)iovlen);
+	/* Then the generation, whose answer comes after every error of the batch. */
+	char gbuf[256];
+	struct nlmsghdr *g =
+		nftnl_nlmsg_build_hdr(gbuf, NFT_MSG_GETGEN, NFPROTO_UNSPEC, 0, ++n->seq);
+	size_t total = 0;
+	for (int i = 0; i < iovlen; i++)
+		total += iov[i].iov_len;
+	if (total + 65536 > n->sndbuf) {
+		int v = (int)MIN(total + 65536, (size_t)INT32_MAX);
+		if (setsockopt(mnl_socket_get_fd(n->nl), SOL_SOCKET, SO_SNDBUFFORCE, &v,
+			       sizeof(v)) == 0)
+			n->sndbuf = total + 65536;
+	}
+	grow_rcvbuf(n, 1 << 20);
+	struct sockaddr_nl snl = { .nl_family = AF_NETLINK };
+	struct msghdr msg = { .msg_name = &snl,
+			      .msg_namelen = sizeof(snl),
+			      .msg_iov = iov,
+			      .msg_iovlen = (size_t)iovlen };
+	ssize_t sent = sendmsg(mnl_socket_get_fd(n->nl), &msg, 0);
+	free(iov);
+	if (sent < 0)
+		return fail(n, -errno, "sending a batch of %zu edits (%zu bytes): %s", b->n_what,
+			    total, strerror(errno));
+	if (mnl_socket_sendto(n->nl, g, g->nlmsg_len) < 0)
+		return fail(n, -errno, "asking for the generation: %s", strerror(errno));
+	uint32_t gen_seq = g->nlmsg_seq;
+	static char buf[1 << 16];
+	for (bool done = false; !done;) {
+		ssize_t len = mnl_socket_recvfrom(n->nl, buf, sizeof(buf));
+		if (len < 0)
+			return fail(n, -errno, "reading the batch's answer: %s", strerror(errno));
+		int left = (int)len;
+		for (const struct nlmsghdr *h = (const void *)buf; mnl_nlmsg_ok(h, left);
+		     h = mnl_nlmsg_next(h, &left))
+			done |= commit_answer(b, h, gen_seq);
+	}
+	if (b->err)
+		return fail(n, b->err, "%s", sb_str(&b->errs));
+	return 0;
+}

@@ -1,0 +1,295 @@
+/*
+ * The nf_tables backend (lib/sys/nft_kernel.c) against the real kernel, in a
+ * network namespace of the test's own (unshare): tables belong to a
+ * namespace, so nothing here touches the machine's, and everything goes with
+ * the namespace when the test exits. What the backend writes is compared with
+ * what nft(8), run in the same namespace, lists: nft's own reading of the
+ * expressions, so a translation that means something else shows. Every
+ * command runs under timeout(1).
+ */
+#include "harness.h"
+
+#include <brindle/sys/nft.h>
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <linux/netfilter.h>
+
+#define T "brindle-test"
+
+static struct nft *N;
+
+static int printf_like(1, 2) sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	char full[1100];
+	snprintf(full, sizeof(full), "timeout 20 %s", cmd);
+	int r = system(full);
+	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+/* What `nft list table ip T` prints, its lines' leading tabs kept. */
+static char *listed(const char *table)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "timeout 20 nft list table ip %s", table);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	struct strbuf out = STRBUF_INIT;
+	sb_init(&out);
+	char buf[8192];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		sb_add(&out, buf, n);
+	pclose(f);
+	return sb_detach(&out);
+}
+
+static void rule(struct nft_batch *b, const char *chain, const char *text)
+{
+	struct nft_rule_ir ir;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (nft_rule_from_text(text, &ir, &err) < 0)
+		fail_msg("%s: %s", text, sb_str(&err));
+	sb_free(&err);
+	nft_batch_add_rule(b, T, chain, &ir);
+}
+
+static void commit(struct nft_batch *b)
+{
+	if (nft_batch_commit(b) < 0)
+		fail_msg("commit: %s", nft_last_error(N));
+	nft_batch_free(b);
+}
+
+static int setup(void **state)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		print_error("unshare(CLONE_NEWNET): %s (needs root)\n", strerror(errno));
+		return -1;
+	}
+	if (nft_open(&N) < 0) {
+		print_error("nft_open failed\n");
+		return -1;
+	}
+	(void)state;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	nft_close(N);
+	(void)state;
+	return 0;
+}
+
+static int clean(void **state)
+{
+	sh("nft flush ruleset");
+	(void)state;
+	return 0;
+}
+
+static const char *const want_table =
+	"table ip brindle-test {\n"
+	"\tset cali40s:web {\n"
+	"\t\ttype ipv4_addr\n"
+	"\t\tflags interval\n"
+	"\t\telements = { 10.0.0.0/24, 10.1.0.5 }\n"
+	"\t}\n"
+	"\n"
+	"\tset cali40n:http {\n"
+	"\t\ttype ipv4_addr . inet_proto . inet_service\n"
+	"\t\telements = { 10.0.0.1 . tcp . 80 }\n"
+	"\t}\n"
+	"\n"
+	"\tchain cali-pi-web {\n"
+	"\t\tip saddr @cali40s:web meta mark set meta mark | 0x00010000 comment "
+	"\"cali:aaaaaaaaaaaaaaaa\"\n"
+	"\t\tip daddr . meta l4proto . th dport @cali40n:http accept comment "
+	"\"cali:bbbbbbbbbbbbbbbb\"\n"
+	"\t\ttcp dport { 22, 8000-8080 } drop comment \"cali:cccccccccccccccc\"\n"
+	"\t}\n"
+	"\n"
+	"\tchain FORWARD {\n"
+	"\t\ttype filter hook forward priority filter; policy accept;\n"
+	"\t\tct state established,related accept comment \"cali:dddddddddddddddd\"\n"
+	"\t\tiifname \"cali*\" meta mark & 0x00030000 == 0x00000000 jump cali-pi-web comment "
+	"\"cali:eeeeeeeeeeeeeeee\"\n"
+	"\t\toifname \"cali*\" limit rate 10/second burst 20 packets log prefix \"Di:e:cali1\" "
+	"group 1 comment \"cali:ffffffffffffffff\"\n"
+	"\t}\n"
+	"}\n";
+
+static void write_example(void)
+{
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_add_table(b, T);
+	nft_batch_add_set(b, T, "cali40s:web", NFT_SET_ADDRS);
+	struct nft_elem web[] = { { .lo = 0x0a000000, .hi = 0x0a0000ff },
+				  { .lo = 0x0a010005, .hi = 0x0a010005 } };
+	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, web, 2, true);
+	nft_batch_add_set(b, T, "cali40n:http", NFT_SET_PORTS);
+	struct nft_elem http[] = { { .lo = 0x0a000001, .proto = 6, .port = 80 } };
+	nft_batch_elems(b, T, "cali40n:http", NFT_SET_PORTS, http, 1, true);
+	nft_batch_add_chain(b, T, "cali-pi-web", -1, 0, NULL);
+	nft_batch_add_chain(b, T, "FORWARD", NF_INET_FORWARD, 0, "filter");
+	rule(b, "cali-pi-web",
+	     "-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -m set --match-set cali40s:web src "
+	     "-j MARK --set-xmark 0x10000/0x10000");
+	rule(b, "cali-pi-web",
+	     "-m comment --comment \"cali:bbbbbbbbbbbbbbbb\" -m set --match-set cali40n:http "
+	     "dst,dst -j ACCEPT");
+	rule(b, "cali-pi-web",
+	     "-p tcp -m comment --comment \"cali:cccccccccccccccc\" -m multiport --dports "
+	     "22,8000:8080 -j DROP");
+	rule(b, "FORWARD",
+	     "-m comment --comment \"cali:dddddddddddddddd\" -m conntrack --ctstate "
+	     "RELATED,ESTABLISHED -j ACCEPT");
+	rule(b, "FORWARD",
+	     "-i cali+ -m comment --comment \"cali:eeeeeeeeeeeeeeee\" -m mark --mark 0x0/0x30000 "
+	     "-j cali-pi-web");
+	rule(b, "FORWARD",
+	     "-o cali+ -m comment --comment \"cali:ffffffffffffffff\" -m limit --limit 10/sec "
+	     "--limit-burst 20 -j NFLOG --nflog-prefix \"Di:e:cali1\" --nflog-group 1");
+	commit(b);
+}
+
+/* Written in one batch, read back by nft and by the backend alike. */
+static void test_write_and_read(void **state)
+{
+	write_example();
+	char *got = listed(T);
+	if (strcmp(got, want_table) != 0)
+		fail_msg("nft lists:\n%s\nwanted:\n%s", got, want_table);
+	free(got);
+
+	struct nft_table_state ts;
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	assert_true(ts.exists);
+	assert_int_equal(ts.n_chains, 2);
+	const struct nft_chain_state *c = nft_table_state_chain(&ts, "FORWARD");
+	assert_non_null(c);
+	assert_true(c->base);
+	assert_int_equal(c->n, 3);
+	assert_string_equal(c->rules[1].id, "cali:eeeeeeeeeeeeeeee");
+	c = nft_table_state_chain(&ts, "cali-pi-web");
+	assert_false(c->base);
+	assert_int_equal(c->n, 3);
+	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s:web");
+	assert_non_null(s);
+	assert_int_equal(s->kind, NFT_SET_ADDRS);
+	assert_int_equal(s->n, 2);
+	assert_int_equal(s->elems[0].lo, 0x0a000000);
+	assert_int_equal(s->elems[0].hi, 0x0a0000ff);
+	assert_int_equal(s->elems[1].lo, 0x0a010005);
+	assert_int_equal(s->elems[1].hi, 0x0a010005);
+	s = nft_table_state_set(&ts, "cali40n:http");
+	assert_int_equal(s->kind, NFT_SET_PORTS);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(s->elems[0].proto, 6);
+	assert_int_equal(s->elems[0].port, 80);
+	nft_table_state_free(&ts);
+
+	/* a table that is not there reads as such */
+	assert_int_equal(nft_read(N, "brindle-none", &ts), 0);
+	assert_false(ts.exists);
+	(void)state;
+}
+
+/* Edits by handle and by element; a generation that moves with every commit. */
+static void test_edits(void **state)
+{
+	write_example();
+	uint32_t g0, g1;
+	assert_int_equal(nft_generation(N, &g0), 0);
+	struct nft_table_state ts;
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	const struct nft_chain_state *c = nft_table_state_chain(&ts, "cali-pi-web");
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_del_rule(b, T, "cali-pi-web", c->rules[2].handle);
+	struct nft_elem gone = { .lo = 0x0a010005, .hi = 0x0a010005 };
+	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &gone, 1, false);
+	struct nft_elem top = { .lo = 0xffffff00, .hi = 0xffffffff };
+	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &top, 1, true);
+	commit(b);
+	nft_table_state_free(&ts);
+	assert_int_equal(nft_generation(N, &g1), 0);
+	assert_true(g1 != g0);
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	c = nft_table_state_chain(&ts, "cali-pi-web");
+	assert_int_equal(c->n, 2);
+	assert_string_equal(c->rules[1].id, "cali:bbbbbbbbbbbbbbbb");
+	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s:web");
+	assert_int_equal(s->n, 2);
+	assert_int_equal(s->elems[1].lo, 0xffffff00);
+	assert_int_equal(s->elems[1].hi, 0xffffffff);
+	nft_table_state_free(&ts);
+	char *got = listed(T);
+	assert_non_null(strstr(got, "elements = { 10.0.0.0/24, 255.255.255.0/24 }"));
+	free(got);
+	(void)state;
+}
+
+/* A batch that fails changes nothing, and says which edit failed. */
+static void test_atomic_failure(void **state)
+{
+	write_example();
+	char *before = listed(T);
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_add_chain(b, T, "cali-new", -1, 0, NULL);
+	rule(b, "cali-new", "-m comment --comment \"cali:1111111111111111\" -j ACCEPT");
+	rule(b, "FORWARD", "-m comment --comment \"cali:2222222222222222\" -j cali-missing");
+	assert_int_equal(nft_batch_commit(b), -ENOENT);
+	nft_batch_free(b);
+	assert_string_equal(nft_last_error(N), "add rule cali:2222222222222222 to chain "
+					       "brindle-test FORWARD: No such file or directory");
+	char *after = listed(T);
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	(void)state;
+}
+
+/* Someone else's table is never read or written: only the names given. */
+static void test_foreign_table(void **state)
+{
+	assert_int_equal(sh("nft add table ip kube-proxy"), 0);
+	assert_int_equal(sh("nft add chain ip kube-proxy filter-forward '{ type filter hook "
+			    "forward priority -110; }'"),
+			 0);
+	assert_int_equal(sh("nft add rule ip kube-proxy filter-forward ct state invalid drop"), 0);
+	write_example();
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_del_table(b, T);
+	commit(b);
+	char *kp = listed("kube-proxy");
+	assert_non_null(strstr(kp, "ct state invalid drop"));
+	free(kp);
+	struct nft_table_state ts;
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	assert_false(ts.exists);
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_write_and_read, clean),
+		cmocka_unit_test_teardown(test_edits, clean),
+		cmocka_unit_test_teardown(test_atomic_failure, clean),
+		cmocka_unit_test_teardown(test_foreign_table, clean),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
