@@ -7,6 +7,7 @@
 
 #include <brindle/core/nft_rule.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -563,4 +564,109 @@ void nft_rule_format(const struct nft_rule_ir *r, struct strbuf *out)
 		}
 		sb_adds(out, " ]");
 	}
+}
+
+/* --- set elements ------------------------------------------------------------------------ */
+
+int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b)
+{
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	if (a->proto != b->proto)
+		return a->proto < b->proto ? -1 : 1;
+	return a->port < b->port ? -1 : a->port > b->port;
+}
+
+static int cmp_elems(const void *a, const void *b)
+{
+	return nft_elem_cmp(a, b);
+}
+
+/* "10.0.0.0/24" or "10.0.0.1" into [lo, hi]. */
+static bool parse_net(const char *s, size_t len, struct nft_elem *e)
+{
+	char buf[32];
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	unsigned prefix = 32;
+	char *slash = strchr(buf, '/');
+	if (slash) {
+		char *end;
+		unsigned long v = strtoul(slash + 1, &end, 10);
+		if (*end || end == slash + 1 || v > 32)
+			return false;
+		prefix = (unsigned)v;
+		*slash = '\0';
+	}
+	struct in_addr a;
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return false;
+	uint32_t mask = prefix ? 0xffffffffu << (32 - prefix) : 0;
+	e->lo = ntohl(a.s_addr) & mask;
+	e->hi = e->lo | ~mask;
+	return true;
+}
+
+/* "10.0.0.1,tcp:80" */
+static bool parse_port_member(const char *s, struct nft_elem *e)
+{
+	const char *comma = strchr(s, ',');
+	if (!comma || !parse_net(s, (size_t)(comma - s), e) || e->lo != e->hi)
+		return false;
+	const char *colon = strchr(comma + 1, ':');
+	if (!colon)
+		return false;
+	size_t pl = (size_t)(colon - comma - 1);
+	static const struct {
+		const char *name;
+		uint8_t num;
+	} protos[] = { { "tcp", 6 }, { "udp", 17 }, { "sctp", 132 }, { "udplite", 136 } };
+	e->proto = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(protos); i++)
+		if (strlen(protos[i].name) == pl && strncmp(comma + 1, protos[i].name, pl) == 0)
+			e->proto = protos[i].num;
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (!e->proto || *end || end == colon + 1 || port > 65535)
+		return false;
+	e->port = (uint16_t)port;
+	e->hi = 0;
+	return true;
+}
+
+void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, size_t n,
+			    struct nft_elem **out, size_t *n_out, size_t *bad)
+{
+	struct nft_elem *v = xcalloc(n + 1, sizeof(*v));
+	size_t k = 0;
+	*bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool ok = kind == NFT_SET_PORTS ? parse_port_member(members[i], &v[k])
+						: parse_net(members[i], strlen(members[i]), &v[k]);
+		if (ok)
+			k++;
+		else
+			(*bad)++;
+	}
+	qsort(v, k, sizeof(*v), cmp_elems);
+	size_t m = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (m && kind == NFT_SET_PORTS && nft_elem_cmp(&v[m - 1], &v[i]) == 0)
+			continue;
+		/* overlapping or adjacent intervals become one */
+		if (m && kind == NFT_SET_ADDRS &&
+		    (v[i].lo <= v[m - 1].hi ||
+		     (v[m - 1].hi != 0xffffffffu && v[i].lo == v[m - 1].hi + 1))) {
+			if (v[i].hi > v[m - 1].hi)
+				v[m - 1].hi = v[i].hi;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	*out = v;
+	*n_out = m;
 }

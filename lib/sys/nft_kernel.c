@@ -315,17 +315,6 @@ static int cmp_raw(const void *a, const void *b)
 	return (int)x->end - (int)y->end;
 }
 
-int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b)
-{
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
-	if (a->proto != b->proto)
-		return a->proto < b->proto ? -1 : 1;
-	return a->port < b->port ? -1 : a->port > b->port;
-}
-
 static int cmp_elem(const void *a, const void *b)
 {
 	return nft_elem_cmp(a, b);

@@ -164,12 +164,47 @@ static void test_refused(void **state)
 	(void)state;
 }
 
+/* Set members as felix keeps them -> elements: address sets as a union of intervals. */
+static void test_elements(void **state)
+{
+	const char *const addrs[] = { "10.0.0.5",    "10.0.0.0/24", "10.0.1.0/24", "10.0.3.0/24",
+				      "192.168.0.1", "not-an-ip",   "10.0.2.0/24", "0.0.0.0/0x" };
+	struct nft_elem *e;
+	size_t n, bad;
+	nft_elems_from_members(NFT_SET_ADDRS, addrs, ARRAY_SIZE(addrs), &e, &n, &bad);
+	assert_int_equal(bad, 2);
+	assert_int_equal(n, 2); /* 10.0.0.0 - 10.0.3.255 (adjacent /24s joined), 192.168.0.1 */
+	assert_int_equal(e[0].lo, 0x0a000000);
+	assert_int_equal(e[0].hi, 0x0a0003ff);
+	assert_int_equal(e[1].lo, 0xc0a80001);
+	assert_int_equal(e[1].hi, 0xc0a80001);
+	free(e);
+	const char *const all[] = { "0.0.0.0/0", "10.0.0.1" };
+	nft_elems_from_members(NFT_SET_ADDRS, all, 2, &e, &n, &bad);
+	assert_int_equal(n, 1);
+	assert_int_equal(e[0].lo, 0);
+	assert_int_equal(e[0].hi, 0xffffffff);
+	free(e);
+	const char *const ports[] = { "10.0.0.2,udp:53", "10.0.0.1,tcp:80", "10.0.0.1,tcp:80",
+				      "10.0.0.0/24,tcp:80", "10.0.0.1,icmp:1" };
+	nft_elems_from_members(NFT_SET_PORTS, ports, ARRAY_SIZE(ports), &e, &n, &bad);
+	assert_int_equal(bad, 2);
+	assert_int_equal(n, 2);
+	assert_int_equal(e[0].lo, 0x0a000001);
+	assert_int_equal(e[0].proto, 6);
+	assert_int_equal(e[0].port, 80);
+	assert_int_equal(e[1].proto, 17);
+	free(e);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_translations),
 		cmocka_unit_test(test_comment_and_anonymous_set),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_elements),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

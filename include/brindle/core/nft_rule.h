@@ -97,6 +97,30 @@ struct nft_rule_ir {
 #define NFT_SET_KEY_ADDR 4
 #define NFT_SET_KEY_PORT 12
 
+enum nft_set_kind {
+	NFT_SET_ADDRS, /* intervals of ipv4_addr */
+	NFT_SET_PORTS, /* ipv4_addr . inet_proto . inet_service */
+};
+
+/* A set element: an interval [lo, hi] of addresses (host order), or a named port. */
+struct nft_elem {
+	uint32_t lo, hi; /* interval sets; a port set's address in lo */
+	uint8_t proto;	 /* port sets */
+	uint16_t port;
+};
+
+int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b);
+
+/*
+ * The elements of a set from ip set members as felix keeps them ("10.0.0.1",
+ * "10.0.0.0/24"; "10.0.0.1,tcp:80" for @kind NFT_SET_PORTS), sorted, and for
+ * address sets as the union of the members: nftables' interval sets hold no
+ * overlapping or adjacent intervals. Members that do not parse are skipped
+ * and counted in *bad. *out is malloc'd (caller frees).
+ */
+void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, size_t n,
+			    struct nft_elem **out, size_t *n_out, size_t *bad);
+
 /*
  * Translate @text (a rule of the subset) into @out. Set matches name their
  * set; a set match with two dimensions is a lookup of a NFT_SET_KEY_PORT

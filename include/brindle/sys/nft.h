@@ -25,18 +25,6 @@
 
 #define NFT_NAME_MAX 255 /* table, chain and set names (the kernel's 256 with the NUL) */
 
-/* A set element: an interval [lo, hi] of addresses (host order), or a named port. */
-struct nft_elem {
-	uint32_t lo, hi; /* interval sets; a port set's address in lo */
-	uint8_t proto;	 /* port sets */
-	uint16_t port;
-};
-
-enum nft_set_kind {
-	NFT_SET_ADDRS, /* intervals of ipv4_addr */
-	NFT_SET_PORTS, /* ipv4_addr . inet_proto . inet_service */
-};
-
 struct nft_rule_state {
 	uint64_t handle;
 	char id[IPT_ID_LEN + 1]; /* "" for a rule without one */
@@ -68,7 +56,6 @@ void nft_table_state_free(struct nft_table_state *t);
 const struct nft_chain_state *nft_table_state_chain(const struct nft_table_state *t,
 						    const char *name);
 const struct nft_set_state *nft_table_state_set(const struct nft_table_state *t, const char *name);
-int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b);
 
 struct nft;
 
