@@ -456,8 +456,11 @@ struct nft_batch {
 	struct nft *n;
 	struct nftnl_batch *nb;
 	uint32_t first_seq;
-	char **what; /* each message's description, by seq - first_seq */
+	char **what; /* each message's description, by seq - first_seq - 1 */
+	long *slot;  /* each message's rule slot (-1: not a rule) */
 	size_t n_what, cap_what;
+	uint64_t *handles; /* each added rule's handle, by slot (0 until the kernel says) */
+	size_t n_rules, cap_rules;
 	uint32_t anon_id;
 	int err;
 	struct strbuf errs;
@@ -487,6 +490,8 @@ void nft_batch_free(struct nft_batch *b)
 	for (size_t i = 0; i < b->n_what; i++)
 		free(b->what[i]);
 	free(b->what);
+	free(b->slot);
+	free(b->handles);
 	nftnl_batch_free(b->nb);
 	sb_free(&b->errs);
 	free(b);
@@ -503,7 +508,11 @@ static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t fl
 static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t flags,
 				 const char *fmt, ...)
 {
+	size_t cap = b->cap_what;
 	GROW(b->what, b->cap_what, b->n_what + 1);
+	if (cap != b->cap_what)
+		b->slot = xrealloc(b->slot, sizeof(*b->slot) * b->cap_what);
+	b->slot[b->n_what] = -1;
 	struct strbuf d = STRBUF_INIT;
 	sb_init(&d);
 	va_list ap;
@@ -834,8 +843,8 @@ static void add_exprs(struct nftnl_rule *r, const struct nft_rule_ir *ir, uint32
 	}
 }
 
-void nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
-			const struct nft_rule_ir *ir)
+size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
+			  const struct nft_rule_ir *ir)
 {
 	uint32_t anon_id = 0;
 	if (ir->has_anon) {
@@ -854,9 +863,30 @@ void nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chai
 				    nftnl_udata_buf_len(u));
 		nftnl_udata_buf_free(u);
 	}
-	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND,
+	/* Echoed: the kernel's answer holds the new rule's handle. */
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | NLM_F_ECHO,
 				      "add rule %s to chain %s %s", ir->id[0] ? ir->id : "(no id)",
 				      table, chain);
+	nftnl_rule_nlmsg_build_payload(h, r);
+	nftnl_rule_free(r);
+	done_msg(b);
+	GROW(b->handles, b->cap_rules, b->n_rules + 1);
+	b->handles[b->n_rules] = 0;
+	b->slot[b->n_what - 1] = (long)b->n_rules;
+	return b->n_rules++;
+}
+
+uint64_t nft_batch_rule_handle(const struct nft_batch *b, size_t slot)
+{
+	return slot < b->n_rules ? b->handles[slot] : 0;
+}
+
+void nft_batch_flush_chain(struct nft_batch *b, const char *table, const char *chain)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
+	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELRULE, 0, "flush chain %s %s", table, chain);
 	nftnl_rule_nlmsg_build_payload(h, r);
 	nftnl_rule_free(r);
 	done_msg(b);
@@ -880,9 +910,17 @@ void nft_batch_del_rule(struct nft_batch *b, const char *table, const char *chai
 /* An answer to a batch: an edit's error (kept, the first one), or the generation (done). */
 static bool commit_answer(struct nft_batch *b, const struct nlmsghdr *h, uint32_t gen_seq)
 {
+	size_t at = h->nlmsg_seq - b->first_seq - 1;
+	if (h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE) && at < b->n_what &&
+	    b->slot[at] >= 0) {
+		struct nftnl_rule *r = nftnl_rule_alloc();
+		if (r && nftnl_rule_nlmsg_parse(h, r) == 0)
+			b->handles[b->slot[at]] = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+		nftnl_rule_free(r);
+		return false;
+	}
 	if (h->nlmsg_type == NLMSG_ERROR) {
 		const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
-		size_t at = h->nlmsg_seq - b->first_seq - 1;
 		if (e->error && !b->err) {
 			b->err = e->error;
 			sb_addf(&b->errs, "%s: %s", at < b->n_what ? b->what[at] : "the batch",
@@ -918,7 +956,8 @@ int nft_batch_commit(struct nft_batch *b)
 			       sizeof(v)) == 0)
 			n->sndbuf = total + 65536;
 	}
-	grow_rcvbuf(n, 1 << 20);
+	/* the echoes of the rules added, some 300 bytes each with the kernel's overhead */
+	grow_rcvbuf(n, MAX((size_t)1 << 20, b->n_rules * 1024));
 	struct sockaddr_nl snl = { .nl_family = AF_NETLINK };
 	struct msghdr msg = { .msg_name = &snl,
 			      .msg_namelen = sizeof(snl),

@@ -55,7 +55,7 @@ static char *listed(const char *table)
 	return sb_detach(&out);
 }
 
-static void rule(struct nft_batch *b, const char *chain, const char *text)
+static size_t rule(struct nft_batch *b, const char *chain, const char *text)
 {
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
@@ -63,7 +63,7 @@ static void rule(struct nft_batch *b, const char *chain, const char *text)
 	if (nft_rule_from_text(text, &ir, &err) < 0)
 		fail_msg("%s: %s", text, sb_str(&err));
 	sb_free(&err);
-	nft_batch_add_rule(b, T, chain, &ir);
+	return nft_batch_add_rule(b, T, chain, &ir);
 }
 
 static void commit(struct nft_batch *b)
@@ -223,7 +223,19 @@ static void test_edits(void **state)
 	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &gone, 1, false);
 	struct nft_elem top = { .lo = 0xffffff00, .hi = 0xffffffff };
 	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &top, 1, true);
-	commit(b);
+	size_t slot = rule(b, "FORWARD", "-m comment --comment \"cali:9999999999999999\" -j DROP");
+	if (nft_batch_commit(b) < 0)
+		fail_msg("commit: %s", nft_last_error(N));
+	uint64_t handle = nft_batch_rule_handle(b, slot);
+	nft_batch_free(b);
+	nft_table_state_free(&ts);
+	/* the handle the commit learnt is the kernel's */
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	c = nft_table_state_chain(&ts, "FORWARD");
+	assert_int_equal(c->n, 4);
+	assert_string_equal(c->rules[3].id, "cali:9999999999999999");
+	assert_true(handle != 0);
+	assert_int_equal(c->rules[3].handle, handle);
 	nft_table_state_free(&ts);
 	assert_int_equal(nft_generation(N, &g1), 0);
 	assert_true(g1 != g0);
