@@ -1169,6 +1169,10 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 	if (r == 0)
 		r = usable_pools(op, req, &c.pools, c.node ? &c.node->meta.labels : NULL, &c.usable,
 				 &c.n_usable);
+	/* A named pool missing or not serving the node in a cached list may be a moment
+	 * old (just created or changed): decided again from fresh lists. */
+	if (r == -EINVAL && cached)
+		r = -ESTALE;
 	if (r < 0)
 		goto out;
 	if (req->n_ips) {
