@@ -43,6 +43,13 @@ struct felix_config {
 	uint32_t mark_mask;
 	char endpoint_to_host_action[8]; /* Drop, Accept, Return */
 	char chain_insert_mode[8];	 /* Insert, Append */
+	/*
+	 * The rule backend: "Legacy" (iptables through libiptc, and ip sets), "NFT"
+	 * (Brindle's own nftables tables) or "Auto" (what the node already uses; decided
+	 * at start). From nftablesMode (Enabled: NFT, Disabled: Legacy) over
+	 * iptablesBackend, as in Calico; FELIX_NFTABLESMODE, FELIX_IPTABLESBACKEND.
+	 */
+	char rule_backend[8];
 	struct felix_failsafe failsafe_in[32];
 	size_t n_failsafe_in;
 	struct felix_failsafe failsafe_out[32];

@@ -21,7 +21,9 @@
 #include <brindle/sys/log.h>
 #include <brindle/sys/loop.h>
 #include <brindle/core/metrics.h>
+#include <brindle/sys/nft.h>
 #include <brindle/sys/nl.h>
+#include <brindle/sys/rules_cleanup.h>
 #include <brindle/sys/sysctl.h>
 #include <brindle/version.h>
 #include <brindle/sys/clock.h>
@@ -45,6 +47,9 @@ struct felix {
 	struct dataplane *dp;
 	struct ipt *ipt;
 	struct ips *ips;
+	struct nft *nft;	/* the nftables backend (ipt and ips then NULL) */
+	bool clean_other;	/* the unused backend's rules go after the first good apply */
+	char backend_wanted[8]; /* the configuration's rule backend at start ("Auto", ...) */
 	struct nflog *nflog;
 	struct logfile *evlog;
 	struct nl *nl;
@@ -235,6 +240,15 @@ static void maybe_reconfigure(struct felix *f)
 			"restarts");
 	if (next.log_severity != f->cfg.log_severity)
 		log_set_level(next.log_severity);
+	if (!streq(next.rule_backend, f->backend_wanted)) {
+		/* The writers are chosen at start (a switch programs the new backend before it
+		 * removes the old one's rules): start again, as Calico's felix does. */
+		log_warn("configuration: the rule backend changed from %s to %s; felix restarts to "
+			 "switch",
+			 f->backend_wanted, next.rule_backend);
+		loop_stop(f->loop, 0);
+		return;
+	}
 	log_info("configuration changed (FelixConfiguration); recomputing the dataplane");
 	bool evlog_changed = strcmp(next.event_log_file, f->cfg.event_log_file) != 0 ||
 			     strcmp(next.event_log_dir, f->cfg.event_log_dir) != 0;
@@ -362,6 +376,16 @@ static void apply(struct loop *l, void *ctx)
 	f->last_apply_ok = r == 0;
 	if (r != 0)
 		metric_add(f->mc_dp_failures, NULL, 1);
+	if (f->clean_other && r == 0) {
+		/* The backend in use is programmed: the other one's rules (a switch, or a node
+		 * that ran the other before) go now, not before, so no moment is unprotected. */
+		f->clean_other = false;
+		int c = f->nft ? (cleanup_iptables(f->cfg.iptables_lock_path) | cleanup_ipsets())
+			       : cleanup_nftables();
+		if (c < 0)
+			log_warn("removing the unused rule backend's rules failed; they stay until "
+				 "brindle-node cleanup");
+	}
 	/* The first list and a full apply free a lot at once: give it back to the system. */
 	const struct dp_status *st = dataplane_status(f->dp);
 	if (f->applies == 1 || st->resyncs != f->trimmed_at_resync) {
@@ -652,6 +676,77 @@ static int start_http(struct felix *f)
 	return r;
 }
 
+/*
+ * The rule backend: the configuration's (the FelixConfiguration read once here, as the
+ * dataplane is made before the sync; the environment over it), and for Auto what the node
+ * already uses: nftables when kube-proxy's nftables table or iptables-nft's tables are there,
+ * else iptables (legacy).
+ */
+static bool node_uses_nftables(struct nft *n)
+{
+	static const char *const tables[] = { "kube-proxy", "filter", "nat", "mangle", "raw" };
+	for (size_t i = 0; i < ARRAY_SIZE(tables); i++) {
+		struct nft_table_state ts;
+		if (nft_read(n, tables[i], &ts) < 0)
+			continue;
+		bool there = ts.exists && ts.n_chains > 0;
+		nft_table_state_free(&ts);
+		if (there) {
+			log_info("rule backend Auto: nftables table %s is in use; using nftables",
+				 tables[i]);
+			return true;
+		}
+	}
+	log_info("rule backend Auto: no nftables tables in use; using iptables (legacy)");
+	return false;
+}
+
+static void start_backend_config(struct felix *f, const char *nodename)
+{
+	struct br_object *global = NULL, *node = NULL;
+	char name[300];
+	snprintf(name, sizeof(name), "node.%s", nodename);
+	const struct br_kind *k = model_kind(KIND_FELIXCONFIGURATION);
+	if (ds_get(f->ds, k, NULL, "default", &global) < 0)
+		global = NULL;
+	if (ds_get(f->ds, k, NULL, name, &node) < 0)
+		node = NULL;
+	struct felix_config c;
+	struct model_errors errs = { 0 };
+	felix_config_compute(&c, (const void *)global, (const void *)node, environ, &errs);
+	model_errors_clear(&errs);
+	model_free(global);
+	model_free(node);
+	snprintf(f->backend_wanted, sizeof(f->backend_wanted), "%s", c.rule_backend);
+	snprintf(f->cfg.rule_backend, sizeof(f->cfg.rule_backend), "%s", c.rule_backend);
+}
+
+static int open_rule_backend(struct felix *f, const char *nodename)
+{
+	start_backend_config(f, nodename);
+	int r = nft_open(&f->nft);
+	if (r < 0 && !streq(f->backend_wanted, "Legacy")) {
+		log_error("nftables: %s", strerror(-r));
+		return r;
+	}
+	bool nft = streq(f->backend_wanted, "NFT") ||
+		   (streq(f->backend_wanted, "Auto") && node_uses_nftables(f->nft));
+	if (!nft) {
+		nft_close(f->nft);
+		f->nft = NULL;
+		if ((r = ipt_open_kernel(f->cfg.iptables_lock_path, 10000, &f->ipt)) < 0 ||
+		    (r = ips_open_kernel(&f->ips)) < 0) {
+			log_error("%s: %s", f->ipt ? "ip sets" : "iptables", strerror(-r));
+			return r;
+		}
+	}
+	f->clean_other = true;
+	log_info("rule backend: %s (%s %s)", nft ? "nftables" : "iptables (legacy)",
+		 streq(f->backend_wanted, "Auto") ? "detected; configured" : "configured",
+		 f->backend_wanted);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -695,12 +790,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f.sys = sysctl_open_kernel();
-	if ((r = ipt_open_kernel(f.cfg.iptables_lock_path, 10000, &f.ipt)) < 0 ||
-	    (r = ips_open_kernel(&f.ips)) < 0) {
-		log_error("%s: %s", f.ipt ? "ip sets" : "iptables", strerror(-r));
+	if ((r = open_rule_backend(&f, node)) < 0)
 		goto out;
-	}
-	struct dp_backends backends = { .nl = f.nl, .sys = f.sys, .ipt = f.ipt, .ips = f.ips };
+	struct dp_backends backends = {
+		.nl = f.nl, .sys = f.sys, .ipt = f.ipt, .ips = f.ips, .nft = f.nft
+	};
 	f.dp = dataplane_new(&backends);
 	f.loop = loop_new();
 	make_metrics(&f);
@@ -759,6 +853,7 @@ out:
 	logfile_free(f.evlog);
 	ipt_close(f.ipt);
 	ips_close(f.ips);
+	nft_close(f.nft);
 	calc_free(f.calc);
 	nl_monitor_close(f.mon);
 	nl_close(f.nl);

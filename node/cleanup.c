@@ -6,6 +6,7 @@
  *             whose comment id starts "cali:", then every chain named
  *             "cali-*" (flushed, then deleted), one commit per table;
  *   ip sets   every set named "cali4*" (after the rules that use them);
+ *   nftables  Brindle's tables brindle-filter and brindle-nat (the nft backend's);
  *   routes    every route of protocol 80 (felix's: pods, blocks, tunnels);
  *   devices   vxlan.calico deleted; tunl0 (which cannot be deleted) loses
  *             its addresses and goes down;
@@ -24,6 +25,7 @@
 #include <brindle/sys/ipt.h>
 #include <brindle/sys/log.h>
 #include <brindle/sys/nl.h>
+#include <brindle/sys/rules_cleanup.h>
 
 #include <errno.h>
 #include <net/if.h>
@@ -32,89 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHAIN_PREFIX "cali-"
-#define SET_PREFIX   "cali4"
 #define VXLAN_DEV    "vxlan.calico"
 #define IPIP_DEV     "tunl0"
-
-static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *chains)
-{
-	struct ipt_table_state k = { 0 };
-	int r = ipt_begin(t, table, &k);
-	if (r == -ENOENT) /* a kernel without this table: nothing of ours in it */
-		return 0;
-	if (r < 0) {
-		log_error("iptables %s: %s", table, ipt_last_error(t));
-		return r;
-	}
-	for (size_t i = 0; i < k.n && r == 0; i++) {
-		const struct ipt_chain_state *c = &k.chains[i];
-		/* from the end, so the positions still to come do not move */
-		for (size_t j = c->n; c->builtin && j-- > 0 && r == 0;)
-			if (str_has_prefix(c->ids[j], IPT_ID_PREFIX) &&
-			    (r = ipt_delete(t, c->name, j)) == 0)
-				(*rules)++;
-	}
-	for (size_t i = 0; i < k.n && r == 0; i++)
-		if (!k.chains[i].builtin && str_has_prefix(k.chains[i].name, CHAIN_PREFIX))
-			r = ipt_flush_chain(t, k.chains[i].name);
-	for (size_t i = 0; i < k.n && r == 0; i++)
-		if (!k.chains[i].builtin && str_has_prefix(k.chains[i].name, CHAIN_PREFIX) &&
-		    (r = ipt_delete_chain(t, k.chains[i].name)) == 0)
-			(*chains)++;
-	ipt_table_state_free(&k);
-	if (r == 0)
-		r = ipt_commit(t);
-	else
-		ipt_abort(t);
-	if (r < 0)
-		log_error("iptables %s: %s", table, ipt_last_error(t));
-	return r;
-}
-
-static int clean_iptables(void)
-{
-	struct ipt *t;
-	int r = ipt_open_kernel(NULL, 10000, &t);
-	if (r < 0) {
-		log_error("iptables: %s", strerror(-r));
-		return r;
-	}
-	static const char *const tables[] = { "raw", "mangle", "nat", "filter" };
-	size_t rules = 0, chains = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++)
-		r = clean_table(t, tables[i], &rules, &chains);
-	ipt_close(t);
-	if (r == 0)
-		log_info("iptables: removed %zu rules from built-in chains and %zu chains", rules,
-			 chains);
-	return r;
-}
-
-static int clean_ipsets(void)
-{
-	struct ips *s;
-	int r = ips_open_kernel(&s);
-	if (r < 0) {
-		log_error("ip sets: %s", strerror(-r));
-		return r;
-	}
-	struct ips_list l = { 0 };
-	if ((r = ips_list_names(s, SET_PREFIX, &l)) == 0 && l.n) {
-		struct ips_batch *b = ips_batch_new();
-		for (size_t i = 0; i < l.n; i++)
-			ips_batch_destroy(b, l.v[i].info.name);
-		r = ips_apply(s, b, NULL);
-		ips_batch_free(b);
-	}
-	if (r != 0)
-		log_error("ip sets: %s", ips_last_error(s));
-	else
-		log_info("ip sets: destroyed %zu", l.n);
-	ips_list_free(&l);
-	ips_close(s);
-	return r > 0 ? -EIO : r;
-}
 
 static int clean_netlink(void)
 {
@@ -208,7 +129,7 @@ static int clean_cni_files(void)
 int node_cleanup(void)
 {
 	/* The rules first: they use the sets. Each part runs even when one before failed. */
-	int r1 = clean_iptables(), r2 = clean_ipsets(), r3 = clean_netlink();
-	int r4 = clean_cni_files();
-	return r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4;
+	int r1 = cleanup_iptables(NULL), r2 = cleanup_ipsets(), r3 = clean_netlink();
+	int r4 = clean_cni_files(), r5 = cleanup_nftables();
+	return r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4 < 0 ? r4 : r5;
 }

@@ -86,10 +86,15 @@ struct dataplane *dataplane_new(const struct dp_backends *b)
 		dp->slots[W_NEIGHS].w = neighs_new(r, b->nl, dp->links);
 		dp->slots[W_ROUTES].w = routes_new(r, b->nl, dp->links);
 	}
-	if (b->ips)
-		dp->slots[W_IPSETS].w = ipsets_new(r, b->ips);
-	if (b->ipt)
-		dp->slots[W_IPTABLES].w = iptables_new(r, b->ipt);
+	if (b->nft) {
+		/* one writer for rules and sets, in the policy writer's place */
+		dp->slots[W_IPTABLES].w = nftables_new(r, b->nft);
+	} else {
+		if (b->ips)
+			dp->slots[W_IPSETS].w = ipsets_new(r, b->ips);
+		if (b->ipt)
+			dp->slots[W_IPTABLES].w = iptables_new(r, b->ipt);
+	}
 	dataplane_request_resync(dp);
 	return dp;
 }

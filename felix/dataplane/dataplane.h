@@ -80,6 +80,7 @@ struct dp_backends {
 	struct sysctl *sys;
 	struct ipt *ipt; /* iptables */
 	struct ips *ips; /* ip sets */
+	struct nft *nft; /* nftables: rules and sets, instead of ipt and ips */
 };
 
 struct dataplane;

@@ -169,5 +169,8 @@ struct dp_writer *neighs_new(struct dp_report *r, struct nl *nl, const struct li
 struct dp_writer *routes_new(struct dp_report *r, struct nl *nl, const struct links *links);
 struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips);
 struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt);
+/* The nftables backend: rules and sets in Brindle's own nf_tables tables (nftables.c). */
+struct nft;
+struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft);
 
 #endif

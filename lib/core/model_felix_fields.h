@@ -59,8 +59,6 @@ static MODEL_STRUCT(felix_ct_timeouts_desc, struct br_felix_ct_timeouts, felix_c
 		   more.feature_detect_override),                                                  \
 		MF("featureGates", MF_STRING, struct br_felixconfig_spec, more.feature_gates),     \
 		MF("maxIpsetSize", MF_OPT_INT, struct br_felixconfig_spec, more.max_ipset_size),   \
-		MF("iptablesBackend", MF_STRING, struct br_felixconfig_spec,                       \
-		   more.iptables_backend, .enum_values = E("Legacy", "NFT", "Auto")),              \
 		MF("xdpRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec,                    \
 		   more.xdp_refresh_interval, .codec = &model_codec_duration),                     \
 		MF("netlinkTimeout", MF_CUSTOM, struct br_felixconfig_spec, more.netlink_timeout,  \
@@ -153,8 +151,6 @@ static MODEL_STRUCT(felix_ct_timeouts_desc, struct br_felix_ct_timeouts, felix_c
 		MF("xdpEnabled", MF_OPT_BOOL, struct br_felixconfig_spec, more.xdp_enabled),       \
 		MF("genericXDPEnabled", MF_OPT_BOOL, struct br_felixconfig_spec,                   \
 		   more.generic_xdp_enabled),                                                      \
-		MF("nftablesMode", MF_STRING, struct br_felixconfig_spec, more.nftables_mode,      \
-		   .enum_values = E("Enabled", "Disabled", "Auto")),                               \
 		MF("nftablesRefreshInterval", MF_CUSTOM, struct br_felixconfig_spec,               \
 		   more.nftables_refresh_interval, .codec = &model_codec_duration),                \
 		MF("nftablesFilterAllowAction", MF_STRING, struct br_felixconfig_spec,             \

@@ -417,9 +417,11 @@ int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf 
 		match(&t, m, &names);
 		off += m->u.match_size;
 	}
-	if (!t.rc)
+	if (!t.rc) {
+		add(&t, NFTX_COUNTER, 0);
 		target(&t, (const void *)((const char *)e + e->target_offset),
 		       e->ip.flags & IPT_F_GOTO);
+	}
 	free(entry);
 	ipt_set_table_free(&names);
 	if (t.rc)
@@ -560,6 +562,9 @@ void nft_rule_format(const struct nft_rule_ir *r, struct strbuf *out)
 			break;
 		case NFTX_REJECT:
 			sb_addf(out, "reject type %u code %u", x->a, x->b);
+			break;
+		case NFTX_COUNTER:
+			sb_adds(out, "counter");
 			break;
 		}
 		sb_adds(out, " ]");

@@ -154,6 +154,7 @@ int nft_generation(struct nft *n, uint32_t *out)
 /* --- reading a table ------------------------------------------------------------------ */
 
 struct reader {
+	const char *table; /* dumps are filtered here too: the kernel does not filter chains */
 	struct nft_table_state *t;
 	struct hmap chains; /* name -> index + 1 */
 	size_t cap_chains, cap_sets;
@@ -172,6 +173,10 @@ static int chain_cb(const struct nlmsghdr *h, void *ctx)
 	if (!c || nftnl_chain_nlmsg_parse(h, c) < 0) {
 		nftnl_chain_free(c);
 		return MNL_CB_ERROR;
+	}
+	if (!streq(nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), rd->table)) {
+		nftnl_chain_free(c);
+		return MNL_CB_OK;
 	}
 	struct nft_table_state *t = rd->t;
 	size_t had = rd->cap_chains;
@@ -221,7 +226,7 @@ static int rule_cb(const struct nlmsghdr *h, void *ctx)
 		return MNL_CB_ERROR;
 	}
 	uintptr_t at = (uintptr_t)hmap_get(&rd->chains, nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
-	if (at) {
+	if (at && streq(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), rd->table)) {
 		struct nft_chain_state *cs = &rd->t->chains[at - 1];
 		GROW(cs->rules, rd->rule_caps[at - 1], cs->n + 1);
 		struct nft_rule_state *rs = &cs->rules[cs->n++];
@@ -241,7 +246,8 @@ static int set_cb(const struct nlmsghdr *h, void *ctx)
 		return MNL_CB_ERROR;
 	}
 	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
-	if (!(flags & NFT_SET_ANONYMOUS)) {
+	if (!(flags & NFT_SET_ANONYMOUS) &&
+	    streq(nftnl_set_get_str(s, NFTNL_SET_TABLE), rd->table)) {
 		struct nft_table_state *t = rd->t;
 		GROW(t->sets, rd->cap_sets, t->n_sets + 1);
 		struct nft_set_state *ss = &t->sets[t->n_sets++];
@@ -368,7 +374,7 @@ int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
 	if (r < 0)
 		return fail(n, r, "reading table %s: %s", table, strerror(-r));
 	grow_rcvbuf(n, 4 << 20);
-	struct reader rd = { .t = out };
+	struct reader rd = { .table = table, .t = out };
 	rd.chains = (struct hmap)HMAP_INIT;
 	/* chains */
 	struct nftnl_chain *c = nftnl_chain_alloc();
@@ -832,6 +838,9 @@ static void add_exprs(struct nftnl_rule *r, const struct nft_rule_ir *ir, uint32
 			e = expr("masq");
 			if (x->a)
 				nftnl_expr_set_u32(e, NFTNL_EXPR_MASQ_FLAGS, x->a);
+			break;
+		case NFTX_COUNTER:
+			e = expr("counter");
 			break;
 		case NFTX_REJECT:
 			e = expr("reject");

@@ -115,19 +115,25 @@ static const char *const want_table =
 	"\t}\n"
 	"\n"
 	"\tchain cali-pi-web {\n"
-	"\t\tip saddr @cali40s:web meta mark set meta mark | 0x00010000 comment "
+	"\t\tip saddr @cali40s:web counter packets 0 bytes 0 meta mark set meta mark | 0x00010000 "
+	"comment "
 	"\"cali:aaaaaaaaaaaaaaaa\"\n"
-	"\t\tip daddr . meta l4proto . th dport @cali40n:http accept comment "
+	"\t\tip daddr . meta l4proto . th dport @cali40n:http counter packets 0 bytes 0 accept "
+	"comment "
 	"\"cali:bbbbbbbbbbbbbbbb\"\n"
-	"\t\ttcp dport { 22, 8000-8080 } drop comment \"cali:cccccccccccccccc\"\n"
+	"\t\ttcp dport { 22, 8000-8080 } counter packets 0 bytes 0 drop comment "
+	"\"cali:cccccccccccccccc\"\n"
 	"\t}\n"
 	"\n"
 	"\tchain FORWARD {\n"
 	"\t\ttype filter hook forward priority filter; policy accept;\n"
-	"\t\tct state established,related accept comment \"cali:dddddddddddddddd\"\n"
-	"\t\tiifname \"cali*\" meta mark & 0x00030000 == 0x00000000 jump cali-pi-web comment "
+	"\t\tct state established,related counter packets 0 bytes 0 accept comment "
+	"\"cali:dddddddddddddddd\"\n"
+	"\t\tiifname \"cali*\" meta mark & 0x00030000 == 0x00000000 counter packets 0 bytes 0 jump "
+	"cali-pi-web comment "
 	"\"cali:eeeeeeeeeeeeeeee\"\n"
-	"\t\toifname \"cali*\" limit rate 10/second burst 20 packets log prefix \"Di:e:cali1\" "
+	"\t\toifname \"cali*\" limit rate 10/second burst 20 packets counter packets 0 bytes 0 log "
+	"prefix \"Di:e:cali1\" "
 	"group 1 comment \"cali:ffffffffffffffff\"\n"
 	"\t}\n"
 	"}\n";
@@ -200,6 +206,18 @@ static void test_write_and_read(void **state)
 	assert_int_equal(s->n, 1);
 	assert_int_equal(s->elems[0].proto, 6);
 	assert_int_equal(s->elems[0].port, 80);
+	nft_table_state_free(&ts);
+
+	/* another table's chains, rules and sets are not this one's */
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_add_table(b, "brindle-other");
+	nft_batch_add_chain(b, "brindle-other", "POSTROUTING", NF_INET_POST_ROUTING, 100, "nat");
+	nft_batch_add_set(b, "brindle-other", "cali40s:other", NFT_SET_ADDRS);
+	commit(b);
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	assert_int_equal(ts.n_chains, 2);
+	assert_int_equal(ts.n_sets, 2);
+	assert_null(nft_table_state_chain(&ts, "POSTROUTING"));
 	nft_table_state_free(&ts);
 
 	/* a table that is not there reads as such */

@@ -28,79 +28,85 @@ static char *debug_form(const char *text, struct nft_rule_ir *ir)
 static const struct {
 	const char *text, *want;
 } cases[] = {
-	{ "-j ACCEPT", "[ immediate reg 0 accept ]" },
-	{ "-g cali-fw-x", "[ immediate reg 0 goto -> cali-fw-x ]" },
-	{ "-j cali-pi-a", "[ immediate reg 0 jump -> cali-pi-a ]" },
+	{ "-j ACCEPT", "[ counter ] [ immediate reg 0 accept ]" },
+	{ "-g cali-fw-x", "[ counter ] [ immediate reg 0 goto -> cali-fw-x ]" },
+	{ "-j cali-pi-a", "[ counter ] [ immediate reg 0 jump -> cali-pi-a ]" },
 	/* addresses: a host is a compare, a prefix masks first; in network order */
 	{ "-s 10.0.0.1/32 -j DROP",
 	  "[ payload load 4b @ network header + 12 => reg 1 ] [ cmp eq reg 1 0x0100000a ] "
-	  "[ immediate reg 0 drop ]" },
+	  "[ counter ] [ immediate reg 0 drop ]" },
 	{ "! -d 10.1.0.0/16 -j RETURN",
 	  "[ payload load 4b @ network header + 16 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
-	  "0x0000ffff ) ^ 0x00000000 ] [ cmp neq reg 1 0x0000010a ] [ immediate reg 0 return ]" },
+	  "0x0000ffff ) ^ 0x00000000 ] [ cmp neq reg 1 0x0000010a ] [ counter ] [ immediate reg 0 "
+	  "return ]" },
 	/* interfaces: a name compares all 16 bytes, a wildcard its prefix */
 	{ "-i cali+ -o eth0 -j ACCEPT",
 	  "[ meta load iifname => reg 1 ] [ cmp eq reg 1 0x696c6163 ] [ meta load oifname => "
 	  "reg 1 ] [ cmp eq reg 1 0x30687465 0x00000000 0x00000000 0x00000000 ] "
-	  "[ immediate reg 0 accept ]" },
-	{ "! -p udp -j ACCEPT", "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] [ "
-				"immediate reg 0 accept ]" },
+	  "[ counter ] [ immediate reg 0 accept ]" },
+	{ "! -p udp -j ACCEPT", "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
+				"[ counter ] [ immediate reg 0 accept ]" },
 	/* the comment is user data; the mark a masked compare in host order */
 	{ "-m comment --comment \"cali:0123456789abcdef\" -m mark --mark 0x10000/0x10000 -j RETURN",
 	  "[ meta load mark => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00010000 ) ^ 0x00000000 ] "
-	  "[ cmp eq reg 1 0x00010000 ] [ immediate reg 0 return ]" },
+	  "[ cmp eq reg 1 0x00010000 ] [ counter ] [ immediate reg 0 return ]" },
 	{ "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
 	  "[ ct load state => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00000006 ) ^ 0x00000000 ] "
-	  "[ cmp neq reg 1 0x00000000 ] [ immediate reg 0 accept ]" },
+	  "[ cmp neq reg 1 0x00000000 ] [ counter ] [ immediate reg 0 accept ]" },
 	{ "-m conntrack ! --ctstate INVALID -j ACCEPT",
 	  "[ ct load state => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0x00000001 ) ^ 0x00000000 ] "
-	  "[ cmp eq reg 1 0x00000000 ] [ immediate reg 0 accept ]" },
+	  "[ cmp eq reg 1 0x00000000 ] [ counter ] [ immediate reg 0 accept ]" },
 	/* sets: an address, or address . protocol . port in 32-bit registers */
 	{ "-m set --match-set cali40s:abc src -j ACCEPT",
 	  "[ payload load 4b @ network header + 12 => reg 1 ] [ lookup reg 1 set cali40s:abc ] "
-	  "[ immediate reg 0 accept ]" },
+	  "[ counter ] [ immediate reg 0 accept ]" },
 	{ "-m set ! --match-set cali40n:x dst,dst -j DROP",
 	  "[ payload load 4b @ network header + 16 => reg 8 ] [ meta load l4proto => reg 9 ] "
 	  "[ payload load 2b @ transport header + 2 => reg 10 ] [ lookup reg 8 set cali40n:x "
-	  "0x1 ] [ immediate reg 0 drop ]" },
+	  "0x1 ] [ counter ] [ immediate reg 0 drop ]" },
 	/* ports: one, a range, a list (the rule's anonymous set) */
 	{ "-p tcp -m multiport --dports 80 -j ACCEPT",
 	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ payload load 2b @ "
-	  "transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00005000 ] [ immediate reg 0 accept "
+	  "transport header + 2 => reg 1 ] [ cmp eq reg 1 0x00005000 ] [ counter ] [ immediate reg "
+	  "0 accept "
 	  "]" },
 	{ "-p udp -m multiport ! --sports 1000:2000 -j ACCEPT",
 	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000011 ] [ payload load 2b @ "
 	  "transport header + 0 => reg 1 ] [ range neq reg 1 0x0000e803 0x0000d007 ] "
-	  "[ immediate reg 0 accept ]" },
+	  "[ counter ] [ immediate reg 0 accept ]" },
 	{ "-p tcp -m multiport --dports 80,443,8000:8080 -j ACCEPT",
 	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ payload load 2b @ "
 	  "transport header + 2 => reg 1 ] [ lookup reg 1 set (anonymous) ] "
-	  "[ immediate reg 0 accept ]" },
+	  "[ counter ] [ immediate reg 0 accept ]" },
 	{ "-p icmp -m icmp --icmp-type 8 -j ACCEPT",
 	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000001 ] [ payload load 1b @ "
-	  "transport header + 0 => reg 1 ] [ cmp eq reg 1 0x00000008 ] [ immediate reg 0 accept "
+	  "transport header + 0 => reg 1 ] [ cmp eq reg 1 0x00000008 ] [ counter ] [ immediate reg "
+	  "0 accept "
 	  "]" },
 	{ "-p icmp -m icmp ! --icmp-type 3/4 -j ACCEPT",
 	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000001 ] [ payload load 2b @ "
-	  "transport header + 0 => reg 1 ] [ cmp neq reg 1 0x00000403 ] [ immediate reg 0 accept "
+	  "transport header + 0 => reg 1 ] [ cmp neq reg 1 0x00000403 ] [ counter ] [ immediate "
+	  "reg 0 accept "
 	  "]" },
 	{ "-m addrtype ! --src-type LOCAL --limit-iface-out -j ACCEPT",
 	  "[ fib saddr . oif type => reg 1 ] [ cmp neq reg 1 0x00000002 ] "
-	  "[ immediate reg 0 accept ]" },
+	  "[ counter ] [ immediate reg 0 accept ]" },
 	/* statements */
 	{ "-m limit --limit 10/sec --limit-burst 20 -j NFLOG --nflog-prefix \"Di:e:cali1\" "
 	  "--nflog-group 1",
-	  "[ limit rate 10/second burst 20 type packets ] [ log prefix Di:e:cali1 group 1 snaplen "
+	  "[ limit rate 10/second burst 20 type packets ] [ counter ] [ log prefix Di:e:cali1 "
+	  "group 1 snaplen "
 	  "0 "
 	  "qthreshold 0 ]" },
-	{ "-j MARK --set-xmark 0x0/0x30000",
-	  "[ meta load mark => reg 1 ] [ bitwise reg 1 = ( reg 1 & 0xfffcffff ) ^ 0x00000000 ] "
-	  "[ meta set mark with reg 1 ]" },
-	{ "-j MASQUERADE --random-fully", "[ masq flags 0x10 ]" },
+	{ "-j MARK --set-xmark 0x0/0x30000", "[ counter ] [ meta load mark => reg 1 ] [ bitwise "
+					     "reg 1 = ( reg 1 & 0xfffcffff ) ^ 0x00000000 ] "
+					     "[ meta set mark with reg 1 ]" },
+	{ "-j MASQUERADE --random-fully", "[ counter ] [ masq flags 0x10 ]" },
 	{ "-j LOG --log-prefix \"calico-packet: \" --log-level 5",
-	  "[ log prefix calico-packet:  level 5 ]" },
+	  "[ counter ] [ log prefix calico-packet:  level 5 ]" },
 	{ "-p tcp -j REJECT --reject-with tcp-reset",
-	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ reject type 1 code 0 ]" },
+	  "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] [ counter ] [ reject type 1 "
+	  "code 0 ]" },
 };
 
 static void test_translations(void **state)

@@ -591,6 +591,8 @@ struct br_felixconfig_spec {
 	struct opt_int iptables_mark_mask;
 	const char *default_endpoint_to_host_action; /* Drop, Accept, Return */
 	const char *chain_insert_mode;		     /* Insert, Append */
+	const char *iptables_backend;		     /* Legacy, NFT, Auto: the rule backend */
+	const char *nftables_mode;		     /* Enabled, Disabled, Auto */
 	/* Present-but-empty ("[]") disables the failsafe ports; absent = defaults. */
 	struct br_proto_port *failsafe_inbound_host_ports;
 	size_t n_failsafe_inbound_host_ports;

@@ -36,7 +36,6 @@ struct br_felix_more {
 	const char *feature_detect_override;
 	const char *feature_gates;
 	struct opt_int max_ipset_size;
-	const char *iptables_backend;
 	struct br_duration xdp_refresh_interval;
 	struct br_duration netlink_timeout;
 	const char *metadata_addr;
@@ -88,7 +87,6 @@ struct br_felix_more {
 	struct opt_bool sidecar_acceleration_enabled;
 	struct opt_bool xdp_enabled;
 	struct opt_bool generic_xdp_enabled;
-	const char *nftables_mode;
 	struct br_duration nftables_refresh_interval;
 	const char *nftables_filter_allow_action;
 	const char *nftables_mangle_allow_action;

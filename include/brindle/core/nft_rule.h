@@ -33,6 +33,8 @@
  *   -j NFLOG                                log group N prefix P (snaplen, threshold)
  *   -j LOG                                  log prefix P level L
  *   -j REJECT --reject-with ...             reject (icmp type, or tcp reset)
+ * Every rule counts what matched it (a counter before its statements), as an
+ * iptables rule does: `nft list` shows them as iptables -v would.
  */
 #ifndef BRINDLE_CORE_NFT_RULE_H
 #define BRINDLE_CORE_NFT_RULE_H
@@ -59,6 +61,7 @@ enum nftx_kind {
 	NFTX_LIMIT,    /* a: rate, b: unit (seconds), c: burst */
 	NFTX_MASQ,     /* a: flags */
 	NFTX_REJECT,   /* a: type, b: code */
+	NFTX_COUNTER,  /* packets and bytes, as every iptables rule has them */
 };
 
 struct nftx {

@@ -1,0 +1,127 @@
+/*
+ * Brindle's rules removed from a backend, and nothing else (see
+ * <brindle/sys/rules_cleanup.h>).
+ */
+#include <brindle/sys/rules_cleanup.h>
+
+#include <brindle/core/ipt_rule.h>
+#include <brindle/sys/ipset.h>
+#include <brindle/sys/ipt.h>
+#include <brindle/sys/log.h>
+#include <brindle/sys/nft.h>
+
+#include <errno.h>
+#include <string.h>
+
+#define CHAIN_PREFIX "cali-"
+#define SET_PREFIX   "cali4"
+
+static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *chains)
+{
+	struct ipt_table_state k = { 0 };
+	int r = ipt_begin(t, table, &k);
+	if (r == -ENOENT) /* a kernel without this table: nothing of ours in it */
+		return 0;
+	if (r < 0) {
+		log_error("iptables %s: %s", table, ipt_last_error(t));
+		return r;
+	}
+	for (size_t i = 0; i < k.n && r == 0; i++) {
+		const struct ipt_chain_state *c = &k.chains[i];
+		/* from the end, so the positions still to come do not move */
+		for (size_t j = c->n; c->builtin && j-- > 0 && r == 0;)
+			if (str_has_prefix(c->ids[j], IPT_ID_PREFIX) &&
+			    (r = ipt_delete(t, c->name, j)) == 0)
+				(*rules)++;
+	}
+	for (size_t i = 0; i < k.n && r == 0; i++)
+		if (!k.chains[i].builtin && str_has_prefix(k.chains[i].name, CHAIN_PREFIX))
+			r = ipt_flush_chain(t, k.chains[i].name);
+	for (size_t i = 0; i < k.n && r == 0; i++)
+		if (!k.chains[i].builtin && str_has_prefix(k.chains[i].name, CHAIN_PREFIX) &&
+		    (r = ipt_delete_chain(t, k.chains[i].name)) == 0)
+			(*chains)++;
+	ipt_table_state_free(&k);
+	if (r == 0)
+		r = ipt_commit(t);
+	else
+		ipt_abort(t);
+	if (r < 0)
+		log_error("iptables %s: %s", table, ipt_last_error(t));
+	return r;
+}
+
+int cleanup_iptables(const char *lock_path)
+{
+	struct ipt *t;
+	int r = ipt_open_kernel(lock_path, 10000, &t);
+	if (r < 0) {
+		log_error("iptables: %s", strerror(-r));
+		return r;
+	}
+	static const char *const tables[] = { "raw", "mangle", "nat", "filter" };
+	size_t rules = 0, chains = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++)
+		r = clean_table(t, tables[i], &rules, &chains);
+	ipt_close(t);
+	if (r == 0)
+		log_info("iptables: removed %zu rules from built-in chains and %zu chains", rules,
+			 chains);
+	return r;
+}
+
+int cleanup_ipsets(void)
+{
+	struct ips *s;
+	int r = ips_open_kernel(&s);
+	if (r < 0) {
+		log_error("ip sets: %s", strerror(-r));
+		return r;
+	}
+	struct ips_list l = { 0 };
+	if ((r = ips_list_names(s, SET_PREFIX, &l)) == 0 && l.n) {
+		struct ips_batch *b = ips_batch_new();
+		for (size_t i = 0; i < l.n; i++)
+			ips_batch_destroy(b, l.v[i].info.name);
+		r = ips_apply(s, b, NULL);
+		ips_batch_free(b);
+	}
+	if (r != 0)
+		log_error("ip sets: %s", ips_last_error(s));
+	else
+		log_info("ip sets: destroyed %zu", l.n);
+	ips_list_free(&l);
+	ips_close(s);
+	return r > 0 ? -EIO : r;
+}
+
+int cleanup_nftables(void)
+{
+	struct nft *n;
+	int r = nft_open(&n);
+	if (r < 0) {
+		log_error("nftables: %s", strerror(-r));
+		return r;
+	}
+	static const char *const tables[] = { NFT_TABLE_FILTER, NFT_TABLE_NAT };
+	struct nft_batch *b = nft_batch_new(n);
+	size_t gone = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++) {
+		struct nft_table_state ts;
+		r = nft_read(n, tables[i], &ts);
+		if (r == 0 && ts.exists) {
+			nft_batch_del_table(b, tables[i]);
+			gone++;
+		}
+		nft_table_state_free(&ts);
+	}
+	if (r == 0)
+		r = nft_batch_commit(b);
+	nft_batch_free(b);
+	if (r < 0)
+		log_error("nftables: %s", nft_last_error(n));
+	else if (gone)
+		log_info("nftables: removed Brindle's %zu table%s", gone, gone == 1 ? "" : "s");
+	nft_close(n);
+	return r;
+}
