@@ -329,7 +329,8 @@ static int cmp_elem(const void *a, const void *b)
 /* Intervals from starts and ends: a start runs to the next end (exclusive), else to the top. */
 static void elems_from_raw(struct nft_set_state *ss, struct elem_reader *er)
 {
-	qsort(er->v, er->n, sizeof(*er->v), cmp_raw);
+	if (er->n)
+		qsort(er->v, er->n, sizeof(*er->v), cmp_raw);
 	ss->elems = xcalloc(er->n + 1, sizeof(*ss->elems));
 	for (size_t i = 0; i < er->n; i++) {
 		const struct raw_elem *re = &er->v[i];

@@ -19,6 +19,7 @@
 static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *chains)
 {
 	struct ipt_table_state k = { 0 };
+	size_t before = *rules + *chains;
 	int r = ipt_begin(t, table, &k);
 	if (r == -ENOENT) /* a kernel without this table: nothing of ours in it */
 		return 0;
@@ -42,10 +43,10 @@ static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *
 		    (r = ipt_delete_chain(t, k.chains[i].name)) == 0)
 			(*chains)++;
 	ipt_table_state_free(&k);
-	if (r == 0)
+	if (r == 0 && *rules + *chains > before)
 		r = ipt_commit(t);
 	else
-		ipt_abort(t);
+		ipt_abort(t); /* nothing of ours: nothing written */
 	if (r < 0)
 		log_error("iptables %s: %s", table, ipt_last_error(t));
 	return r;

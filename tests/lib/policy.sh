@@ -182,4 +182,51 @@ pt_settled() {
 
 # Our rules and chains, and everybody else's, as the kernel has them.
 pt_save() { ip netns exec "$NODE" iptables-legacy-save "$@" | grep -v '^#'; }
+
+# The rule backend under test: nft when FELIX_IPTABLESBACKEND is NFT (the netns-nft tier runs
+# these tests so), else legacy. The helpers below read felix's filter rules in either.
+pt_backend() {
+	case "${FELIX_IPTABLESBACKEND:-}" in
+	[Nn][Ff][Tt]) echo nft ;;
+	*) echo legacy ;;
+	esac
+}
+# felix's filter table as nft lists it (nft backend)
+pt_nft() { ip netns exec "$NODE" nft list table ip brindle-filter 2>/dev/null; }
+# pt_chains PREFIX_RE: how many of felix's filter chains have names starting so
+pt_chains() {
+	if [ "$(pt_backend)" = nft ]; then
+		pt_nft | grep -c "^	chain $1" || true
+	else
+		pt_save -t filter | grep -c "^:$1" || true
+	fi
+}
+# pt_sets: how many of felix's sets there are (in any of its tables)
+pt_sets() {
+	if [ "$(pt_backend)" = nft ]; then
+		for t in brindle-filter brindle-nat; do
+			ip netns exec "$NODE" nft list table ip "$t" 2>/dev/null
+		done | grep -c '^	set cali40' || true
+	else
+		ip netns exec "$NODE" ipset list -n | grep -c '^cali40' || true
+	fi
+}
+# pt_packets LEGACY_ERE NFT_ERE: the packets counted by felix's filter rules that match
+pt_packets() {
+	if [ "$(pt_backend)" = nft ]; then
+		pt_nft | grep -E -- "$2" | sed -n 's/.*counter packets \([0-9]*\) .*/\1/p' |
+			awk '{n += $1} END {print n + 0}'
+	else
+		pt_save -c -t filter | grep -E -- "$1" |
+			awk '{split($1, a, /[\[:]/); n += a[2]} END {print n + 0}'
+	fi
+}
+# pt_has_rule LEGACY_ERE NFT_ERE: does one of felix's filter rules match
+pt_has_rule() {
+	if [ "$(pt_backend)" = nft ]; then
+		pt_nft | grep -qE -- "$2"
+	else
+		pt_save -t filter | grep -qE -- "$1"
+	fi
+}
 pt_foreign() { pt_save | grep -v -e 'cali:' -e '^:cali-' | sed 's/\[[0-9]*:[0-9]*\]//'; }

@@ -96,7 +96,7 @@ spec:
   - {action: Allow}
 YAML
 pt_allowed c good 10.244.1.10 443
-logged=$(pt_save -c -t filter | awk '/-j LOG --log-prefix "calico-packet: "/ {split($1, a, /[\[:]/); n += a[2]} END {print n + 0}')
+logged=$(pt_packets '-j LOG --log-prefix "calico-packet: "' 'log prefix "calico-packet: "')
 [ "$logged" -gt 0 ] || bt_fail "the Log rule counted no packets"
 "$BRINDLECTL" delete networkpolicy log-then-allow -n c >/dev/null
 bt_log "Log: ok ($logged packets)"

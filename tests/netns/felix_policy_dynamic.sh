@@ -79,8 +79,8 @@ bt_log "policy update and delete: ok"
 kill -0 "$FIRST_PID" || bt_fail "felix restarted"
 [ "$FELIX_PID" = "$FIRST_PID" ] || bt_fail "felix restarted"
 pt_settled
-sets=$(ip netns exec "$NODE" ipset list -n | grep -c '^cali40' || true)
+sets=$(pt_sets)
 bt_expect_eq "no ip sets left once no policy uses them" 0 "$sets"
-pi=$(pt_save -t filter | grep -c '^:cali-p[io]-' || true)
+pi=$(pt_chains 'cali-p[io]-')
 bt_expect_eq "no policy chains left" 0 "$pi"
 bt_pass

@@ -207,8 +207,8 @@ spec:
   ingress:
   - ports: [{protocol: SCTP, port: 5000}]
 YAML
-bt_wait_for 15 "an SCTP rule in the kernel" sh -c \
-	"ip netns exec '$NODE' iptables-legacy-save -t filter | grep -q -- '-p sctp .*--dports 5000 '"
+bt_wait_for 15 "an SCTP rule in the kernel" pt_has_rule '-p sctp .*--dports 5000 ' \
+	'sctp dport 5000 '
 bt_log "SCTP: rules present; connections skipped (this kernel has no SCTP sockets)"
 
 bt_pass

@@ -241,6 +241,7 @@ static void test_edits(void **state)
 	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &gone, 1, false);
 	struct nft_elem top = { .lo = 0xffffff00, .hi = 0xffffffff };
 	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &top, 1, true);
+	nft_batch_add_set(b, T, "cali40s:empty", NFT_SET_ADDRS); /* read back with no element */
 	size_t slot = rule(b, "FORWARD", "-m comment --comment \"cali:9999999999999999\" -j DROP");
 	if (nft_batch_commit(b) < 0)
 		fail_msg("commit: %s", nft_last_error(N));
@@ -265,6 +266,9 @@ static void test_edits(void **state)
 	assert_int_equal(s->n, 2);
 	assert_int_equal(s->elems[1].lo, 0xffffff00);
 	assert_int_equal(s->elems[1].hi, 0xffffffff);
+	s = nft_table_state_set(&ts, "cali40s:empty");
+	assert_non_null(s);
+	assert_int_equal(s->n, 0);
 	nft_table_state_free(&ts);
 	char *got = listed(T);
 	assert_non_null(strstr(got, "elements = { 10.0.0.0/24, 255.255.255.0/24 }"));
