@@ -99,6 +99,12 @@ int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf
  * in the VM tier: yes). Without them SCTP ports are not served and SCTP probes are skipped.
  */
 bool lab_sctp(void);
+/*
+ * felix's rule backend in the lab ("Legacy", "NFT", "Auto"): the topology's ruleBackend, else
+ * BRINDLE_LAB_RULE_BACKEND (legacy, nft, auto: how the test tiers run the lab tests on each),
+ * else NULL (felix's default).
+ */
+const char *lab_rule_backend(const struct lab_topology *t);
 /* @p cannot be served or probed here: SCTP without SCTP sockets. */
 bool lab_proto_skipped(enum lab_proto p);
 /* brindle-probe's words for @p: its serve flag ("--tcp") and its client command ("tcp"). */

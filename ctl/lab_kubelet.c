@@ -173,6 +173,8 @@ static char **container_env(struct lab *l, const struct lab_manifest *m, const s
 		for (size_t j = 0; j < l->topo->brindle_config.n; j++)
 			env_set(l, &e, l->topo->brindle_config.v[j].key,
 				l->topo->brindle_config.v[j].value);
+		if (lab_rule_backend(l->topo)) /* the topology's ruleBackend, for felix */
+			env_set(l, &e, "FELIX_IPTABLESBACKEND", lab_rule_backend(l->topo));
 	}
 	for (size_t i = 0; env && env->type == JV_ARRAY && i < env->arr.n; i++) {
 		const struct jv *x = env->arr.items[i];

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <stdnoreturn.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -608,6 +609,16 @@ int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n)
 	}
 	free(v);
 	return 0;
+}
+
+const char *lab_rule_backend(const struct lab_topology *t)
+{
+	if (t->rule_backend)
+		return t->rule_backend;
+	const char *v = getenv("BRINDLE_LAB_RULE_BACKEND");
+	if (!v || !*v)
+		return NULL;
+	return strcasecmp(v, "nft") == 0 ? "NFT" : strcasecmp(v, "legacy") == 0 ? "Legacy" : "Auto";
 }
 
 bool lab_sctp(void)

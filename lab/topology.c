@@ -756,12 +756,11 @@ static void check_ns_names(struct pctx *c, const struct lab_topology *t)
 int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,
 		       struct lab_topology **out, struct strbuf *err)
 {
-	static const char *const fields[] = {
-		"name",		 "asNumber",   "nodeToNodeMesh", "encapsulation",
-		"subnets",	 "ipPools",    "nodes",		 "externalHosts",
-		"bgpPeers",	 "namespaces", "pods",		 "datastore",
-		"brindleConfig", NULL
-	};
+	static const char *const fields[] = { "name",	       "asNumber",	"nodeToNodeMesh",
+					      "encapsulation", "subnets",	"ipPools",
+					      "nodes",	       "externalHosts", "bgpPeers",
+					      "namespaces",    "pods",		"datastore",
+					      "brindleConfig", "ruleBackend",	NULL };
 	struct pctx c = { .a = a, .source = source, .err = err };
 	struct jv **docs;
 	size_t ndocs;
@@ -818,6 +817,13 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 		else
 			t->encap = (enum lab_encap)i;
 	}
+	const char *rb = get_string(&c, root, "ruleBackend", "", false);
+	if (rb && (streq(rb, "legacy") || streq(rb, "nft") || streq(rb, "auto")))
+		t->rule_backend = streq(rb, "nft")	? "NFT"
+				  : streq(rb, "legacy") ? "Legacy"
+							: "Auto";
+	else if (rb)
+		perr(&c, "ruleBackend", "unknown rule backend \"%s\" (legacy, nft or auto)", rb);
 	const char *ds = get_string(&c, root, "datastore", "", false);
 	if (ds && streq(ds, "kubernetes"))
 		t->kubernetes = true;

@@ -99,6 +99,9 @@ struct lab_topology {
 	uint32_t as_number;
 	bool node_mesh;
 	enum lab_encap encap;
+	/* ruleBackend: felix's FELIX_IPTABLESBACKEND on every node ("Legacy", "NFT", "Auto";
+	 * NULL: felix's default, Auto) */
+	const char *rule_backend;
 	/* where the lab keeps its resources: its own etcd, or a Kubernetes control plane */
 	bool kubernetes;
 	/* on Kubernetes: settings of the ConfigMap brindle-config over the manifest's */

@@ -375,7 +375,8 @@ static bool is_hook(const struct ptable *want, const char *name)
 	return false;
 }
 
-static void plan_table(struct nftables *x, enum pt_table t, const struct pol_desired *d)
+static void plan_table(struct nftables *x, enum pt_table t, const struct pol_desired *d,
+		       const struct hmap *changed_sets)
 {
 	const struct ptable *want = &d->tables[t];
 	struct mtable *m = &x->m[t];
@@ -405,7 +406,7 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 			problem(x, "a rule looks up set %s, which is not desired", it.key);
 			continue;
 		}
-		sync_set(x, t, it.key, s, compare || hmap_has(&d->dirty_sets, it.key));
+		sync_set(x, t, it.key, s, compare || hmap_has(changed_sets, it.key));
 	}
 	/* chains: the new ones exist before any rule jumps to them */
 	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
@@ -470,7 +471,7 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	bool any = false;
 	for (int t = 0; t < PT_TABLES; t++)
 		any |= x->compare[t] || d->tables[t].dirty;
-	any |= d->dirty_sets.n > 0;
+	any |= d->dirty_sets.n > 0 || d->dirty_members.n > 0;
 	nft_batch_free(x->batch);
 	x->batch = NULL;
 	clear_pending(x);
@@ -480,8 +481,22 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	if (!any)
 		return 0;
 	x->batch = nft_batch_new(x->nft);
+	/* the sets to compare: made or removed (dirty_sets), or with a member changed
+	 * (dirty_members: "set\nmember") */
+	struct hmap changed = HMAP_INIT;
+	for (struct hmap_iter it = hmap_iter(&d->dirty_sets); hmap_next(&it);)
+		hmap_put(&changed, it.key, (void *)1);
+	for (struct hmap_iter it = hmap_iter(&d->dirty_members); hmap_next(&it);) {
+		const char *nl = strchr(it.key, '\n');
+		char name[IPT_SET_NAME_MAX + 1];
+		if (nl && (size_t)(nl - it.key) <= IPT_SET_NAME_MAX) {
+			snprintf(name, sizeof(name), "%.*s", (int)(nl - it.key), it.key);
+			hmap_put(&changed, name, (void *)1);
+		}
+	}
 	for (int t = 0; t < PT_TABLES; t++)
-		plan_table(x, t, d);
+		plan_table(x, t, d, &changed);
+	hmap_clear(&changed);
 	for (int t = 0; t < PT_TABLES; t++)
 		d->tables[t].dirty = false;
 	hmap_clear(&d->dirty_sets);

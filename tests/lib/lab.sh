@@ -40,6 +40,13 @@ lab_cleanup() {
 	set +e
 	if [ -d "$STATE" ]; then
 		for f in "$STATE"/*.log; do [ -f "$f" ] && cp "$f" "$BT_DIR/lab-$(basename "$f")"; done
+		# the lab tests on nftables (BRINDLE_LAB_RULE_BACKEND=nft): felix ran on it, or the
+		# test tested the other backend
+		if [ $rc -eq 0 ] && [ "${BRINDLE_LAB_RULE_BACKEND:-}" = nft ] &&
+			! grep -qs 'rule backend: nftables' "$STATE"/*.log; then
+			echo "[$BT_NAME] FAIL: felix did not run on nftables ($(grep -hs 'rule backend' "$STATE"/*.log | head -1))" >&2
+			rc=1
+		fi
 		if [ $rc -ne 0 ] || [ "${bt_failed:-0}" -ne 0 ]; then
 			# what the nodes hold at the failure: felix's own account, then the kernel's
 			local ns

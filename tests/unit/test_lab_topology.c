@@ -53,6 +53,7 @@ static void test_issue_example(void **state)
 	assert_true(t->node_mesh);
 	assert_int_equal(t->encap, LAB_ENCAP_NONE);
 	assert_false(t->kubernetes); /* etcdv3 unless the file says otherwise */
+	assert_null(t->rule_backend); /* felix's own choice unless the file says */
 	assert_int_equal(t->n_subnets, 2);
 	assert_string_equal(ipstr(&t->subnets[0].gateway), "192.168.100.254");
 	assert_string_equal(ipstr(&t->subnets[1].gateway), "192.168.200.254");
@@ -185,6 +186,8 @@ static void test_errors(void **state)
 		     "demo.yaml: ipPools[0].blockSize: 19 is out of range (20 to 32)");
 	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nencapsulation: GRE\n",
 		     "demo.yaml: encapsulation: unknown encapsulation \"GRE\"");
+	expect_error(BASE "nodes: [{name: n1, subnet: a}]\nruleBackend: ebpf\n",
+		     "demo.yaml: ruleBackend: unknown rule backend \"ebpf\" (legacy, nft or auto)");
 	expect_error(BASE "nodes: [{name: n1, subnet: a}]\ndatastore: consul\n",
 		     "demo.yaml: datastore: unknown datastore \"consul\" (etcdv3 or kubernetes)");
 	expect_error(BASE "nodes: [{name: n1, subnet: a}]\n"
