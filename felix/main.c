@@ -49,6 +49,7 @@ struct felix {
 	struct ips *ips;
 	struct nft *nft;	/* the nftables backend (ipt and ips then NULL) */
 	bool clean_other;	/* the unused backend's rules go after the first good apply */
+	bool rules_open;	/* the rule backend chosen (at the first apply in sync) */
 	char backend_wanted[8]; /* the configuration's rule backend at start ("Auto", ...) */
 	struct nflog *nflog;
 	struct logfile *evlog;
@@ -240,7 +241,7 @@ static void maybe_reconfigure(struct felix *f)
 			"restarts");
 	if (next.log_severity != f->cfg.log_severity)
 		log_set_level(next.log_severity);
-	if (!streq(next.rule_backend, f->backend_wanted)) {
+	if (f->rules_open && !streq(next.rule_backend, f->backend_wanted)) {
 		/* The writers are chosen at start (a switch programs the new backend before it
 		 * removes the old one's rules): start again, as Calico's felix does. */
 		log_warn("configuration: the rule backend changed from %s to %s; felix restarts to "
@@ -341,6 +342,8 @@ static void log_notice(void *ctx, const struct notice *n)
 	log_msg(levels[n->level], "%s", n->text);
 }
 
+static int open_rule_backend(struct felix *f);
+
 static void apply(struct loop *l, void *ctx)
 {
 	struct felix *f = ctx;
@@ -351,6 +354,10 @@ static void apply(struct loop *l, void *ctx)
 		return;
 	maybe_reconfigure(f);
 	calc_drain_notices(f->calc, log_notice, NULL);
+	if (!f->rules_open && open_rule_backend(f) < 0) {
+		loop_stop(f->loop, 1);
+		return;
+	}
 	uint64_t now = now_ms();
 	if (settling(f, now))
 		return;
@@ -701,29 +708,12 @@ static bool node_uses_nftables(struct nft *n)
 	return false;
 }
 
-static void start_backend_config(struct felix *f, const char *nodename)
+/* Called at the first apply in sync, when the configuration holds the FelixConfiguration's
+ * word: nothing is written before that, so the choice can wait for it (and nothing blocks the
+ * loop at start to read it). */
+static int open_rule_backend(struct felix *f)
 {
-	struct br_object *global = NULL, *node = NULL;
-	char name[300];
-	snprintf(name, sizeof(name), "node.%s", nodename);
-	const struct br_kind *k = model_kind(KIND_FELIXCONFIGURATION);
-	if (ds_get(f->ds, k, NULL, "default", &global) < 0)
-		global = NULL;
-	if (ds_get(f->ds, k, NULL, name, &node) < 0)
-		node = NULL;
-	struct felix_config c;
-	struct model_errors errs = { 0 };
-	felix_config_compute(&c, (const void *)global, (const void *)node, environ, &errs);
-	model_errors_clear(&errs);
-	model_free(global);
-	model_free(node);
-	snprintf(f->backend_wanted, sizeof(f->backend_wanted), "%s", c.rule_backend);
-	snprintf(f->cfg.rule_backend, sizeof(f->cfg.rule_backend), "%s", c.rule_backend);
-}
-
-static int open_rule_backend(struct felix *f, const char *nodename)
-{
-	start_backend_config(f, nodename);
+	snprintf(f->backend_wanted, sizeof(f->backend_wanted), "%s", f->cfg.rule_backend);
 	int r = nft_open(&f->nft);
 	if (r < 0 && !streq(f->backend_wanted, "Legacy")) {
 		log_error("nftables: %s", strerror(-r));
@@ -741,6 +731,9 @@ static int open_rule_backend(struct felix *f, const char *nodename)
 		}
 	}
 	f->clean_other = true;
+	f->rules_open = true;
+	struct dp_backends b = { .ipt = f->ipt, .ips = f->ips, .nft = f->nft };
+	dataplane_set_rule_backend(f->dp, &b);
 	log_info("rule backend: %s (%s %s)", nft ? "nftables" : "iptables (legacy)",
 		 streq(f->backend_wanted, "Auto") ? "detected; configured" : "configured",
 		 f->backend_wanted);
@@ -790,11 +783,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f.sys = sysctl_open_kernel();
-	if ((r = open_rule_backend(&f, node)) < 0)
-		goto out;
-	struct dp_backends backends = {
-		.nl = f.nl, .sys = f.sys, .ipt = f.ipt, .ips = f.ips, .nft = f.nft
-	};
+	/* the rule backend comes with the sync (open_rule_backend) */
+	struct dp_backends backends = { .nl = f.nl, .sys = f.sys };
 	f.dp = dataplane_new(&backends);
 	f.loop = loop_new();
 	make_metrics(&f);

@@ -20,6 +20,7 @@
 static void chains_put(struct pol *p, enum pt_table t, struct pchain *c)
 {
 	sets_chain_refs(p, c, +1);
+	hmap_put(&p->d.dirty_chains[t], c->name, (void *)1);
 	struct pchain *old = hmap_put(&p->d.tables[t].chains, c->name, c);
 	if (old) {
 		sets_chain_refs(p, old, -1);
@@ -33,6 +34,7 @@ void chains_del(struct pol *p, enum pt_table t, const char *name)
 	struct pchain *old = hmap_del(&p->d.tables[t].chains, name);
 	if (!old)
 		return;
+	hmap_put(&p->d.dirty_chains[t], name, (void *)1);
 	sets_chain_refs(p, old, -1);
 	pchain_free(old);
 	p->d.tables[t].dirty = true;
@@ -667,8 +669,11 @@ void chains_render_static(struct pol *p)
 	struct pchain *c = cb_finish(&b);
 	k->append = dup_rules(c, &k->n_append);
 	pchain_free(c);
-	for (int t = 0; t < PT_TABLES; t++)
+	for (int t = 0; t < PT_TABLES; t++) {
 		p->d.tables[t].dirty = true;
+		for (size_t h = 0; h < p->d.tables[t].n_hooks; h++)
+			hmap_put(&p->d.dirty_chains[t], p->d.tables[t].hooks[h].chain, (void *)1);
+	}
 }
 
 void chains_free(struct pol *p)

@@ -81,6 +81,9 @@ struct pol_desired {
 	struct hmap sets;	   /* name → struct pset * (active only) */
 	struct hmap dirty_sets;	   /* name → (void *)1: created, removed or membership changed */
 	struct hmap dirty_members; /* "set\nmember" → (void *)1 */
+	/* per table: chains put, replaced or deleted, and hooks changed: name → (void *)1 (the
+	 * nftables writer writes only those; the iptables writer compares whole tables) */
+	struct hmap dirty_chains[PT_TABLES];
 };
 
 struct pol;

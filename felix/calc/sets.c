@@ -477,4 +477,6 @@ void sets_free(struct pol *p)
 	hmap_clear(&p->d.sets);
 	hmap_clear(&p->d.dirty_sets);
 	hmap_clear(&p->d.dirty_members);
+	for (int t = 0; t < PT_TABLES; t++)
+		hmap_clear(&p->d.dirty_chains[t]);
 }

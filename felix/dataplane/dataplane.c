@@ -86,6 +86,16 @@ struct dataplane *dataplane_new(const struct dp_backends *b)
 		dp->slots[W_NEIGHS].w = neighs_new(r, b->nl, dp->links);
 		dp->slots[W_ROUTES].w = routes_new(r, b->nl, dp->links);
 	}
+	dataplane_set_rule_backend(dp, b);
+	dataplane_request_resync(dp);
+	return dp;
+}
+
+void dataplane_set_rule_backend(struct dataplane *dp, const struct dp_backends *b)
+{
+	struct dp_report *r = &dp->report;
+	if (dp->slots[W_IPSETS].w || dp->slots[W_IPTABLES].w)
+		return; /* chosen once */
 	if (b->nft) {
 		/* one writer for rules and sets, in the policy writer's place */
 		dp->slots[W_IPTABLES].w = nftables_new(r, b->nft);
@@ -95,8 +105,7 @@ struct dataplane *dataplane_new(const struct dp_backends *b)
 		if (b->ipt)
 			dp->slots[W_IPTABLES].w = iptables_new(r, b->ipt);
 	}
-	dataplane_request_resync(dp);
-	return dp;
+	dp->slots[W_IPSETS].stale = dp->slots[W_IPTABLES].stale = true;
 }
 
 void dataplane_free(struct dataplane *dp)

@@ -86,6 +86,9 @@ struct dp_backends {
 struct dataplane;
 
 struct dataplane *dataplane_new(const struct dp_backends *b);
+/* The rule backend, once chosen (felix chooses it when in sync: the FelixConfiguration says);
+ * @b's ipt, ips and nft only. Until then the policy writers are absent. */
+void dataplane_set_rule_backend(struct dataplane *dp, const struct dp_backends *b);
 void dataplane_free(struct dataplane *dp);
 
 /* Read everything back from the kernel at the next apply. */

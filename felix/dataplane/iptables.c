@@ -258,6 +258,7 @@ static int iptables_plan(struct dp_writer *w, const struct dp_input *in)
 	for (int t = 0; t < PT_TABLES; t++) {
 		x->planned[t] = in->policy->tables[t].dirty || x->compare[t];
 		in->policy->tables[t].dirty = false;
+		hmap_clear(&in->policy->dirty_chains[t]); /* tables are compared whole */
 	}
 	return 0;
 }

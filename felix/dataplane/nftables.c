@@ -43,23 +43,51 @@ struct mchain {
 	bool base;
 	struct mrule *rules;
 	size_t n, cap;
+	/* the sets its rules look up (nftables names), as last written; counted in set_refs */
+	char **sets;
+	size_t n_sets;
 };
 
 struct mset {
 	enum nft_set_kind kind;
 	struct nft_elem *elems;
 	size_t n;
+	char *ipset; /* the ip set it stands for (NULL until felix wrote it since a read) */
+	bool exact;  /* each element one member: members can be added and removed one by one */
 };
 
 struct mtable {
 	bool exists;
-	struct hmap chains; /* name -> struct mchain */
-	struct hmap sets;   /* name -> struct mset */
+	struct hmap chains;   /* name -> struct mchain */
+	struct hmap sets;     /* name -> struct mset */
+	struct hmap set_refs; /* set name -> (void *)chains looking it up */
 };
+
+static void mchain_set_refs(struct mtable *m, struct mchain *c, int delta)
+{
+	for (size_t i = 0; i < c->n_sets; i++) {
+		uintptr_t n = (uintptr_t)hmap_get(&m->set_refs, c->sets[i]);
+		n = delta > 0 ? n + 1 : n ? n - 1 : 0;
+		if (n)
+			hmap_put(&m->set_refs, c->sets[i], (void *)n);
+		else
+			hmap_del(&m->set_refs, c->sets[i]);
+	}
+}
+
+static void mchain_free_sets(struct mchain *c)
+{
+	for (size_t i = 0; i < c->n_sets; i++)
+		free(c->sets[i]);
+	free(c->sets);
+	c->sets = NULL;
+	c->n_sets = 0;
+}
 
 static void mchain_free(struct mchain *c)
 {
 	if (c) {
+		mchain_free_sets(c);
 		free(c->rules);
 		free(c);
 	}
@@ -69,6 +97,7 @@ static void mset_free(struct mset *s)
 {
 	if (s) {
 		free(s->elems);
+		free(s->ipset);
 		free(s);
 	}
 }
@@ -81,6 +110,7 @@ static void mtable_clear(struct mtable *m)
 		mset_free(it.value);
 	hmap_clear(&m->chains);
 	hmap_clear(&m->sets);
+	hmap_clear(&m->set_refs);
 	m->exists = false;
 }
 
@@ -291,7 +321,7 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name, bo
 	}
 }
 
-/* The names of the sets a rule looks up ("--match-set NAME"), into @names. */
+/* The sets a rule looks up ("--match-set NAME"), into @names: nftables name -> the ip set's. */
 static void sets_of_rule(const char *rule, struct hmap *names)
 {
 	for (const char *p = rule; (p = strstr(p, "--match-set "));) {
@@ -301,9 +331,19 @@ static void sets_of_rule(const char *rule, struct hmap *names)
 		if (n > 0 && n <= IPT_SET_NAME_MAX) {
 			memcpy(name, p, n);
 			name[n] = '\0';
-			hmap_put(names, name, (void *)1);
+			char nft[IPT_SET_NAME_MAX + 1];
+			nft_set_name(name, nft);
+			if (!hmap_has(names, nft))
+				hmap_put(names, nft, xstrdup(name));
 		}
 	}
+}
+
+static void free_names(struct hmap *names)
+{
+	for (struct hmap_iter it = hmap_iter(names); hmap_next(&it);)
+		free(it.value);
+	hmap_clear(names);
 }
 
 static enum nft_set_kind set_kind(const struct pset *s)
@@ -312,8 +352,8 @@ static enum nft_set_kind set_kind(const struct pset *s)
 }
 
 /* Set @name in table @t: created when missing, its elements made the desired ones. */
-static void sync_set(struct nftables *x, enum pt_table t, const char *name, const struct pset *s,
-		     bool compare)
+static void sync_set(struct nftables *x, enum pt_table t, const char *name, const char *ipset,
+		     const struct pset *s, bool compare)
 {
 	struct mtable *m = &x->m[t];
 	struct mset *ms = hmap_get(&m->sets, name);
@@ -331,14 +371,18 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	} else if (!compare) {
 		return;
 	}
+	if (!ms->ipset)
+		ms->ipset = xstrdup(ipset);
 	const char **members = xcalloc(s->members.n + 1, sizeof(*members));
 	size_t nm = 0;
 	for (struct hmap_iter it = hmap_iter(&s->members); hmap_next(&it);)
 		members[nm++] = it.key;
 	struct nft_elem *want;
 	size_t nw, bad;
-	nft_elems_from_members(kind, members, nm, &want, &nw, &bad);
+	bool merged;
+	nft_elems_from_members(kind, members, nm, &want, &nw, &bad, &merged);
 	free(members);
+	ms->exact = !merged;
 	if (bad)
 		log_warn("nftables: set %s: %zu member%s that do not parse left out", name, bad,
 			 bad == 1 ? "" : "s");
@@ -367,16 +411,130 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	ms->n = nw;
 }
 
-static bool is_hook(const struct ptable *want, const char *name)
+/* Members that changed, for a set whose elements are its members one for one. */
+struct mlist {
+	const char **v;
+	size_t n, cap;
+};
+
+static int find_elem(const struct mset *ms, const struct nft_elem *e)
+{
+	size_t lo = 0, hi = ms->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = nft_elem_cmp(&ms->elems[mid], e);
+		if (c == 0)
+			return (int)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -(int)lo - 1;
+}
+
+/*
+ * The changed members of @s, element by element: what joined is added, what left deleted.
+ * False (nothing queued) when a joining member would overlap an element: then the whole set
+ * is compared instead.
+ */
+static bool sync_members(struct nftables *x, enum pt_table t, const char *name, struct mset *ms,
+			 const struct pset *s, const struct mlist *ml)
+{
+	struct nft_elem *add = xcalloc(ml->n + 1, sizeof(*add)),
+			*del = xcalloc(ml->n + 1, sizeof(*del));
+	size_t na = 0, nd = 0;
+	bool ok = true;
+	for (size_t i = 0; i < ml->n && ok; i++) {
+		struct nft_elem e;
+		if (!nft_elem_from_member(ms->kind, ml->v[i], &e))
+			continue;
+		int at = find_elem(ms, &e);
+		bool want = hmap_has(&s->members, ml->v[i]);
+		if (want && at < 0) {
+			size_t pos = (size_t)(-at - 1);
+			if (ms->kind == NFT_SET_ADDRS &&
+			    ((pos > 0 && ms->elems[pos - 1].hi >= e.lo) ||
+			     (pos < ms->n && ms->elems[pos].lo <= e.hi)))
+				ok = false; /* overlaps: the whole set is compared */
+			else
+				add[na++] = e;
+		} else if (!want && at >= 0) {
+			del[nd++] = e;
+		}
+	}
+	if (ok) {
+		if (nd)
+			nft_batch_elems(x->batch, table_name(t), name, ms->kind, del, nd, false);
+		if (na)
+			nft_batch_elems(x->batch, table_name(t), name, ms->kind, add, na, true);
+		x->set_writes += nd + na;
+		/* the mirror: removed, then added, kept sorted */
+		for (size_t i = 0; i < nd; i++) {
+			int at = find_elem(ms, &del[i]);
+			if (at >= 0) {
+				memmove(&ms->elems[at], &ms->elems[at + 1],
+					(ms->n - (size_t)at - 1) * sizeof(*ms->elems));
+				ms->n--;
+			}
+		}
+		if (na) {
+			ms->elems = xrealloc(ms->elems, (ms->n + na + 1) * sizeof(*ms->elems));
+			for (size_t i = 0; i < na; i++) {
+				int at = find_elem(ms, &add[i]);
+				if (at >= 0)
+					continue;
+				size_t pos = (size_t)(-at - 1);
+				memmove(&ms->elems[pos + 1], &ms->elems[pos],
+					(ms->n - pos) * sizeof(*ms->elems));
+				ms->elems[pos] = add[i];
+				ms->n++;
+			}
+		}
+	}
+	free(add);
+	free(del);
+	return ok;
+}
+
+static const struct phook *hook_named(const struct ptable *want, const char *name)
 {
 	for (size_t i = 0; i < want->n_hooks; i++)
 		if (streq(want->hooks[i].chain, name))
-			return true;
-	return false;
+			return &want->hooks[i];
+	return NULL;
 }
 
+/* A chain felix wants in the table: its rules (a hook's: inserted, then appended). */
+struct wanted {
+	bool base;
+	char *const *rules, *const *more;
+	size_t n, n_more;
+};
+
+static bool wanted_chain(const struct ptable *want, const char *name, struct wanted *w)
+{
+	const struct pchain *c = hmap_get(&want->chains, name);
+	const struct phook *h = c ? NULL : hook_named(want, name);
+	if (!c && !h)
+		return false;
+	*w = c ? (struct wanted){ .rules = c->rules, .n = c->n }
+	       : (struct wanted){ .base = true,
+				  .rules = h->insert,
+				  .n = h->n_insert,
+				  .more = h->append,
+				  .n_more = h->n_append };
+	return true;
+}
+
+/*
+ * Table @t made what @d wants, in the batch: every chain after a read (compare), else the
+ * chains the calculation marked (dirty_chains), and the sets their rules look up. The order
+ * within the batch: sets made and filled, new chains, rules (each chain's from its first
+ * difference), chains no longer wanted emptied and deleted, sets no chain looks up deleted.
+ */
 static void plan_table(struct nftables *x, enum pt_table t, const struct pol_desired *d,
-		       const struct hmap *changed_sets)
+		       const struct hmap *whole_sets, const struct hmap *member_sets)
 {
 	const struct ptable *want = &d->tables[t];
 	struct mtable *m = &x->m[t];
@@ -386,67 +544,121 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 		m->exists = true;
 		x->writes++;
 	}
-	/* the sets its rules look up: made and filled before the rules */
-	struct hmap used = HMAP_INIT;
-	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);) {
-		const struct pchain *c = it.value;
-		for (uint32_t i = 0; i < c->n; i++)
-			sets_of_rule(c->rules[i], &used);
-	}
-	for (size_t i = 0; i < want->n_hooks; i++) {
-		const struct phook *h = &want->hooks[i];
-		for (uint32_t k = 0; k < h->n_insert; k++)
-			sets_of_rule(h->insert[k], &used);
-		for (uint32_t k = 0; k < h->n_append; k++)
-			sets_of_rule(h->append[k], &used);
-	}
-	for (struct hmap_iter it = hmap_iter(&used); hmap_next(&it);) {
-		const struct pset *s = hmap_get(&d->sets, it.key);
-		if (!s) {
-			problem(x, "a rule looks up set %s, which is not desired", it.key);
-			continue;
-		}
-		sync_set(x, t, it.key, s, compare || hmap_has(changed_sets, it.key));
-	}
-	/* chains: the new ones exist before any rule jumps to them */
-	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
-		if (!hmap_has(&m->chains, it.key)) {
-			nft_batch_add_chain(x->batch, table_name(t), it.key, -1, 0, NULL);
-			struct mchain *mc = xcalloc(1, sizeof(*mc));
-			hmap_put(&m->chains, it.key, mc);
-			x->writes++;
-		}
-	if (compare || want->dirty) {
-		for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);) {
-			const struct pchain *c = it.value;
-			sync_chain(x, t, c->name, false, c->rules, c->n, NULL, 0);
-		}
-		for (size_t i = 0; i < want->n_hooks; i++) {
-			const struct phook *h = &want->hooks[i];
-			sync_chain(x, t, h->chain, true, h->insert, h->n_insert,
-				   (const char *const *)h->append, h->n_append);
-		}
-		/* chains of ours no longer wanted: emptied, then deleted */
-		struct hmap gone = HMAP_INIT;
+	/* the chains to look at */
+	struct hmap todo = HMAP_INIT;
+	if (compare) {
+		for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
+			hmap_put(&todo, it.key, (void *)1);
+		for (size_t i = 0; i < want->n_hooks; i++)
+			hmap_put(&todo, want->hooks[i].chain, (void *)1);
 		for (struct hmap_iter it = hmap_iter(&m->chains); hmap_next(&it);)
-			if (!hmap_has(&want->chains, it.key) && !is_hook(want, it.key))
-				hmap_put(&gone, it.key, (void *)1);
-		for (struct hmap_iter it = hmap_iter(&gone); hmap_next(&it);) {
-			struct mchain *mc = hmap_get(&m->chains, it.key);
-			if (mc->n)
-				nft_batch_flush_chain(x->batch, table_name(t), it.key);
-		}
-		for (struct hmap_iter it = hmap_iter(&gone); hmap_next(&it);) {
-			nft_batch_del_chain(x->batch, table_name(t), it.key);
-			mchain_free(hmap_del(&m->chains, it.key));
-			x->writes++;
-		}
-		hmap_clear(&gone);
+			hmap_put(&todo, it.key, (void *)1);
+		/* the references are counted again from what is wanted */
+		hmap_clear(&m->set_refs);
+		for (struct hmap_iter it = hmap_iter(&m->chains); hmap_next(&it);)
+			mchain_free_sets(it.value);
+	} else {
+		for (struct hmap_iter it = hmap_iter(&d->dirty_chains[t]); hmap_next(&it);)
+			hmap_put(&todo, it.key, (void *)1);
 	}
-	/* sets no rule of the table looks up any more: after the rules that did */
+	/* 1. the sets the wanted chains look up: counted, made and filled before any rule */
+	struct hmap names = HMAP_INIT; /* nftables name -> ip set name, of the todo chains */
+	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+		struct wanted w;
+		struct mchain *mc = hmap_get(&m->chains, it.key);
+		if (mc) {
+			mchain_set_refs(m, mc, -1);
+			mchain_free_sets(mc);
+		}
+		if (!wanted_chain(want, it.key, &w))
+			continue;
+		if (!mc) {
+			/* made now, so that every rule of the batch finds its jumps' targets */
+			int hook = -1, prio = 0;
+			if (w.base && !hook_of(t, it.key, &hook, &prio)) {
+				problem(x, "no netfilter hook for %s", (const char *)it.key);
+				continue;
+			}
+			nft_batch_add_chain(x->batch, table_name(t), it.key, hook, prio,
+					    t == PT_NAT ? "nat" : "filter");
+			x->writes++;
+			mc = xcalloc(1, sizeof(*mc));
+			mc->base = w.base;
+			hmap_put(&m->chains, it.key, mc);
+		}
+		struct hmap own = HMAP_INIT;
+		for (size_t i = 0; i < w.n; i++)
+			sets_of_rule(w.rules[i], &own);
+		for (size_t i = 0; i < w.n_more; i++)
+			sets_of_rule(w.more[i], &own);
+		mc->sets = xcalloc(own.n + 1, sizeof(*mc->sets));
+		for (struct hmap_iter k = hmap_iter(&own); hmap_next(&k);) {
+			mc->sets[mc->n_sets++] = xstrdup(k.key);
+			if (!hmap_has(&names, k.key))
+				hmap_put(&names, k.key, xstrdup(k.value));
+		}
+		free_names(&own);
+		mchain_set_refs(m, mc, +1);
+	}
+	/* sets new to the table (made and filled), or changed in the calculation, or all after a
+	 * read (compared) */
+	struct hmap made = HMAP_INIT;
+	for (struct hmap_iter it = hmap_iter(&names); hmap_next(&it);) {
+		const struct pset *s = hmap_get(&d->sets, it.value);
+		if (!s) {
+			problem(x, "a rule looks up set %s, which is not desired",
+				(char *)it.value);
+		} else if (!hmap_has(&m->sets, it.key)) {
+			sync_set(x, t, it.key, it.value, s, true);
+			hmap_put(&made, it.key, (void *)1);
+		}
+	}
+	for (struct hmap_iter it = hmap_iter(&m->set_refs); hmap_next(&it);) {
+		struct mset *ms = hmap_get(&m->sets, it.key);
+		const char *ipset = hmap_get(&names, it.key);
+		if (!ipset && ms)
+			ipset = ms->ipset;
+		if (!ipset || hmap_has(&made, it.key))
+			continue;
+		const struct pset *s = hmap_get(&d->sets, ipset);
+		if (!s)
+			continue;
+		const struct mlist *ml = hmap_get(member_sets, ipset);
+		if (compare || hmap_has(whole_sets, ipset) ||
+		    (ml && !(ms && ms->exact && sync_members(x, t, it.key, ms, s, ml))))
+			sync_set(x, t, it.key, ipset, s, true);
+	}
+	hmap_clear(&made);
+	free_names(&names);
+	/* 2. rules, chain by chain; the base chains are made here (hooked) */
+	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+		struct wanted w;
+		if (wanted_chain(want, it.key, &w))
+			sync_chain(x, t, it.key, w.base, w.rules, w.n, (const char *const *)w.more,
+				   w.n_more);
+	}
+	/* 3. chains no longer wanted: emptied, then deleted (nothing wanted jumps to them now) */
+	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+		struct wanted w;
+		struct mchain *mc = hmap_get(&m->chains, it.key);
+		if (!mc || wanted_chain(want, it.key, &w))
+			continue;
+		if (mc->n)
+			nft_batch_flush_chain(x->batch, table_name(t), it.key);
+	}
+	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+		struct wanted w;
+		if (!hmap_has(&m->chains, it.key) || wanted_chain(want, it.key, &w))
+			continue;
+		nft_batch_del_chain(x->batch, table_name(t), it.key);
+		mchain_free(hmap_del(&m->chains, it.key));
+		x->writes++;
+	}
+	hmap_clear(&todo);
+	/* 4. sets no chain looks up any more: after the rules that did */
 	struct hmap unused = HMAP_INIT;
 	for (struct hmap_iter it = hmap_iter(&m->sets); hmap_next(&it);)
-		if (!hmap_has(&used, it.key))
+		if (!hmap_has(&m->set_refs, it.key))
 			hmap_put(&unused, it.key, (void *)1);
 	for (struct hmap_iter it = hmap_iter(&unused); hmap_next(&it);) {
 		nft_batch_del_set(x->batch, table_name(t), it.key);
@@ -454,7 +666,6 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 		x->set_writes++;
 	}
 	hmap_clear(&unused);
-	hmap_clear(&used);
 }
 
 static void clear_pending(struct nftables *x)
@@ -472,6 +683,8 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	for (int t = 0; t < PT_TABLES; t++)
 		any |= x->compare[t] || d->tables[t].dirty;
 	any |= d->dirty_sets.n > 0 || d->dirty_members.n > 0;
+	for (int t = 0; t < PT_TABLES; t++)
+		any |= d->dirty_chains[t].n > 0;
 	nft_batch_free(x->batch);
 	x->batch = NULL;
 	clear_pending(x);
@@ -481,24 +694,35 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	if (!any)
 		return 0;
 	x->batch = nft_batch_new(x->nft);
-	/* the sets to compare: made or removed (dirty_sets), or with a member changed
-	 * (dirty_members: "set\nmember") */
-	struct hmap changed = HMAP_INIT;
-	for (struct hmap_iter it = hmap_iter(&d->dirty_sets); hmap_next(&it);)
-		hmap_put(&changed, it.key, (void *)1);
+	/* the sets to compare whole (made or removed: dirty_sets), and those with members
+	 * joining or leaving (dirty_members: "set\nmember"), with those members */
+	struct hmap members = HMAP_INIT;
 	for (struct hmap_iter it = hmap_iter(&d->dirty_members); hmap_next(&it);) {
 		const char *nl = strchr(it.key, '\n');
 		char name[IPT_SET_NAME_MAX + 1];
-		if (nl && (size_t)(nl - it.key) <= IPT_SET_NAME_MAX) {
-			snprintf(name, sizeof(name), "%.*s", (int)(nl - it.key), it.key);
-			hmap_put(&changed, name, (void *)1);
+		if (!nl || (size_t)(nl - it.key) > IPT_SET_NAME_MAX)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(nl - it.key), it.key);
+		struct mlist *ml = hmap_get(&members, name);
+		if (!ml) {
+			ml = xcalloc(1, sizeof(*ml));
+			hmap_put(&members, name, ml);
 		}
+		GROW(ml->v, ml->cap, ml->n + 1);
+		ml->v[ml->n++] = nl + 1;
 	}
 	for (int t = 0; t < PT_TABLES; t++)
-		plan_table(x, t, d, &changed);
-	hmap_clear(&changed);
-	for (int t = 0; t < PT_TABLES; t++)
+		plan_table(x, t, d, &d->dirty_sets, &members);
+	for (struct hmap_iter it = hmap_iter(&members); hmap_next(&it);) {
+		struct mlist *ml = it.value;
+		free(ml->v);
+		free(ml);
+	}
+	hmap_clear(&members);
+	for (int t = 0; t < PT_TABLES; t++) {
 		d->tables[t].dirty = false;
+		hmap_clear(&d->dirty_chains[t]);
+	}
 	hmap_clear(&d->dirty_sets);
 	hmap_clear(&d->dirty_members);
 	return 0;

@@ -199,7 +199,7 @@ static void set_match(struct tx *t, const struct xt_set_info_match_v4 *s,
 		x->len = NFT_SET_KEY_PORT;
 	}
 	x->a = (ms->flags & IPSET_INV_MATCH) ? NFT_LOOKUP_F_INV : 0;
-	snprintf(x->str, sizeof(x->str), "%s", names->names[ms->index]);
+	nft_set_name(names->names[ms->index], x->str);
 }
 
 static void multiport(struct tx *t, const struct xt_multiport_v1 *mp)
@@ -573,6 +573,14 @@ void nft_rule_format(const struct nft_rule_ir *r, struct strbuf *out)
 
 /* --- set elements ------------------------------------------------------------------------ */
 
+void nft_set_name(const char *ipset, char *out)
+{
+	size_t i = 0;
+	for (; ipset[i] && i < IPT_SET_NAME_MAX; i++)
+		out[i] = ipset[i] == ':' ? '_' : ipset[i];
+	out[i] = '\0';
+}
+
 int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b)
 {
 	if (a->lo != b->lo)
@@ -643,16 +651,22 @@ static bool parse_port_member(const char *s, struct nft_elem *e)
 	return true;
 }
 
+bool nft_elem_from_member(enum nft_set_kind kind, const char *member, struct nft_elem *out)
+{
+	memset(out, 0, sizeof(*out));
+	return kind == NFT_SET_PORTS ? parse_port_member(member, out)
+				     : parse_net(member, strlen(member), out);
+}
+
 void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, size_t n,
-			    struct nft_elem **out, size_t *n_out, size_t *bad)
+			    struct nft_elem **out, size_t *n_out, size_t *bad, bool *merged)
 {
 	struct nft_elem *v = xcalloc(n + 1, sizeof(*v));
 	size_t k = 0;
 	*bad = 0;
+	*merged = false;
 	for (size_t i = 0; i < n; i++) {
-		bool ok = kind == NFT_SET_PORTS ? parse_port_member(members[i], &v[k])
-						: parse_net(members[i], strlen(members[i]), &v[k]);
-		if (ok)
+		if (nft_elem_from_member(kind, members[i], &v[k]))
 			k++;
 		else
 			(*bad)++;
@@ -662,12 +676,11 @@ void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, 
 	for (size_t i = 0; i < k; i++) {
 		if (m && kind == NFT_SET_PORTS && nft_elem_cmp(&v[m - 1], &v[i]) == 0)
 			continue;
-		/* overlapping or adjacent intervals become one */
-		if (m && kind == NFT_SET_ADDRS &&
-		    (v[i].lo <= v[m - 1].hi ||
-		     (v[m - 1].hi != 0xffffffffu && v[i].lo == v[m - 1].hi + 1))) {
+		/* overlapping intervals become one (a duplicate member too) */
+		if (m && kind == NFT_SET_ADDRS && v[i].lo <= v[m - 1].hi) {
 			if (v[i].hi > v[m - 1].hi)
 				v[m - 1].hi = v[i].hi;
+			*merged = true;
 			continue;
 		}
 		v[m++] = v[i];

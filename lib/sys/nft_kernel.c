@@ -318,7 +318,9 @@ static int cmp_raw(const void *a, const void *b)
 	const struct raw_elem *x = a, *y = b;
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
-	return (int)x->end - (int)y->end;
+	/* at one key an interval's end comes first: it closes the interval before, and a start
+	 * there opens the next (adjacent intervals) */
+	return (int)y->end - (int)x->end;
 }
 
 static int cmp_elem(const void *a, const void *b)

@@ -140,7 +140,10 @@ pt_allowed() {
 	local ip=$1 port=$2 proto=${3:-tcp} deadline=$((SECONDS + 15)) r=0
 	while :; do
 		pt_try "$src" "$ip" "$port" "$proto" && return 0
-		[ $SECONDS -lt $deadline ] || bt_fail "${src#"$BT_PREFIX"-} -> $ip:$port/$proto should connect"
+		[ $SECONDS -lt $deadline ] || {
+			pt_dump_rules
+			bt_fail "${src#"$BT_PREFIX"-} -> $ip:$port/$proto should connect"
+		}
 		sleep 0.2
 	done
 }
@@ -159,8 +162,10 @@ pt_denied() {
 		r=0
 		pt_try "$src" "$ip" "$port" "$proto" || r=$?
 		[ $r -eq 2 ] && return 0
-		[ $SECONDS -lt $deadline ] ||
+		[ $SECONDS -lt $deadline ] || {
+			pt_dump_rules
 			bt_fail "${src#"$BT_PREFIX"-} -> $ip:$port/$proto should be dropped (probe said $r)"
+		}
 		sleep 0.2
 	done
 }
@@ -190,6 +195,14 @@ pt_backend() {
 	[Nn][Ff][Tt]) echo nft ;;
 	*) echo legacy ;;
 	esac
+}
+# What the node's kernel holds when a check fails, for the test's logs.
+pt_dump_rules() {
+	{
+		ip netns exec "$NODE" iptables-legacy-save -c
+		ip netns exec "$NODE" ipset list
+		ip netns exec "$NODE" nft list ruleset
+	} >"$BT_DIR/z-rules-at-failure.log" 2>&1
 }
 # felix's filter table as nft lists it (nft backend)
 pt_nft() { ip netns exec "$NODE" nft list table ip brindle-filter 2>/dev/null; }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <linux/netfilter.h>
 
@@ -103,22 +104,22 @@ static int clean(void **state)
 
 static const char *const want_table =
 	"table ip brindle-test {\n"
-	"\tset cali40s:web {\n"
+	"\tset cali40s_web {\n"
 	"\t\ttype ipv4_addr\n"
 	"\t\tflags interval\n"
 	"\t\telements = { 10.0.0.0/24, 10.1.0.5 }\n"
 	"\t}\n"
 	"\n"
-	"\tset cali40n:http {\n"
+	"\tset cali40n_http {\n"
 	"\t\ttype ipv4_addr . inet_proto . inet_service\n"
 	"\t\telements = { 10.0.0.1 . tcp . 80 }\n"
 	"\t}\n"
 	"\n"
 	"\tchain cali-pi-web {\n"
-	"\t\tip saddr @cali40s:web counter packets 0 bytes 0 meta mark set meta mark | 0x00010000 "
+	"\t\tip saddr @cali40s_web counter packets 0 bytes 0 meta mark set meta mark | 0x00010000 "
 	"comment "
 	"\"cali:aaaaaaaaaaaaaaaa\"\n"
-	"\t\tip daddr . meta l4proto . th dport @cali40n:http counter packets 0 bytes 0 accept "
+	"\t\tip daddr . meta l4proto . th dport @cali40n_http counter packets 0 bytes 0 accept "
 	"comment "
 	"\"cali:bbbbbbbbbbbbbbbb\"\n"
 	"\t\ttcp dport { 22, 8000-8080 } counter packets 0 bytes 0 drop comment "
@@ -142,13 +143,13 @@ static void write_example(void)
 {
 	struct nft_batch *b = nft_batch_new(N);
 	nft_batch_add_table(b, T);
-	nft_batch_add_set(b, T, "cali40s:web", NFT_SET_ADDRS);
+	nft_batch_add_set(b, T, "cali40s_web", NFT_SET_ADDRS);
 	struct nft_elem web[] = { { .lo = 0x0a000000, .hi = 0x0a0000ff },
 				  { .lo = 0x0a010005, .hi = 0x0a010005 } };
-	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, web, 2, true);
-	nft_batch_add_set(b, T, "cali40n:http", NFT_SET_PORTS);
+	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, web, 2, true);
+	nft_batch_add_set(b, T, "cali40n_http", NFT_SET_PORTS);
 	struct nft_elem http[] = { { .lo = 0x0a000001, .proto = 6, .port = 80 } };
-	nft_batch_elems(b, T, "cali40n:http", NFT_SET_PORTS, http, 1, true);
+	nft_batch_elems(b, T, "cali40n_http", NFT_SET_PORTS, http, 1, true);
 	nft_batch_add_chain(b, T, "cali-pi-web", -1, 0, NULL);
 	nft_batch_add_chain(b, T, "FORWARD", NF_INET_FORWARD, 0, "filter");
 	rule(b, "cali-pi-web",
@@ -180,6 +181,19 @@ static void test_write_and_read(void **state)
 	if (strcmp(got, want_table) != 0)
 		fail_msg("nft lists:\n%s\nwanted:\n%s", got, want_table);
 	free(got);
+	/* what nft lists, nft reads back (an operator's `nft -f` of a saved table works) */
+	char path[] = "/tmp/brindle-test-nft-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sh("sh -c 'nft list table ip %s > %s && nft delete table ip %s && "
+			    "nft -f %s'",
+			    T, path, T, path),
+			 0);
+	unlink(path);
+	got = listed(T);
+	assert_string_equal(got, want_table);
+	free(got);
 
 	struct nft_table_state ts;
 	assert_int_equal(nft_read(N, T, &ts), 0);
@@ -193,7 +207,7 @@ static void test_write_and_read(void **state)
 	c = nft_table_state_chain(&ts, "cali-pi-web");
 	assert_false(c->base);
 	assert_int_equal(c->n, 3);
-	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s:web");
+	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s_web");
 	assert_non_null(s);
 	assert_int_equal(s->kind, NFT_SET_ADDRS);
 	assert_int_equal(s->n, 2);
@@ -201,7 +215,7 @@ static void test_write_and_read(void **state)
 	assert_int_equal(s->elems[0].hi, 0x0a0000ff);
 	assert_int_equal(s->elems[1].lo, 0x0a010005);
 	assert_int_equal(s->elems[1].hi, 0x0a010005);
-	s = nft_table_state_set(&ts, "cali40n:http");
+	s = nft_table_state_set(&ts, "cali40n_http");
 	assert_int_equal(s->kind, NFT_SET_PORTS);
 	assert_int_equal(s->n, 1);
 	assert_int_equal(s->elems[0].proto, 6);
@@ -212,7 +226,7 @@ static void test_write_and_read(void **state)
 	struct nft_batch *b = nft_batch_new(N);
 	nft_batch_add_table(b, "brindle-other");
 	nft_batch_add_chain(b, "brindle-other", "POSTROUTING", NF_INET_POST_ROUTING, 100, "nat");
-	nft_batch_add_set(b, "brindle-other", "cali40s:other", NFT_SET_ADDRS);
+	nft_batch_add_set(b, "brindle-other", "cali40s_other", NFT_SET_ADDRS);
 	commit(b);
 	assert_int_equal(nft_read(N, T, &ts), 0);
 	assert_int_equal(ts.n_chains, 2);
@@ -238,10 +252,16 @@ static void test_edits(void **state)
 	struct nft_batch *b = nft_batch_new(N);
 	nft_batch_del_rule(b, T, "cali-pi-web", c->rules[2].handle);
 	struct nft_elem gone = { .lo = 0x0a010005, .hi = 0x0a010005 };
-	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &gone, 1, false);
+	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, &gone, 1, false);
 	struct nft_elem top = { .lo = 0xffffff00, .hi = 0xffffffff };
-	nft_batch_elems(b, T, "cali40s:web", NFT_SET_ADDRS, &top, 1, true);
-	nft_batch_add_set(b, T, "cali40s:empty", NFT_SET_ADDRS); /* read back with no element */
+	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, &top, 1, true);
+	nft_batch_add_set(b, T, "cali40s_empty", NFT_SET_ADDRS); /* read back with no element */
+	/* adjacent intervals (one's end is the next one's start) read back as they are */
+	nft_batch_add_set(b, T, "cali40s_adjacent", NFT_SET_ADDRS);
+	struct nft_elem adj[] = { { .lo = 0x0a000014, .hi = 0x0a000014 },
+				  { .lo = 0x0a000015, .hi = 0x0a000015 },
+				  { .lo = 0x0a000016, .hi = 0x0a00001f } };
+	nft_batch_elems(b, T, "cali40s_adjacent", NFT_SET_ADDRS, adj, 3, true);
 	size_t slot = rule(b, "FORWARD", "-m comment --comment \"cali:9999999999999999\" -j DROP");
 	if (nft_batch_commit(b) < 0)
 		fail_msg("commit: %s", nft_last_error(N));
@@ -262,13 +282,19 @@ static void test_edits(void **state)
 	c = nft_table_state_chain(&ts, "cali-pi-web");
 	assert_int_equal(c->n, 2);
 	assert_string_equal(c->rules[1].id, "cali:bbbbbbbbbbbbbbbb");
-	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s:web");
+	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s_web");
 	assert_int_equal(s->n, 2);
 	assert_int_equal(s->elems[1].lo, 0xffffff00);
 	assert_int_equal(s->elems[1].hi, 0xffffffff);
-	s = nft_table_state_set(&ts, "cali40s:empty");
+	s = nft_table_state_set(&ts, "cali40s_empty");
 	assert_non_null(s);
 	assert_int_equal(s->n, 0);
+	s = nft_table_state_set(&ts, "cali40s_adjacent");
+	assert_int_equal(s->n, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(s->elems[i].lo, adj[i].lo);
+		assert_int_equal(s->elems[i].hi, adj[i].hi);
+	}
 	nft_table_state_free(&ts);
 	char *got = listed(T);
 	assert_non_null(strstr(got, "elements = { 10.0.0.0/24, 255.255.255.0/24 }"));

@@ -58,11 +58,11 @@ static const struct {
 	  "[ cmp eq reg 1 0x00000000 ] [ counter ] [ immediate reg 0 accept ]" },
 	/* sets: an address, or address . protocol . port in 32-bit registers */
 	{ "-m set --match-set cali40s:abc src -j ACCEPT",
-	  "[ payload load 4b @ network header + 12 => reg 1 ] [ lookup reg 1 set cali40s:abc ] "
+	  "[ payload load 4b @ network header + 12 => reg 1 ] [ lookup reg 1 set cali40s_abc ] "
 	  "[ counter ] [ immediate reg 0 accept ]" },
 	{ "-m set ! --match-set cali40n:x dst,dst -j DROP",
 	  "[ payload load 4b @ network header + 16 => reg 8 ] [ meta load l4proto => reg 9 ] "
-	  "[ payload load 2b @ transport header + 2 => reg 10 ] [ lookup reg 8 set cali40n:x "
+	  "[ payload load 2b @ transport header + 2 => reg 10 ] [ lookup reg 8 set cali40n_x "
 	  "0x1 ] [ counter ] [ immediate reg 0 drop ]" },
 	/* ports: one, a range, a list (the rule's anonymous set) */
 	{ "-p tcp -m multiport --dports 80 -j ACCEPT",
@@ -177,23 +177,34 @@ static void test_elements(void **state)
 				      "192.168.0.1", "not-an-ip",   "10.0.2.0/24", "0.0.0.0/0x" };
 	struct nft_elem *e;
 	size_t n, bad;
-	nft_elems_from_members(NFT_SET_ADDRS, addrs, ARRAY_SIZE(addrs), &e, &n, &bad);
+	bool merged;
+	nft_elems_from_members(NFT_SET_ADDRS, addrs, ARRAY_SIZE(addrs), &e, &n, &bad, &merged);
 	assert_int_equal(bad, 2);
-	assert_int_equal(n, 2); /* 10.0.0.0 - 10.0.3.255 (adjacent /24s joined), 192.168.0.1 */
+	/* 10.0.0.5 inside 10.0.0.0/24 is joined to it; adjacent /24s stay apart (nftables keeps
+	 * adjacent intervals, so each member stays one element where none overlap) */
+	assert_true(merged);
+	assert_int_equal(n, 5);
 	assert_int_equal(e[0].lo, 0x0a000000);
-	assert_int_equal(e[0].hi, 0x0a0003ff);
-	assert_int_equal(e[1].lo, 0xc0a80001);
-	assert_int_equal(e[1].hi, 0xc0a80001);
+	assert_int_equal(e[0].hi, 0x0a0000ff);
+	assert_int_equal(e[1].lo, 0x0a000100);
+	assert_int_equal(e[3].hi, 0x0a0003ff);
+	assert_int_equal(e[4].lo, 0xc0a80001);
+	assert_int_equal(e[4].hi, 0xc0a80001);
+	free(e);
+	const char *const hosts[] = { "10.0.0.2", "10.0.0.1", "10.0.0.3" };
+	nft_elems_from_members(NFT_SET_ADDRS, hosts, 3, &e, &n, &bad, &merged);
+	assert_false(merged);
+	assert_int_equal(n, 3);
 	free(e);
 	const char *const all[] = { "0.0.0.0/0", "10.0.0.1" };
-	nft_elems_from_members(NFT_SET_ADDRS, all, 2, &e, &n, &bad);
+	nft_elems_from_members(NFT_SET_ADDRS, all, 2, &e, &n, &bad, &merged);
 	assert_int_equal(n, 1);
 	assert_int_equal(e[0].lo, 0);
 	assert_int_equal(e[0].hi, 0xffffffff);
 	free(e);
 	const char *const ports[] = { "10.0.0.2,udp:53", "10.0.0.1,tcp:80", "10.0.0.1,tcp:80",
 				      "10.0.0.0/24,tcp:80", "10.0.0.1,icmp:1" };
-	nft_elems_from_members(NFT_SET_PORTS, ports, ARRAY_SIZE(ports), &e, &n, &bad);
+	nft_elems_from_members(NFT_SET_PORTS, ports, ARRAY_SIZE(ports), &e, &n, &bad, &merged);
 	assert_int_equal(bad, 2);
 	assert_int_equal(n, 2);
 	assert_int_equal(e[0].lo, 0x0a000001);

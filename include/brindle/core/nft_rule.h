@@ -115,14 +115,25 @@ struct nft_elem {
 int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b);
 
 /*
+ * The nftables name of ip set @ipset ("cali40s:abc" -> "cali40s_abc"): nft's parser reads no
+ * ':' in a name, and an operator must be able to say `nft list set ip brindle-filter NAME`.
+ * @out holds IPT_SET_NAME_MAX + 1 bytes.
+ */
+void nft_set_name(const char *ipset, char *out);
+
+/*
  * The elements of a set from ip set members as felix keeps them ("10.0.0.1",
  * "10.0.0.0/24"; "10.0.0.1,tcp:80" for @kind NFT_SET_PORTS), sorted, and for
- * address sets as the union of the members: nftables' interval sets hold no
- * overlapping or adjacent intervals. Members that do not parse are skipped
- * and counted in *bad. *out is malloc'd (caller frees).
+ * address sets overlapping members joined: nftables' interval sets hold no
+ * overlapping intervals (adjacent ones they do). Members that do not parse are
+ * skipped and counted in *bad; *merged says whether any were joined (else
+ * each element is one member, and a member can be added or removed alone).
+ * *out is malloc'd (caller frees).
  */
 void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, size_t n,
-			    struct nft_elem **out, size_t *n_out, size_t *bad);
+			    struct nft_elem **out, size_t *n_out, size_t *bad, bool *merged);
+/* One member as an element; false when it does not parse. */
+bool nft_elem_from_member(enum nft_set_kind kind, const char *member, struct nft_elem *out);
 
 /*
  * Translate @text (a rule of the subset) into @out. Set matches name their
