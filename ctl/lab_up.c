@@ -336,9 +336,11 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 		arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir),
 		/* each node a host of its own: its own xtables lock, not the machine's */
 		arena_printf(l->a, "FELIX_IPTABLESLOCKFILEPATH=%s/xtables.lock", dir),
-		/* the topology's ruleBackend (else felix's own choice) */
-		arena_printf(l->a, "FELIX_IPTABLESBACKEND=%s",
-			     lab_rule_backend(l->topo) ? lab_rule_backend(l->topo) : "Auto"),
+		/* the topology's ruleBackend (else nothing: felix's own choice, and the
+		 * FelixConfiguration's) */
+		lab_rule_backend(l->topo)
+			? arena_printf(l->a, "FELIX_IPTABLESBACKEND=%s", lab_rule_backend(l->topo))
+			: arena_printf(l->a, "BRINDLE_LAB_NODE=%s", n->name),
 		(char *)b->felix, NULL
 	};
 	if ((r = lab_spawn_restarted(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)

@@ -56,6 +56,8 @@ void felix_config_defaults(struct felix_config *c)
 	snprintf(c->endpoint_to_host_action, sizeof(c->endpoint_to_host_action), "Drop");
 	snprintf(c->chain_insert_mode, sizeof(c->chain_insert_mode), "Insert");
 	snprintf(c->rule_backend, sizeof(c->rule_backend), "Auto");
+	snprintf(c->iptables_backend, sizeof(c->iptables_backend), "Auto");
+	snprintf(c->nftables_mode, sizeof(c->nftables_mode), "Auto");
 	for (size_t i = 0; i < ARRAY_SIZE(default_in); i++)
 		c->failsafe_in[i] = (struct felix_failsafe){ .protocol = default_in[i].protocol,
 							     .port = default_in[i].port };
@@ -145,10 +147,10 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 		snprintf(c->chain_insert_mode, sizeof(c->chain_insert_mode), "%s",
 			 s->chain_insert_mode);
 	if (s->iptables_backend)
-		snprintf(c->rule_backend, sizeof(c->rule_backend), "%s", s->iptables_backend);
-	if (s->nftables_mode && !streq(s->nftables_mode, "Auto"))
-		snprintf(c->rule_backend, sizeof(c->rule_backend), "%s",
-			 streq(s->nftables_mode, "Enabled") ? "NFT" : "Legacy");
+		snprintf(c->iptables_backend, sizeof(c->iptables_backend), "%s",
+			 s->iptables_backend);
+	if (s->nftables_mode)
+		snprintf(c->nftables_mode, sizeof(c->nftables_mode), "%s", s->nftables_mode);
 	if (s->log_prefix)
 		snprintf(c->log_prefix, sizeof(c->log_prefix), "%s", s->log_prefix);
 	if (s->policy_event_log_enabled.set)
@@ -374,17 +376,12 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 		BAD("FELIX_CHAININSERTMODE", "Insert or Append");
 	static const char *const backends[] = { "Legacy", "NFT", "Auto", NULL };
 	if ((v = getenv_in(env, "FELIX_IPTABLESBACKEND")) &&
-	    !env_choice(v, backends, c->rule_backend, sizeof(c->rule_backend)))
+	    !env_choice(v, backends, c->iptables_backend, sizeof(c->iptables_backend)))
 		BAD("FELIX_IPTABLESBACKEND", "one of Legacy, NFT or Auto");
 	static const char *const nft_modes[] = { "Enabled", "Disabled", "Auto", NULL };
-	char mode[10];
-	if ((v = getenv_in(env, "FELIX_NFTABLESMODE"))) {
-		if (!env_choice(v, nft_modes, mode, sizeof(mode)))
-			BAD("FELIX_NFTABLESMODE", "one of Enabled, Disabled or Auto");
-		else if (!streq(mode, "Auto"))
-			snprintf(c->rule_backend, sizeof(c->rule_backend), "%s",
-				 streq(mode, "Enabled") ? "NFT" : "Legacy");
-	}
+	if ((v = getenv_in(env, "FELIX_NFTABLESMODE")) &&
+	    !env_choice(v, nft_modes, c->nftables_mode, sizeof(c->nftables_mode)))
+		BAD("FELIX_NFTABLESMODE", "one of Enabled, Disabled or Auto");
 	if ((v = getenv_in(env, "FELIX_FAILSAFEINBOUNDHOSTPORTS")) &&
 	    !env_ports(v, c->failsafe_in, &c->n_failsafe_in))
 		BAD("FELIX_FAILSAFEINBOUNDHOSTPORTS", "a list like tcp:22,udp:68 (or none)");
@@ -497,6 +494,12 @@ void felix_config_compute(struct felix_config *c, const struct br_felixconfig *g
 			lock, c->iptables_lock_path);
 	else if (lock)
 		snprintf(c->iptables_lock_path, sizeof(c->iptables_lock_path), "%s", lock);
+	/* nftablesMode Enabled or Disabled decides; Auto leaves it to iptablesBackend (Calico's
+	 * rule), each setting taken from its own sources first */
+	snprintf(c->rule_backend, sizeof(c->rule_backend), "%s",
+		 streq(c->nftables_mode, "Enabled")    ? "NFT"
+		 : streq(c->nftables_mode, "Disabled") ? "Legacy"
+						       : c->iptables_backend);
 }
 
 bool felix_is_workload_iface(const struct felix_config *c, const char *ifname)

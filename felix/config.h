@@ -46,10 +46,13 @@ struct felix_config {
 	/*
 	 * The rule backend: "Legacy" (iptables through libiptc, and ip sets), "NFT"
 	 * (Brindle's own nftables tables) or "Auto" (what the node already uses; decided
-	 * at start). From nftablesMode (Enabled: NFT, Disabled: Legacy) over
-	 * iptablesBackend, as in Calico; FELIX_NFTABLESMODE, FELIX_IPTABLESBACKEND.
+	 * at the first apply). nftablesMode Enabled (NFT) or Disabled (Legacy) decides, else
+	 * iptablesBackend, as in Calico; each of the two from its FelixConfiguration field
+	 * under its variable (FELIX_NFTABLESMODE, FELIX_IPTABLESBACKEND).
 	 */
 	char rule_backend[8];
+	char iptables_backend[8]; /* the two settings, each from its sources (resolved above) */
+	char nftables_mode[10];
 	struct felix_failsafe failsafe_in[32];
 	size_t n_failsafe_in;
 	struct felix_failsafe failsafe_out[32];

@@ -235,11 +235,14 @@ pt_packets() {
 	fi
 }
 # pt_has_rule LEGACY_ERE NFT_ERE: does one of felix's filter rules match
-pt_has_rule() {
+pt_has_rule() { # (the listing is read whole: grep -q would cut the pipe under pipefail)
+	local rules
 	if [ "$(pt_backend)" = nft ]; then
-		pt_nft | grep -qE -- "$2"
+		rules=$(pt_nft)
+		grep -qE -- "$2" <<<"$rules"
 	else
-		pt_save -t filter | grep -qE -- "$1"
+		rules=$(pt_save -t filter)
+		grep -qE -- "$1" <<<"$rules"
 	fi
 }
 pt_foreign() { pt_save | grep -v -e 'cali:' -e '^:cali-' | sed 's/\[[0-9]*:[0-9]*\]//'; }

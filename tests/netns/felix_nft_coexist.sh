@@ -142,7 +142,11 @@ handle=$(ip netns exec "$NODE" nft -a list chain ip brindle-filter FORWARD |
 	sed -n 's/.*jump cali-FORWARD .*# handle \([0-9]*\)$/\1/p')
 [ -n "$handle" ] || bt_fail "no jump to cali-FORWARD in brindle-filter FORWARD"
 ip netns exec "$NODE" nft delete rule ip brindle-filter FORWARD handle "$handle"
-hooked() { ip netns exec "$NODE" nft list chain ip brindle-filter FORWARD | grep -q 'jump cali-FORWARD'; }
+hooked() {
+	local c
+	c=$(ip netns exec "$NODE" nft list chain ip brindle-filter FORWARD)
+	grep -q 'jump cali-FORWARD' <<<"$c"
+}
 bt_wait_for 10 "the FORWARD hook restored" hooked
 bt_expect_eq "foreign tables after the repair" "$FOREIGN" "$(foreign)"
 pt_allowed r client 10.244.1.10 80

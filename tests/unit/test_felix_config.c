@@ -45,6 +45,45 @@ static void test_defaults(void **state)
 	assert_int_equal(c.route_grace_ms, 10000);
 }
 
+/* The rule backend: nftablesMode Enabled/Disabled decides, else iptablesBackend; each of the
+ * two from its own sources (the environment over the FelixConfigurations), as in Calico. */
+static void test_rule_backend(void **state)
+{
+	struct felix_config c;
+	struct model_errors errs = { 0 };
+	char *none[] = { NULL };
+	felix_config_compute(&c, NULL, NULL, none, &errs);
+	assert_string_equal(c.rule_backend, "Auto");
+	struct br_felixconfig *g = fc("apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+				      "metadata: {name: default}\nspec: {nftablesMode: Enabled}\n");
+	/* the lab passes FELIX_IPTABLESBACKEND=Auto: nftablesMode still decides */
+	char *auto_env[] = { "FELIX_IPTABLESBACKEND=Auto", NULL };
+	felix_config_compute(&c, g, NULL, auto_env, &errs);
+	assert_string_equal(c.rule_backend, "NFT");
+	char *off[] = { "FELIX_NFTABLESMODE=disabled", NULL };
+	felix_config_compute(&c, g, NULL, off, &errs);
+	assert_string_equal(c.rule_backend, "Legacy");
+	struct br_felixconfig *n = fc(
+		"apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\n"
+		"metadata: {name: node.node1}\nspec: {iptablesBackend: NFT, nftablesMode: Auto}\n");
+	felix_config_compute(&c, NULL, n, none, &errs);
+	assert_string_equal(c.rule_backend, "NFT");
+	char *legacy[] = { "FELIX_IPTABLESBACKEND=legacy", NULL };
+	felix_config_compute(&c, NULL, n, legacy, &errs);
+	assert_string_equal(c.rule_backend, "Legacy");
+	assert_int_equal(errs.n, 0);
+	char *bad[] = { "FELIX_NFTABLESMODE=maybe", NULL };
+	felix_config_compute(&c, NULL, NULL, bad, &errs);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(
+		errs.v[0],
+		"FELIX_NFTABLESMODE: \"maybe\" is not one of Enabled, Disabled or Auto; ignored");
+	model_errors_clear(&errs);
+	model_free(&g->o);
+	model_free(&n->o);
+	(void)state;
+}
+
 static void test_layering(void **state)
 {
 	struct br_felixconfig *global =
@@ -269,6 +308,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_layering),
+		cmocka_unit_test(test_rule_backend),
 		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_bad_environment_ignored),
 		cmocka_unit_test(test_event_log_stays_in_its_directory),
