@@ -758,6 +758,13 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 		if (mc && p->index < mc->n)
 			mc->rules[p->index].handle = nft_batch_rule_handle(x->batch, p->slot);
 	}
+	/* the batch's pages and the handles' bookkeeping go now, not at the next plan */
+	nft_batch_free(x->batch);
+	x->batch = NULL;
+	clear_pending(x);
+	free(x->pend);
+	x->pend = NULL;
+	x->cap_pend = 0;
 	for (int t = 0; t < PT_TABLES; t++)
 		x->compare[t] = false;
 	st->commits[PT_FILTER]++;
