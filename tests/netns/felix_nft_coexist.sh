@@ -44,36 +44,7 @@ FOREIGN=$(foreign)
 LEGACY_FOREIGN=$(pt_save -t filter | grep -v -e 'cali:' -e '^:cali-' | sed 's/\[[0-9]*:[0-9]*\]//')
 
 # 200 endpoints (2 of them real pods), 50 policies.
-pt_ns r "team: r"
-{
-	for i in $(seq 1 198); do
-		cat <<YAML
----
-apiVersion: projectcalico.org/v3
-kind: WorkloadEndpoint
-metadata:
-  name: node1-k8s-w$i-eth0
-  namespace: r
-  labels: {app: app$((i % 25)), tier: t$((i % 5)), projectcalico.org/namespace: r, projectcalico.org/orchestrator: k8s}
-spec: {node: node1, orchestrator: k8s, pod: w$i, endpoint: eth0, interfaceName: caliw$(printf '%010d' "$i"),
-  ipNetworks: [10.244.2.$i/32], profiles: [kns.r],
-  ports: [{name: http, protocol: TCP, port: 80}]}
-YAML
-	done
-	for i in $(seq 1 50); do
-		cat <<YAML
----
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: p$i, namespace: r}
-spec:
-  podSelector: {matchLabels: {app: app$((i % 25))}}
-  ingress:
-  - from: [{podSelector: {matchLabels: {tier: t$((i % 5))}}}, {ipBlock: {cidr: 172.16.$i.0/24}}]
-    ports: [{port: http}, {port: 8080}, {protocol: UDP, port: 53}]
-YAML
-	done
-} | pt_apply
+pt_scale_cluster
 pt_pod r server 10.244.1.10 "app: server"
 pt_pod r client 10.244.1.11 "role: client"
 pt_apply <<'YAML'
