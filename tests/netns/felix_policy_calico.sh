@@ -95,6 +95,9 @@ spec:
   - {action: Log, protocol: TCP, destination: {ports: [443]}}
   - {action: Allow}
 YAML
+# the Log rule in the kernel first: a connection made on the rules before would count nothing
+bt_wait_for 10 "the Log rule in the kernel" pt_has_rule '-j LOG --log-prefix "calico-packet: "' \
+	'log prefix "calico-packet: "'
 pt_allowed c good 10.244.1.10 443
 logged=$(pt_packets '-j LOG --log-prefix "calico-packet: "' 'log prefix "calico-packet: "')
 [ "$logged" -gt 0 ] || bt_fail "the Log rule counted no packets"
