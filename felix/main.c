@@ -693,12 +693,11 @@ static bool node_uses_nftables(struct nft *n)
 {
 	static const char *const tables[] = { "kube-proxy", "filter", "nat", "mangle", "raw" };
 	for (size_t i = 0; i < ARRAY_SIZE(tables); i++) {
-		struct nft_table_state ts;
-		if (nft_read(n, tables[i], &ts) < 0)
+		bool exists;
+		size_t chains;
+		if (nft_table_chains(n, tables[i], &exists, &chains) < 0)
 			continue;
-		bool there = ts.exists && ts.n_chains > 0;
-		nft_table_state_free(&ts);
-		if (there) {
+		if (exists && chains > 0) {
 			log_info("rule backend Auto: nftables table %s is in use; using nftables",
 				 tables[i]);
 			return true;

@@ -249,12 +249,6 @@ static int nft_read_tables(struct dp_writer *w, const struct dp_input *in)
 
 /* --- plan ------------------------------------------------------------------------------- */
 
-/* The ids of a desired chain's rules (NULL-terminated strings in @ids). */
-static bool rule_id_of(const char *rule, char *id)
-{
-	return ipt_rule_text_id(rule, id);
-}
-
 static void add_rule(struct nftables *x, enum pt_table t, const char *chain, size_t index,
 		     const char *text)
 {
@@ -274,34 +268,31 @@ static void add_rule(struct nftables *x, enum pt_table t, const char *chain, siz
 	x->writes++;
 }
 
+/* A chain felix wants in the table: its rules (a hook's: inserted, then appended). */
+struct wanted {
+	bool base;
+	char *const *rules, *const *more;
+	size_t n, n_more;
+};
+
 /*
- * Make mirror chain @mc (NULL: new, created here) hold @rules: the rules from the first that
+ * Make mirror chain @name (made by plan_table) hold @w's rules: the rules from the first that
  * differs on are deleted and appended again. The mirror is updated as planned; handles of the
  * appended rules come with the commit.
  */
-static void sync_chain(struct nftables *x, enum pt_table t, const char *name, bool base,
-		       char *const *rules, size_t n, const char *const *more, size_t n_more)
+static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
+		       const struct wanted *w)
 {
-	struct mtable *m = &x->m[t];
-	struct mchain *mc = hmap_get(&m->chains, name);
-	if (!mc) {
-		int hook = -1, prio = 0;
-		if (base && !hook_of(t, name, &hook, &prio)) {
-			problem(x, "no netfilter hook for %s", name);
-			return;
-		}
-		nft_batch_add_chain(x->batch, table_name(t), name, hook, prio,
-				    t == PT_NAT ? "nat" : "filter");
-		mc = xcalloc(1, sizeof(*mc));
-		mc->base = base;
-		hmap_put(&m->chains, name, mc);
-		x->writes++;
-	}
+	struct mchain *mc = hmap_get(&x->m[t].chains, name);
+	char *const *rules = w->rules, *const *more = w->more;
+	size_t n = w->n, n_more = w->n_more;
+	if (!mc)
+		return; /* its creation failed (a problem is noted) */
 	size_t total = n + n_more, k = 0;
 	char id[IPT_ID_LEN + 1];
 	for (; k < total && k < mc->n; k++) {
 		const char *text = k < n ? rules[k] : more[k - n];
-		if (!rule_id_of(text, id) || !streq(id, mc->rules[k].id))
+		if (!ipt_rule_text_id(text, id) || !streq(id, mc->rules[k].id))
 			break;
 	}
 	if (k == total && k == mc->n)
@@ -314,7 +305,7 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name, bo
 	mc->n = total;
 	for (size_t i = k; i < total; i++) {
 		const char *text = i < n ? rules[i] : more[i - n];
-		if (!rule_id_of(text, mc->rules[i].id))
+		if (!ipt_rule_text_id(text, mc->rules[i].id))
 			mc->rules[i].id[0] = '\0';
 		mc->rules[i].handle = 0;
 		add_rule(x, t, name, i, text);
@@ -505,13 +496,6 @@ static const struct phook *hook_named(const struct ptable *want, const char *nam
 	return NULL;
 }
 
-/* A chain felix wants in the table: its rules (a hook's: inserted, then appended). */
-struct wanted {
-	bool base;
-	char *const *rules, *const *more;
-	size_t n, n_more;
-};
-
 static bool wanted_chain(const struct ptable *want, const char *name, struct wanted *w)
 {
 	const struct pchain *c = hmap_get(&want->chains, name);
@@ -634,8 +618,7 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
 		if (wanted_chain(want, it.key, &w))
-			sync_chain(x, t, it.key, w.base, w.rules, w.n, (const char *const *)w.more,
-				   w.n_more);
+			sync_chain(x, t, it.key, &w);
 	}
 	/* 3. chains no longer wanted: emptied, then deleted (nothing wanted jumps to them now) */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {

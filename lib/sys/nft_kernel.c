@@ -360,7 +360,8 @@ static int table_cb(const struct nlmsghdr *h, void *ctx)
 	return MNL_CB_STOP;
 }
 
-int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
+static int read_table(struct nft *n, const char *table, struct nft_table_state *out,
+		      bool chains_only)
 {
 	memset(out, 0, sizeof(*out));
 	char buf[1024];
@@ -387,7 +388,7 @@ int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
 	nftnl_chain_free(c);
 	r = talk(n, h, chain_cb, &rd);
 	/* rules, in order, by chain */
-	if (r == 0) {
+	if (r == 0 && !chains_only) {
 		struct nftnl_rule *ru = nftnl_rule_alloc();
 		nftnl_rule_set_str(ru, NFTNL_RULE_TABLE, table);
 		h = request(n, buf, NFT_MSG_GETRULE, NLM_F_DUMP);
@@ -396,7 +397,7 @@ int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
 		r = talk(n, h, rule_cb, &rd);
 	}
 	/* sets, then each one's elements */
-	if (r == 0) {
+	if (r == 0 && !chains_only) {
 		struct nftnl_set *s = nftnl_set_alloc();
 		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
 		h = request(n, buf, NFT_MSG_GETSET, NLM_F_DUMP);
@@ -425,6 +426,22 @@ int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
 		return fail(n, r, "reading table %s: %s", table, strerror(-r));
 	}
 	return 0;
+}
+
+int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
+{
+	return read_table(n, table, out, false);
+}
+
+int nft_table_chains(struct nft *n, const char *table, bool *exists, size_t *chains)
+{
+	struct nft_table_state ts;
+	int r = read_table(n, table, &ts, true);
+	*exists = r == 0 && ts.exists;
+	*chains = r == 0 ? ts.n_chains : 0;
+	if (r == 0)
+		nft_table_state_free(&ts);
+	return r;
 }
 
 void nft_table_state_free(struct nft_table_state *t)
@@ -938,7 +955,6 @@ static bool commit_answer(struct nft_batch *b, const struct nlmsghdr *h, uint32_
 			sb_addf(&b->errs, "%s: %s", at < b->n_what ? b->what[at] : "the batch",
 				strerror(-e->error));
 		}
-		return h->nlmsg_seq == gen_seq;
 	}
 	return h->nlmsg_seq == gen_seq;
 }

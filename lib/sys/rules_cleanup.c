@@ -108,13 +108,13 @@ int cleanup_nftables(void)
 	struct nft_batch *b = nft_batch_new(n);
 	size_t gone = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++) {
-		struct nft_table_state ts;
-		r = nft_read(n, tables[i], &ts);
-		if (r == 0 && ts.exists) {
+		bool exists;
+		size_t chains;
+		r = nft_table_chains(n, tables[i], &exists, &chains);
+		if (r == 0 && exists) {
 			nft_batch_del_table(b, tables[i]);
 			gone++;
 		}
-		nft_table_state_free(&ts);
 	}
 	if (r == 0)
 		r = nft_batch_commit(b);

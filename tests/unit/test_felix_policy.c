@@ -768,12 +768,18 @@ static void test_endpoint_to_host_action(void **state)
 	assert_non_null(rule_with(chain("cali-wl-to-host"), "-j RETURN"));
 }
 
-static void test_event_log_rules(void **state)
+/* felix's defaults, with the event log on or off. */
+static void set_event_log(bool on)
 {
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	cfg.event_log_enabled = true;
+	cfg.event_log_enabled = on;
 	pol_set_config(P, &cfg);
+}
+
+static void test_event_log_rules(void **state)
+{
+	set_event_log(true);
 	cluster();
 	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
 	      "metadata: {name: deny, namespace: a}\n"
@@ -820,10 +826,7 @@ static void prefix_in(const char *name, const char *needle, char out[64])
  */
 static void test_staged_preview(void **state)
 {
-	struct felix_config cfg;
-	felix_config_defaults(&cfg);
-	cfg.event_log_enabled = true;
-	pol_set_config(P, &cfg);
+	set_event_log(true);
 	cluster();
 	apply("apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\n"
 	      "metadata: {name: gate, namespace: a}\n"
@@ -893,8 +896,7 @@ static void test_staged_preview(void **state)
 	apply("apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\n"
 	      "metadata: {name: first}\nspec: {selector: all(), ingress: [{action: Pass}]}\n");
 	assert_non_null(rule_with(chain(tw), "Staged preview"));
-	cfg.event_log_enabled = false;
-	pol_set_config(P, &cfg);
+	set_event_log(false);
 	assert_null(rule_with(chain(tw), "Staged preview"));
 	assert_null(chain("cali-vi-sgnp/first"));
 	del(KIND_STAGEDGLOBALNETWORKPOLICY, NULL, "first");

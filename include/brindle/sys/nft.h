@@ -70,6 +70,9 @@ const char *nft_last_error(const struct nft *n);
  * not exist reads as !exists (not an error).
  */
 int nft_read(struct nft *n, const char *table, struct nft_table_state *out) must_check;
+/* Whether @table exists and how many chains it has: its chains only, not its rules or sets (a
+ * cheap look at someone else's table). */
+int nft_table_chains(struct nft *n, const char *table, bool *exists, size_t *chains) must_check;
 
 /*
  * The ruleset's generation: it changes with every commit by anyone, so equal
