@@ -79,6 +79,7 @@ static void felix_open(struct felix *f, int local, int remote, int policies)
 	felix_config_defaults(&f->cfg);
 	f->c = calc_new("node1");
 	calc_set_config(f->c, &f->cfg);
+	pol_set_dispatch_maps(calc_policy(f->c), true); /* as felix does on nftables */
 	policy_scenario(local, remote, policies, emit, f->c);
 	if (nft_open(&f->nft) < 0) {
 		fprintf(stderr, "cannot open nftables\n");

@@ -733,6 +733,8 @@ static int open_rule_backend(struct felix *f)
 	f->rules_open = true;
 	struct dp_backends b = { .ipt = f->ipt, .ips = f->ips, .nft = f->nft };
 	dataplane_set_rule_backend(f->dp, &b);
+	/* nftables looks interfaces up in verdict maps; iptables walks a tree of chains */
+	pol_set_dispatch_maps(calc_policy(f->calc), nft);
 	log_info("rule backend: %s (%s %s)", nft ? "nftables" : "iptables (legacy)",
 		 streq(f->backend_wanted, "Auto") ? "detected; configured" : "configured",
 		 f->backend_wanted);

@@ -435,6 +435,71 @@ static void render_dispatch(struct pol *p, const char *root, const char *opt,
 	free(bins);
 }
 
+/*
+ * Dispatch as a verdict map: @root's map made to send each of @names to its chain, the
+ * elements that change marked; chain @root holds what follows the lookup.
+ */
+static void render_dispatch_map(struct pol *p, const char *root, bool oif,
+				const char *target_prefix, const char **names, size_t n,
+				bool drop_unknown, struct hmap *made)
+{
+	struct pmap *m = hmap_get(&p->d.maps, root);
+	char key[64];
+	if (!m) {
+		m = xcalloc(1, sizeof(*m));
+		snprintf(m->root, sizeof(m->root), "%s", root);
+		m->oif = oif;
+		hmap_put(&p->d.maps, m->root, m);
+		hmap_put(&p->d.dirty_maps, root, (void *)1);
+	}
+	struct hmap now = HMAP_INIT;
+	for (size_t i = 0; i < n; i++) {
+		char target[32];
+		snprintf(target, sizeof(target), "%s%s", target_prefix, names[i]);
+		hmap_put(&now, names[i], (void *)1);
+		const char *had = hmap_get(&m->ifaces, names[i]);
+		if (had && streq(had, target))
+			continue;
+		free(hmap_put(&m->ifaces, names[i], xstrdup(target)));
+		snprintf(key, sizeof(key), "%s\n%s", root, names[i]);
+		hmap_put(&p->d.dirty_maps, key, (void *)1);
+	}
+	if (m->ifaces.n > n) {
+		const char **gone = xcalloc(m->ifaces.n - n + 1, sizeof(*gone));
+		size_t ng = 0;
+		for (struct hmap_iter it = hmap_iter(&m->ifaces); hmap_next(&it);)
+			if (!hmap_has(&now, it.key))
+				gone[ng++] = it.key;
+		for (size_t i = 0; i < ng; i++) {
+			snprintf(key, sizeof(key), "%s\n%s", root, gone[i]);
+			hmap_put(&p->d.dirty_maps, key, (void *)1);
+			free(hmap_del(&m->ifaces, gone[i]));
+		}
+		free(gone);
+	}
+	hmap_clear(&now);
+	const char *sig = drop_unknown ? "map 1" : "map 0";
+	hmap_put(made, root, xstrdup(sig));
+	if (dispatch_unchanged(p, root, sig))
+		return;
+	struct chain_builder b;
+	cb_start(&b, root);
+	if (drop_unknown) {
+		cb_comment(&b, "Unknown interface");
+		cb_target(&b, "-j DROP");
+		cb_emit(&b);
+	}
+	chains_put(p, PT_FILTER, cb_finish(&b));
+}
+
+static void pmap_free(struct pmap *m)
+{
+	for (struct hmap_iter it = hmap_iter(&m->ifaces); hmap_next(&it);)
+		free(it.value);
+	hmap_clear(&m->ifaces);
+	free(m);
+}
+
 /* Forget what the dispatch chains were made from. */
 static void dispatch_clear(struct hmap *m)
 {
@@ -457,16 +522,40 @@ void chains_render_dispatch(struct pol *p)
 			wl[nw++] = e->local->iface;
 	}
 	struct hmap made = HMAP_INIT;
-	render_dispatch(p, "cali-from-wl-dispatch", "-i", "cali-fw-", wl, nw, true, &made);
-	render_dispatch(p, "cali-to-wl-dispatch", "-o", "cali-tw-", wl, nw, true, &made);
-	if (nh) {
-		render_dispatch(p, "cali-from-host-endpoint", "-i", "cali-fh-", hl, nh, false,
-				&made);
-		render_dispatch(p, "cali-to-host-endpoint", "-o", "cali-th-", hl, nh, false, &made);
+	if (p->dispatch_maps) {
+		render_dispatch_map(p, "cali-from-wl-dispatch", false, "cali-fw-", wl, nw, true,
+				    &made);
+		render_dispatch_map(p, "cali-to-wl-dispatch", true, "cali-tw-", wl, nw, true,
+				    &made);
+		if (nh) {
+			render_dispatch_map(p, "cali-from-host-endpoint", false, "cali-fh-", hl, nh,
+					    false, &made);
+			render_dispatch_map(p, "cali-to-host-endpoint", true, "cali-th-", hl, nh,
+					    false, &made);
+		}
+	} else {
+		render_dispatch(p, "cali-from-wl-dispatch", "-i", "cali-fw-", wl, nw, true, &made);
+		render_dispatch(p, "cali-to-wl-dispatch", "-o", "cali-tw-", wl, nw, true, &made);
+		if (nh) {
+			render_dispatch(p, "cali-from-host-endpoint", "-i", "cali-fh-", hl, nh,
+					false, &made);
+			render_dispatch(p, "cali-to-host-endpoint", "-o", "cali-th-", hl, nh, false,
+					&made);
+		}
 	}
 	for (struct hmap_iter it = hmap_iter(&p->dispatch); hmap_next(&it);)
 		if (!hmap_has(&made, it.key))
 			chains_del(p, PT_FILTER, it.key);
+	/* maps no longer made (host endpoints gone, or trees again) */
+	const char *gone[4];
+	size_t ng = 0;
+	for (struct hmap_iter it = hmap_iter(&p->d.maps); hmap_next(&it);)
+		if ((!p->dispatch_maps || !hmap_has(&made, it.key)) && ng < ARRAY_SIZE(gone))
+			gone[ng++] = it.key;
+	for (size_t i = 0; i < ng; i++) {
+		hmap_put(&p->d.dirty_maps, gone[i], (void *)1);
+		pmap_free(hmap_del(&p->d.maps, gone[i]));
+	}
 	dispatch_clear(&p->dispatch);
 	p->dispatch = made;
 	free(wl);
@@ -685,4 +774,8 @@ void chains_free(struct pol *p)
 		hooks_free(&p->d.tables[t]);
 	}
 	dispatch_clear(&p->dispatch);
+	for (struct hmap_iter it = hmap_iter(&p->d.maps); hmap_next(&it);)
+		pmap_free(it.value);
+	hmap_clear(&p->d.maps);
+	hmap_clear(&p->d.dirty_maps);
 }

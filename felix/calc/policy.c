@@ -425,6 +425,13 @@ void pol_set_config(struct pol *p, const struct felix_config *cfg)
 	p->dirty_all = true;
 }
 
+void pol_set_dispatch_maps(struct pol *p, bool on)
+{
+	if (p->dispatch_maps != on)
+		p->dirty_dispatch = true;
+	p->dispatch_maps = on;
+}
+
 void pol_free(struct pol *p)
 {
 	if (!p)

@@ -73,6 +73,19 @@ struct pset {
 };
 
 /*
+ * Interface dispatch as a verdict map (pol_set_dispatch_maps: the nftables backend). Chain
+ * @root of the filter table holds what follows the lookup (the drop of an unknown interface,
+ * or nothing); the writer puts the lookup in front of it: a packet whose input (output, @oif)
+ * interface is a key of @ifaces goes to that key's chain ("cali-fw-cali1234"), in one step
+ * whatever the number of endpoints.
+ */
+struct pmap {
+	char root[32];
+	bool oif;
+	struct hmap ifaces; /* interface -> chain (owned) */
+};
+
+/*
  * What the kernel should hold. The dirty marks say what changed since the
  * writers took them (each writer clears the marks of its kind as it plans).
  */
@@ -84,6 +97,10 @@ struct pol_desired {
 	/* per table: chains put, replaced or deleted, and hooks changed: name → (void *)1 (the
 	 * nftables writer writes only those; the iptables writer compares whole tables) */
 	struct hmap dirty_chains[PT_TABLES];
+	/* dispatch maps (empty unless pol_set_dispatch_maps), and what changed in them:
+	 * "root\niface" for an element, "root" for a map made or gone */
+	struct hmap maps; /* root -> struct pmap * */
+	struct hmap dirty_maps;
 };
 
 struct pol;
@@ -91,6 +108,8 @@ struct pol;
 struct pol *pol_new(const char *nodename);
 void pol_free(struct pol *p);
 void pol_set_config(struct pol *p, const struct felix_config *cfg);
+/* Dispatch through verdict maps (the nftables backend) rather than trees of chains. */
+void pol_set_dispatch_maps(struct pol *p, bool on);
 
 /*
  * Take one datastore update. Returns true when the update was about policy

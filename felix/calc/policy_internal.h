@@ -358,6 +358,7 @@ struct pol {
 	struct hmap log_hashes; /* NFLOG policy hash → id (owned copy) */
 	struct hmap dispatch;	/* dispatch chains made last time → what from (owned) */
 	bool had_heps;
+	bool dispatch_maps; /* pol_set_dispatch_maps */
 	struct strbuf scratch;
 };
 

@@ -56,10 +56,16 @@ struct mset {
 	bool exact;  /* each element one member: members can be added and removed one by one */
 };
 
+/* A dispatch map: interface -> the chain its packets go to. */
+struct mmap {
+	struct hmap ifaces; /* iface -> chain (owned) */
+};
+
 struct mtable {
 	bool exists;
 	struct hmap chains;   /* name -> struct mchain */
 	struct hmap sets;     /* name -> struct mset */
+	struct hmap maps;     /* name -> struct mmap */
 	struct hmap set_refs; /* set name -> (void *)chains looking it up */
 };
 
@@ -102,8 +108,21 @@ static void mset_free(struct mset *s)
 	}
 }
 
+static void mmap_free(struct mmap *mm)
+{
+	if (mm) {
+		for (struct hmap_iter it = hmap_iter(&mm->ifaces); hmap_next(&it);)
+			free(it.value);
+		hmap_clear(&mm->ifaces);
+		free(mm);
+	}
+}
+
 static void mtable_clear(struct mtable *m)
 {
+	for (struct hmap_iter it = hmap_iter(&m->maps); hmap_next(&it);)
+		mmap_free(it.value);
+	hmap_clear(&m->maps);
 	for (struct hmap_iter it = hmap_iter(&m->chains); hmap_next(&it);)
 		mchain_free(it.value);
 	for (struct hmap_iter it = hmap_iter(&m->sets); hmap_next(&it);)
@@ -138,6 +157,13 @@ static void mtable_load(struct mtable *m, const struct nft_table_state *ts)
 		s->elems = xcalloc(ss->n + 1, sizeof(*s->elems));
 		memcpy(s->elems, ss->elems, ss->n * sizeof(*s->elems));
 		hmap_put(&m->sets, ss->name, s);
+	}
+	for (size_t i = 0; i < ts->n_maps; i++) {
+		const struct nft_map_state *ms = &ts->maps[i];
+		struct mmap *mm = xcalloc(1, sizeof(*mm));
+		for (size_t k = 0; k < ms->n; k++)
+			hmap_put(&mm->ifaces, ms->elems[k].iface, xstrdup(ms->elems[k].chain));
+		hmap_put(&m->maps, ms->name, mm);
 	}
 }
 
@@ -249,13 +275,16 @@ static int nft_read_tables(struct dp_writer *w, const struct dp_input *in)
 
 /* --- plan ------------------------------------------------------------------------------- */
 
+/* Rule @text (NULL: the dispatch lookup of map @map) appended to @chain. */
 static void add_rule(struct nftables *x, enum pt_table t, const char *chain, size_t index,
-		     const char *text)
+		     const char *text, const struct pmap *map)
 {
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (nft_rule_from_text(text, &ir, &err) < 0) {
+	if (!text) {
+		nft_rule_dispatch(&ir, map->oif, map->root);
+	} else if (nft_rule_from_text(text, &ir, &err) < 0) {
 		problem(x, "chain %s: rule \"%s\": %s", chain, text, sb_str(&err));
 		sb_free(&err);
 		return;
@@ -268,12 +297,35 @@ static void add_rule(struct nftables *x, enum pt_table t, const char *chain, siz
 	x->writes++;
 }
 
-/* A chain felix wants in the table: its rules (a hook's: inserted, then appended). */
+/*
+ * A chain felix wants in the table: its rules (a hook's: inserted, then appended); a dispatch
+ * map's chain has the map's lookup before them.
+ */
 struct wanted {
 	bool base;
+	const struct pmap *map;
 	char *const *rules, *const *more;
 	size_t n, n_more;
 };
+
+static size_t wanted_n(const struct wanted *w)
+{
+	return (w->map ? 1 : 0) + w->n + w->n_more;
+}
+
+/* Rule @k's text (NULL for the map's lookup), its id into @id (false: it has none). */
+static const char *wanted_rule(const struct wanted *w, size_t k, char *id)
+{
+	if (w->map && k-- == 0) {
+		snprintf(id, IPT_ID_LEN + 1, "%s",
+			 w->map->oif ? NFT_DISPATCH_OIF_ID : NFT_DISPATCH_IIF_ID);
+		return NULL;
+	}
+	const char *text = k < w->n ? w->rules[k] : w->more[k - w->n];
+	if (!ipt_rule_text_id(text, id))
+		id[0] = '\0';
+	return text;
+}
 
 /*
  * Make mirror chain @name (made by plan_table) hold @w's rules: the rules from the first that
@@ -284,15 +336,13 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
 		       const struct wanted *w)
 {
 	struct mchain *mc = hmap_get(&x->m[t].chains, name);
-	char *const *rules = w->rules, *const *more = w->more;
-	size_t n = w->n, n_more = w->n_more;
 	if (!mc)
 		return; /* its creation failed (a problem is noted) */
-	size_t total = n + n_more, k = 0;
+	size_t total = wanted_n(w), k = 0;
 	char id[IPT_ID_LEN + 1];
 	for (; k < total && k < mc->n; k++) {
-		const char *text = k < n ? rules[k] : more[k - n];
-		if (!ipt_rule_text_id(text, id) || !streq(id, mc->rules[k].id))
+		wanted_rule(w, k, id);
+		if (!id[0] || !streq(id, mc->rules[k].id))
 			break;
 	}
 	if (k == total && k == mc->n)
@@ -304,11 +354,9 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
 	GROW(mc->rules, mc->cap, total + 1);
 	mc->n = total;
 	for (size_t i = k; i < total; i++) {
-		const char *text = i < n ? rules[i] : more[i - n];
-		if (!ipt_rule_text_id(text, mc->rules[i].id))
-			mc->rules[i].id[0] = '\0';
+		const char *text = wanted_rule(w, i, mc->rules[i].id);
 		mc->rules[i].handle = 0;
-		add_rule(x, t, name, i, text);
+		add_rule(x, t, name, i, text, w->map);
 	}
 }
 
@@ -488,6 +536,141 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 	return ok;
 }
 
+/*
+ * The dispatch maps of table @t, in three steps of the batch: maps made (before the rules that
+ * look them up), elements added and removed (after their chains are made, before they are
+ * deleted), maps no longer wanted deleted (after the rules that looked them up). All of them
+ * after a read (@compare), else what the calculation marked ("root" a map, "root\niface" an
+ * element).
+ */
+enum maps_step {
+	MAPS_MAKE,
+	MAPS_ELEMS,
+	MAPS_DROP
+};
+
+struct map_edits {
+	struct nft_map_elem *v;
+	size_t n, cap;
+};
+
+static void map_edit(struct map_edits *e, const char *iface, const char *chain)
+{
+	GROW(e->v, e->cap, e->n + 1);
+	struct nft_map_elem *me = &e->v[e->n++];
+	memset(me, 0, sizeof(*me));
+	snprintf(me->iface, sizeof(me->iface), "%s", iface);
+	snprintf(me->chain, sizeof(me->chain), "%s", chain ? chain : "");
+}
+
+/* Map @name's element for @iface made what @pm wants (queued into @del and @add). */
+static void map_elem(struct nftables *x, enum pt_table t, struct mmap *mm, const struct pmap *pm,
+		     const char *iface, struct map_edits *del, struct map_edits *add)
+{
+	const char *want = pm ? hmap_get(&pm->ifaces, iface) : NULL;
+	const char *have = hmap_get(&mm->ifaces, iface);
+	if (have && want && streq(have, want))
+		return;
+	if (want && !hmap_has(&x->m[t].chains, want)) {
+		problem(x, "dispatch map %s: %s goes to chain %s, which is not there", pm->root,
+			iface, want);
+		return;
+	}
+	if (have) {
+		map_edit(del, iface, NULL);
+		free(hmap_del(&mm->ifaces, iface));
+	}
+	if (want) {
+		map_edit(add, iface, want);
+		hmap_put(&mm->ifaces, iface, xstrdup(want));
+	}
+}
+
+static void map_elems(struct nftables *x, enum pt_table t, const char *name, struct mmap *mm,
+		      const struct pmap *pm, const struct hmap *only)
+{
+	struct map_edits del = { 0 }, add = { 0 };
+	if (only) {
+		for (struct hmap_iter it = hmap_iter(only); hmap_next(&it);)
+			map_elem(x, t, mm, pm, it.key, &del, &add);
+	} else {
+		/* every element either side: the mirror's first (map_elem changes it) */
+		struct hmap all = HMAP_INIT;
+		for (struct hmap_iter it = hmap_iter(&mm->ifaces); hmap_next(&it);)
+			hmap_put(&all, it.key, (void *)1);
+		if (pm)
+			for (struct hmap_iter it = hmap_iter(&pm->ifaces); hmap_next(&it);)
+				hmap_put(&all, it.key, (void *)1);
+		for (struct hmap_iter it = hmap_iter(&all); hmap_next(&it);)
+			map_elem(x, t, mm, pm, it.key, &del, &add);
+		hmap_clear(&all);
+	}
+	if (del.n)
+		nft_batch_ifmap_elems(x->batch, table_name(t), name, del.v, del.n, false);
+	if (add.n)
+		nft_batch_ifmap_elems(x->batch, table_name(t), name, add.v, add.n, true);
+	x->writes += del.n + add.n;
+	free(del.v);
+	free(add.v);
+}
+
+static void plan_maps(struct nftables *x, enum pt_table t, const struct pol_desired *d,
+		      bool compare, enum maps_step step)
+{
+	struct mtable *m = &x->m[t];
+	/* the maps to look at, each with the elements to (or NULL: all of them) */
+	struct hmap todo = HMAP_INIT;
+	if (compare) {
+		for (struct hmap_iter it = hmap_iter(&d->maps); hmap_next(&it);)
+			hmap_put(&todo, it.key, NULL);
+		for (struct hmap_iter it = hmap_iter(&m->maps); hmap_next(&it);)
+			hmap_put(&todo, it.key, NULL);
+	} else {
+		/* a map made or gone: all of it; else the elements marked */
+		for (struct hmap_iter it = hmap_iter(&d->dirty_maps); hmap_next(&it);)
+			if (!strchr(it.key, '\n'))
+				hmap_put(&todo, it.key, NULL);
+		for (struct hmap_iter it = hmap_iter(&d->dirty_maps); hmap_next(&it);) {
+			const char *nl = strchr(it.key, '\n');
+			char root[64];
+			if (!nl || (size_t)(nl - it.key) >= sizeof(root))
+				continue;
+			snprintf(root, sizeof(root), "%.*s", (int)(nl - it.key), it.key);
+			struct hmap *only = hmap_get(&todo, root);
+			if (!only && hmap_has(&todo, root))
+				continue;
+			if (!only) {
+				only = xcalloc(1, sizeof(*only));
+				hmap_put(&todo, root, only);
+			}
+			hmap_put(only, nl + 1, (void *)1);
+		}
+	}
+	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+		const struct pmap *pm = hmap_get(&d->maps, it.key);
+		struct mmap *mm = hmap_get(&m->maps, it.key);
+		if (step == MAPS_MAKE && pm && !mm) {
+			nft_batch_add_ifmap(x->batch, table_name(t), it.key);
+			hmap_put(&m->maps, it.key, xcalloc(1, sizeof(struct mmap)));
+			x->writes++;
+		} else if (step == MAPS_ELEMS && mm) {
+			map_elems(x, t, it.key, mm, pm, it.value);
+		} else if (step == MAPS_DROP && mm && !pm) {
+			nft_batch_del_set(x->batch, table_name(t), it.key);
+			mmap_free(hmap_del(&m->maps, it.key));
+			x->writes++;
+		}
+	}
+	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+		struct hmap *only = it.value;
+		if (only) {
+			hmap_clear(only);
+			free(only);
+		}
+	}
+	hmap_clear(&todo);
+}
+
 static const struct phook *hook_named(const struct ptable *want, const char *name)
 {
 	for (size_t i = 0; i < want->n_hooks; i++)
@@ -496,13 +679,16 @@ static const struct phook *hook_named(const struct ptable *want, const char *nam
 	return NULL;
 }
 
-static bool wanted_chain(const struct ptable *want, const char *name, struct wanted *w)
+static bool wanted_chain(const struct ptable *want, const struct hmap *maps, const char *name,
+			 struct wanted *w)
 {
 	const struct pchain *c = hmap_get(&want->chains, name);
 	const struct phook *h = c ? NULL : hook_named(want, name);
 	if (!c && !h)
 		return false;
-	*w = c ? (struct wanted){ .rules = c->rules, .n = c->n }
+	*w = c ? (struct wanted){ .map = maps ? hmap_get(maps, name) : NULL,
+				  .rules = c->rules,
+				  .n = c->n }
 	       : (struct wanted){ .base = true,
 				  .rules = h->insert,
 				  .n = h->n_insert,
@@ -521,6 +707,7 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 		       const struct hmap *whole_sets, const struct hmap *member_sets)
 {
 	const struct ptable *want = &d->tables[t];
+	const struct hmap *maps = t == PT_FILTER ? &d->maps : NULL;
 	struct mtable *m = &x->m[t];
 	bool compare = x->compare[t];
 	if (!m->exists) {
@@ -554,7 +741,7 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 			mchain_set_refs(m, mc, -1);
 			mchain_free_sets(mc);
 		}
-		if (!wanted_chain(want, it.key, &w))
+		if (!wanted_chain(want, maps, it.key, &w))
 			continue;
 		if (!mc) {
 			/* made now, so that every rule of the batch finds its jumps' targets */
@@ -614,24 +801,30 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	}
 	hmap_clear(&made);
 	free_names(&names);
+	/* the dispatch maps, before the rules that look them up */
+	if (maps)
+		plan_maps(x, t, d, compare, MAPS_MAKE);
 	/* 2. rules, chain by chain; the base chains are made here (hooked) */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
-		if (wanted_chain(want, it.key, &w))
+		if (wanted_chain(want, maps, it.key, &w))
 			sync_chain(x, t, it.key, &w);
 	}
+	/* the maps' elements: added once their chains are there, removed before they go */
+	if (maps)
+		plan_maps(x, t, d, compare, MAPS_ELEMS);
 	/* 3. chains no longer wanted: emptied, then deleted (nothing wanted jumps to them now) */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
 		struct mchain *mc = hmap_get(&m->chains, it.key);
-		if (!mc || wanted_chain(want, it.key, &w))
+		if (!mc || wanted_chain(want, maps, it.key, &w))
 			continue;
 		if (mc->n)
 			nft_batch_flush_chain(x->batch, table_name(t), it.key);
 	}
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
-		if (!hmap_has(&m->chains, it.key) || wanted_chain(want, it.key, &w))
+		if (!hmap_has(&m->chains, it.key) || wanted_chain(want, maps, it.key, &w))
 			continue;
 		nft_batch_del_chain(x->batch, table_name(t), it.key);
 		mchain_free(hmap_del(&m->chains, it.key));
@@ -649,6 +842,8 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 		x->set_writes++;
 	}
 	hmap_clear(&unused);
+	if (maps)
+		plan_maps(x, t, d, compare, MAPS_DROP);
 }
 
 static void clear_pending(struct nftables *x)
@@ -665,7 +860,7 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	bool any = false;
 	for (int t = 0; t < PT_TABLES; t++)
 		any |= x->compare[t] || d->tables[t].dirty;
-	any |= d->dirty_sets.n > 0 || d->dirty_members.n > 0;
+	any |= d->dirty_sets.n > 0 || d->dirty_members.n > 0 || d->dirty_maps.n > 0;
 	for (int t = 0; t < PT_TABLES; t++)
 		any |= d->dirty_chains[t].n > 0;
 	nft_batch_free(x->batch);
@@ -708,6 +903,7 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	}
 	hmap_clear(&d->dirty_sets);
 	hmap_clear(&d->dirty_members);
+	hmap_clear(&d->dirty_maps);
 	return 0;
 }
 

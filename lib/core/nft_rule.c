@@ -429,6 +429,22 @@ int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf 
 	return t.rc;
 }
 
+void nft_rule_dispatch(struct nft_rule_ir *out, bool oif, const char *map)
+{
+	memset(out, 0, sizeof(*out));
+	struct strbuf err = STRBUF_INIT;
+	struct tx t = { .r = out, .err = &err };
+	const char *id = oif ? NFT_DISPATCH_OIF_ID : NFT_DISPATCH_IIF_ID;
+	comment(&t, id);
+	add(&t, NFTX_COUNTER, 0);
+	load_meta(&t, NFT_REG_1, oif ? NFT_META_OIFNAME : NFT_META_IIFNAME, IFNAMSIZ);
+	struct nftx *x = add(&t, NFTX_LOOKUP, NFT_REG_1);
+	x->len = IFNAMSIZ;
+	x->b = 1; /* the verdict register: a verdict map */
+	snprintf(x->str, sizeof(x->str), "%s", map);
+	sb_free(&err);
+}
+
 /* --- the debug form ------------------------------------------------------------------------ */
 
 /* As nft --debug=netlink and libnftnl print expressions: "[ cmp eq reg 1 0x0000000a ]". */
@@ -539,6 +555,8 @@ void nft_rule_format(const struct nft_rule_ir *r, struct strbuf *out)
 			sb_adds(out, "lookup ");
 			put_reg(out, x->reg);
 			sb_addf(out, " set %s", x->str[0] ? x->str : "(anonymous)");
+			if (x->b)
+				sb_adds(out, " dreg 0");
 			if (x->a & NFT_LOOKUP_F_INV)
 				sb_adds(out, " 0x1");
 			break;

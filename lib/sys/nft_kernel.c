@@ -23,6 +23,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 
 #include <libmnl/libmnl.h>
 #include <libnftnl/batch.h>
@@ -42,6 +43,7 @@
 #define TYPE_IPADDR	  7
 #define TYPE_INET_PROTO	  12
 #define TYPE_INET_SERVICE 13
+#define TYPE_IFNAME	  41
 #define TYPE_BITS	  6
 
 struct nft {
@@ -157,7 +159,7 @@ struct reader {
 	const char *table; /* dumps are filtered here too: the kernel does not filter chains */
 	struct nft_table_state *t;
 	struct hmap chains; /* name -> index + 1 */
-	size_t cap_chains, cap_sets;
+	size_t cap_chains, cap_sets, cap_maps;
 	size_t *rule_caps; /* each chain's rules' capacity */
 };
 
@@ -246,9 +248,15 @@ static int set_cb(const struct nlmsghdr *h, void *ctx)
 		return MNL_CB_ERROR;
 	}
 	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
-	if (!(flags & NFT_SET_ANONYMOUS) &&
-	    streq(nftnl_set_get_str(s, NFTNL_SET_TABLE), rd->table)) {
-		struct nft_table_state *t = rd->t;
+	struct nft_table_state *t = rd->t;
+	bool named = !(flags & NFT_SET_ANONYMOUS) &&
+		     streq(nftnl_set_get_str(s, NFTNL_SET_TABLE), rd->table);
+	if (named && flags & NFT_SET_MAP) {
+		GROW(t->maps, rd->cap_maps, t->n_maps + 1);
+		struct nft_map_state *ms = &t->maps[t->n_maps++];
+		memset(ms, 0, sizeof(*ms));
+		ms->name = dup_str(nftnl_set_get_str(s, NFTNL_SET_NAME));
+	} else if (named) {
 		GROW(t->sets, rd->cap_sets, t->n_sets + 1);
 		struct nft_set_state *ss = &t->sets[t->n_sets++];
 		memset(ss, 0, sizeof(*ss));
@@ -299,6 +307,48 @@ static int elem_each(struct nftnl_set_elem *e, void *ctx)
 		re->port = ntohs(port);
 	}
 	return 0;
+}
+
+/* A map's elements: an interface name and the chain of its verdict. */
+struct map_reader {
+	struct nft_map_elem *v;
+	size_t n, cap;
+};
+
+static int map_elem_each(struct nftnl_set_elem *e, void *ctx)
+{
+	struct map_reader *mr = ctx;
+	uint32_t len = 0;
+	const char *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+	const char *chain = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)
+				    ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
+				    : "";
+	if (!k)
+		return 0;
+	GROW(mr->v, mr->cap, mr->n + 1);
+	struct nft_map_elem *me = &mr->v[mr->n++];
+	memset(me, 0, sizeof(*me));
+	memcpy(me->iface, k, MIN(len, (uint32_t)sizeof(me->iface) - 1));
+	snprintf(me->chain, sizeof(me->chain), "%s", chain);
+	return 0;
+}
+
+static int map_elems_cb(const struct nlmsghdr *h, void *ctx)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	if (!s || nftnl_set_elems_nlmsg_parse(h, s) < 0) {
+		nftnl_set_free(s);
+		return MNL_CB_ERROR;
+	}
+	nftnl_set_elem_foreach(s, map_elem_each, ctx);
+	nftnl_set_free(s);
+	return MNL_CB_OK;
+}
+
+static int cmp_map_elem(const void *a, const void *b)
+{
+	return strcmp(((const struct nft_map_elem *)a)->iface,
+		      ((const struct nft_map_elem *)b)->iface);
 }
 
 static int elems_cb(const struct nlmsghdr *h, void *ctx)
@@ -419,6 +469,21 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 			elems_from_raw(ss, &er);
 		free(er.v);
 	}
+	for (size_t i = 0; r == 0 && i < out->n_maps; i++) {
+		struct nft_map_state *ms = &out->maps[i];
+		struct nftnl_set *s = nftnl_set_alloc();
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, ms->name);
+		h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
+		nftnl_set_elems_nlmsg_build_payload(h, s);
+		nftnl_set_free(s);
+		struct map_reader mr = { 0 };
+		r = talk(n, h, map_elems_cb, &mr);
+		if (mr.n)
+			qsort(mr.v, mr.n, sizeof(*mr.v), cmp_map_elem);
+		ms->elems = mr.v;
+		ms->n = mr.n;
+	}
 	hmap_clear(&rd.chains);
 	free(rd.rule_caps);
 	if (r < 0) {
@@ -454,8 +519,13 @@ void nft_table_state_free(struct nft_table_state *t)
 		free(t->sets[i].name);
 		free(t->sets[i].elems);
 	}
+	for (size_t i = 0; i < t->n_maps; i++) {
+		free(t->maps[i].name);
+		free(t->maps[i].elems);
+	}
 	free(t->chains);
 	free(t->sets);
+	free(t->maps);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -690,6 +760,58 @@ void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set)
 /* Elements per message: a message must fit the batch's overrun (64 KiB). */
 #define ELEMS_PER_MSG 512
 
+void nft_batch_add_ifmap(struct nft_batch *b, const char *table, const char *map)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, map);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
+	nftnl_set_set_u32(s, NFTNL_SET_ID, ++b->anon_id);
+	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IFNAME);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, IFNAMSIZ);
+	nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+	/* nft reads keys as big-endian numbers unless the set says otherwise: names are in
+	 * host order, as nft itself marks an ifname set (else `nft list` shows "") */
+	struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
+	nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, 1 /* host order */);
+	nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
+			   nftnl_udata_buf_len(ud));
+	nftnl_udata_buf_free(ud);
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWSET, NLM_F_CREATE, "add map %s %s", table, map);
+	nftnl_set_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+}
+
+void nft_batch_ifmap_elems(struct nft_batch *b, const char *table, const char *map,
+			   const struct nft_map_elem *e, size_t n, bool add)
+{
+	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
+		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
+		struct nftnl_set *s = nftnl_set_alloc();
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, map);
+		for (size_t i = at; i < at + k; i++) {
+			char key[IFNAMSIZ] = { 0 };
+			snprintf(key, sizeof(key), "%s", e[i].iface);
+			struct nftnl_set_elem *se = nftnl_set_elem_alloc();
+			nftnl_set_elem_set(se, NFTNL_SET_ELEM_KEY, key, sizeof(key));
+			if (add) {
+				nftnl_set_elem_set_u32(se, NFTNL_SET_ELEM_VERDICT, NFT_GOTO);
+				nftnl_set_elem_set_str(se, NFTNL_SET_ELEM_CHAIN, e[i].chain);
+			}
+			nftnl_set_elem_add(s, se);
+		}
+		struct nlmsghdr *h = next_msg(
+			b, add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, add ? NLM_F_CREATE : 0,
+			"%s %zu elements of map %s %s", add ? "add" : "delete", k, table, map);
+		nftnl_set_elems_nlmsg_build_payload(h, s);
+		nftnl_set_free(s);
+		done_msg(b);
+	}
+}
+
 void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
 		     enum nft_set_kind kind, const struct nft_elem *e, size_t n, bool add)
 {
@@ -824,6 +946,8 @@ static void add_exprs(struct nftnl_rule *r, const struct nft_rule_ir *ir, uint32
 			}
 			if (x->a)
 				nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, x->a);
+			if (x->b)
+				nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
 			break;
 		case NFTX_IMM:
 			e = expr("immediate");

@@ -65,6 +65,15 @@ pt_settled
 bt_expect_eq "foreign tables after the first apply" "$FOREIGN" "$(foreign)"
 chains=$(pt_chains cali-)
 [ "$chains" -gt 400 ] || bt_fail "expected the chains of 200 endpoints, found $chains"
+# interface dispatch: one verdict map lookup per direction, an element per local interface
+for m in cali-from-wl-dispatch:cali-fw- cali-to-wl-dispatch:cali-tw-; do
+	map=$(ip netns exec "$NODE" nft list map ip brindle-filter "${m%%:*}")
+	n=$(grep -o "\"cali[^\"]*\" : goto ${m#*:}cali" <<<"$map" | wc -l)
+	[ "$n" -ge 200 ] || bt_fail "map ${m%%:*}: $n interfaces, want every local one: $map"
+done
+disp=$(ip netns exec "$NODE" nft list chain ip brindle-filter cali-from-wl-dispatch)
+grep -q 'iifname vmap @cali-from-wl-dispatch' <<<"$disp" || bt_fail "no map lookup: $disp"
+bt_expect_eq "rules of the dispatch chain (the lookup, the drop)" 2 "$(grep -c 'comment "cali:' <<<"$disp")"
 bt_expect_eq "felix's tables, and no other of its" "brindle-filter brindle-nat" \
 	"$(ip netns exec "$NODE" nft list tables | awk '$3 ~ /^brindle-/ {print $3}' | sort | xargs)"
 # the legacy leftovers: gone once the nftables rules were in; someone else's rule stays

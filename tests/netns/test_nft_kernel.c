@@ -322,6 +322,72 @@ static void test_atomic_failure(void **state)
 	(void)state;
 }
 
+/*
+ * Interface dispatch through a verdict map: nft lists the lookup and the elements as it would
+ * write them; the backend reads the elements back; an element and its chain go in one batch
+ * (the element first: a chain a map element points to cannot be deleted).
+ */
+static void test_dispatch_map(void **state)
+{
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_add_table(b, T);
+	nft_batch_add_chain(b, T, "cali-fw-cali1", -1, 0, NULL);
+	nft_batch_add_chain(b, T, "cali-fw-cali22", -1, 0, NULL);
+	nft_batch_add_chain(b, T, "cali-from-wl-dispatch", -1, 0, NULL);
+	nft_batch_add_ifmap(b, T, "cali-from-wl-dispatch");
+	struct nft_map_elem e[] = { { "cali22", "cali-fw-cali22" }, { "cali1", "cali-fw-cali1" } };
+	nft_batch_ifmap_elems(b, T, "cali-from-wl-dispatch", e, 2, true);
+	struct nft_rule_ir ir;
+	nft_rule_dispatch(&ir, false, "cali-from-wl-dispatch");
+	assert_string_equal(ir.id, NFT_DISPATCH_IIF_ID);
+	nft_batch_add_rule(b, T, "cali-from-wl-dispatch", &ir);
+	rule(b, "cali-from-wl-dispatch", "-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j DROP");
+	commit(b);
+	char *got = listed(T);
+	if (!strstr(got, "\tmap cali-from-wl-dispatch {\n"
+			 "\t\ttype ifname : verdict\n"
+			 "\t\telements = { \"cali22\" : goto cali-fw-cali22,\n"
+			 "\t\t\t     \"cali1\" : goto cali-fw-cali1 }\n") &&
+	    !strstr(got, "\t\telements = { \"cali1\" : goto cali-fw-cali1,\n"
+			 "\t\t\t     \"cali22\" : goto cali-fw-cali22 }\n"))
+		fail_msg("map not as written:\n%s", got);
+	if (!strstr(got,
+		    "\t\tcounter packets 0 bytes 0 iifname vmap @cali-from-wl-dispatch comment "
+		    "\"cali:dispatch-iifname\"\n"))
+		fail_msg("lookup not as written:\n%s", got);
+	free(got);
+	struct nft_table_state ts;
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	assert_int_equal(ts.n_sets, 0);
+	assert_int_equal(ts.n_maps, 1);
+	assert_string_equal(ts.maps[0].name, "cali-from-wl-dispatch");
+	assert_int_equal(ts.maps[0].n, 2);
+	assert_string_equal(ts.maps[0].elems[0].iface, "cali1");
+	assert_string_equal(ts.maps[0].elems[0].chain, "cali-fw-cali1");
+	assert_string_equal(ts.maps[0].elems[1].iface, "cali22");
+	const struct nft_chain_state *c = nft_table_state_chain(&ts, "cali-from-wl-dispatch");
+	assert_string_equal(c->rules[0].id, NFT_DISPATCH_IIF_ID);
+	nft_table_state_free(&ts);
+	/* the pod on cali1 goes: its element, then its chain, in one batch */
+	b = nft_batch_new(N);
+	nft_batch_ifmap_elems(b, T, "cali-from-wl-dispatch", &e[1], 1, false);
+	nft_batch_del_chain(b, T, "cali-fw-cali1");
+	commit(b);
+	/* the other way round the kernel refuses, and says which edit */
+	b = nft_batch_new(N);
+	nft_batch_del_chain(b, T, "cali-fw-cali22");
+	nft_batch_ifmap_elems(b, T, "cali-from-wl-dispatch", &e[0], 1, false);
+	assert_int_equal(nft_batch_commit(b), -EBUSY);
+	nft_batch_free(b);
+	assert_non_null(strstr(nft_last_error(N), "delete chain brindle-test cali-fw-cali22"));
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	assert_int_equal(ts.maps[0].n, 1);
+	assert_string_equal(ts.maps[0].elems[0].iface, "cali22");
+	assert_null(nft_table_state_chain(&ts, "cali-fw-cali1"));
+	nft_table_state_free(&ts);
+	(void)state;
+}
+
 /* Someone else's table is never read or written: only the names given. */
 static void test_foreign_table(void **state)
 {
@@ -349,6 +415,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_write_and_read, clean),
 		cmocka_unit_test_teardown(test_edits, clean),
 		cmocka_unit_test_teardown(test_atomic_failure, clean),
+		cmocka_unit_test_teardown(test_dispatch_map, clean),
 		cmocka_unit_test_teardown(test_foreign_table, clean),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

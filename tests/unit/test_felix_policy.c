@@ -756,6 +756,59 @@ static void test_dispatch_tree(void **state)
 	pol_free(incremental);
 }
 
+/*
+ * Dispatch through verdict maps (the nftables backend): no tree, the root holds the drop, the
+ * map an element per interface; an endpoint coming or going marks its element alone; back to
+ * trees, the maps go.
+ */
+static void test_dispatch_maps(void **state)
+{
+	ns("a", "");
+	pod("a", "p1", "node-a", "cali1111", "10.1.0.1", "", NULL);
+	pod("a", "p2", "node-a", "cali2222", "10.1.0.2", "", NULL);
+	assert_int_equal(chain("cali-from-wl-dispatch")->n, 3); /* the tree: two and the drop */
+	struct pol_desired *d = pol_desired(P);
+	pol_set_dispatch_maps(P, true);
+	const struct pchain *root = chain("cali-from-wl-dispatch");
+	assert_int_equal(root->n, 1);
+	assert_non_null(rule_with(root, "Unknown interface"));
+	assert_int_equal(d->maps.n, 2);
+	const struct pmap *in = hmap_get(&d->maps, "cali-from-wl-dispatch");
+	const struct pmap *out = hmap_get(&d->maps, "cali-to-wl-dispatch");
+	assert_false(in->oif);
+	assert_true(out->oif);
+	assert_string_equal(hmap_get(&in->ifaces, "cali1111"), "cali-fw-cali1111");
+	assert_string_equal(hmap_get(&out->ifaces, "cali2222"), "cali-tw-cali2222");
+	assert_true(hmap_has(&d->dirty_maps, "cali-from-wl-dispatch"));
+	hmap_clear(&d->dirty_maps);
+	hmap_clear(&d->dirty_chains[PT_FILTER]);
+	/* one pod goes, one comes: their elements alone, the root untouched */
+	del(KIND_WORKLOADENDPOINT, "a", "p1");
+	pod("a", "p3", "node-a", "cali3333", "10.1.0.3", "", NULL);
+	pol_flush(P);
+	assert_int_equal(d->dirty_maps.n, 4);
+	assert_true(hmap_has(&d->dirty_maps, "cali-from-wl-dispatch\ncali1111"));
+	assert_true(hmap_has(&d->dirty_maps, "cali-to-wl-dispatch\ncali3333"));
+	assert_false(hmap_has(&d->dirty_chains[PT_FILTER], "cali-from-wl-dispatch"));
+	assert_null(hmap_get(&in->ifaces, "cali1111"));
+	assert_int_equal(in->ifaces.n, 2);
+	/* a host endpoint: its maps, without the drop (other interfaces go on to the rest) */
+	apply("apiVersion: projectcalico.org/v3\nkind: HostEndpoint\n"
+	      "metadata: {name: node-a-eth0}\n"
+	      "spec: {node: node-a, interfaceName: eth0, expectedIPs: [192.168.1.10]}\n");
+	assert_int_equal(chain("cali-from-host-endpoint")->n, 0);
+	const struct pmap *fh = hmap_get(&d->maps, "cali-from-host-endpoint");
+	assert_non_null(fh);
+	assert_string_equal(hmap_get(&fh->ifaces, "eth0"), "cali-fh-eth0");
+	/* trees again: the maps go, marked */
+	hmap_clear(&d->dirty_maps);
+	pol_set_dispatch_maps(P, false);
+	assert_true(chain("cali-from-wl-dispatch")->n > 1);
+	assert_int_equal(d->maps.n, 0);
+	assert_int_equal(d->dirty_maps.n, 4);
+	(void)state;
+}
+
 static void test_endpoint_to_host_action(void **state)
 {
 	struct felix_config cfg;
@@ -1081,6 +1134,7 @@ int main(void)
 		WITH_POLICY(test_host_endpoint_failsafe),
 		WITH_POLICY(test_nat_outgoing),
 		WITH_POLICY(test_dispatch_tree),
+		WITH_POLICY(test_dispatch_maps),
 		WITH_POLICY(test_endpoint_to_host_action),
 		WITH_POLICY(test_event_log_rules),
 		WITH_POLICY(test_staged_preview),

@@ -55,7 +55,8 @@ enum nftx_kind {
 	NFTX_CMP,      /* reg op d1 (len bytes) */
 	NFTX_BITWISE,  /* reg <- (reg & d1) ^ d2 (len bytes) */
 	NFTX_RANGE,    /* reg op [d1, d2] (len bytes; op EQ or NEQ) */
-	NFTX_LOOKUP,   /* reg (len bytes) in set str ("" the rule's anonymous set); a: invert */
+	NFTX_LOOKUP,   /* reg (len bytes) in set str ("" the rule's anonymous set); a: invert;
+			* b: a verdict map (its element's verdict is the rule's) */
 	NFTX_IMM,      /* verdict; str: the chain of a jump or goto */
 	NFTX_LOG,      /* a: group (NFLOG) or level (LOG); b: snaplen; c: threshold; str */
 	NFTX_LIMIT,    /* a: rate, b: unit (seconds), c: burst */
@@ -143,6 +144,15 @@ bool nft_elem_from_member(enum nft_set_kind kind, const char *member, struct nft
  * cannot express).
  */
 int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf *err) must_check;
+
+/*
+ * Interface dispatch through a verdict map: `iifname vmap @MAP` (`oifname` for @oif), whose
+ * elements send each interface name to its endpoint's chain. The rule's id is one of the two
+ * below, so that a chain holding it is recognised as a map's by its first rule.
+ */
+#define NFT_DISPATCH_IIF_ID "cali:dispatch-iifname"
+#define NFT_DISPATCH_OIF_ID "cali:dispatch-oifname"
+void nft_rule_dispatch(struct nft_rule_ir *out, bool oif, const char *map);
 
 /*
  * The rule in nft's syntax, as `nft list` shows it (for logs, tests and

@@ -44,8 +44,22 @@ struct nft_set_state {
 	size_t n;
 };
 
+/* An element of an interface dispatch map: packets of @iface go to chain @chain. */
+struct nft_map_elem {
+	char iface[16]; /* IFNAMSIZ */
+	char chain[32];
+};
+
+struct nft_map_state {
+	char *name;
+	struct nft_map_elem *elems; /* sorted by iface */
+	size_t n;
+};
+
 struct nft_table_state {
 	bool exists;
+	struct nft_map_state *maps; /* verdict maps keyed on interface names */
+	size_t n_maps;
 	struct nft_chain_state *chains;
 	size_t n_chains;
 	struct nft_set_state *sets;
@@ -110,6 +124,11 @@ void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set);
 /* Add or remove elements (@add false) of a set of @kind. */
 void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
 		     enum nft_set_kind kind, const struct nft_elem *e, size_t n, bool add);
+/* A verdict map from interface names to chains (its elements "goto CHAIN"; deleted as a set),
+ * and its elements added or removed (removed by interface: the chain is not compared). */
+void nft_batch_add_ifmap(struct nft_batch *b, const char *table, const char *map);
+void nft_batch_ifmap_elems(struct nft_batch *b, const char *table, const char *map,
+			   const struct nft_map_elem *e, size_t n, bool add);
 size_t nft_batch_size(const struct nft_batch *b); /* edits queued */
 /* Send the batch: all of it is applied, or none. 0, or a negative errno (nft_last_error). */
 int nft_batch_commit(struct nft_batch *b) must_check;
