@@ -9,10 +9,15 @@
  *     into emptied tables: nft's own parser and batch).
  *  2. One change with everything programmed (a policy changed, a local
  *     endpoint added), time to enforced (calc + batch), at growing numbers of
- *     local endpoints: the curve of a change's cost against the table's size.
+ *     local endpoints: the curve of a change's cost against the table's size,
+ *     with its parts: the calculation, felix's planning of the batch, and the
+ *     kernel's commit.
  *
  * Medians of 5 runs; ratios within the run.
- * Run: sudo build/release/bench/bench_felix_policy_nft [LOCAL [REMOTE [POLICIES]]]
+ * Run: sudo build/release/bench/bench_felix_policy_nft [LOCAL [REMOTE [POLICIES [CURVE...]]]]
+ * (CURVE: the local endpoints of each point of the curve; LOCAL/10, LOCAL, 4 LOCAL if none)
+ * For a profile of one kind of change (perf record): BENCH_PROFILE=N makes N endpoint
+ * additions at LOCAL after one full program, and nothing else.
  */
 #include "calc/calc.h"
 #include "calc/policy.h"
@@ -21,6 +26,7 @@
 
 #include <brindle/sys/log.h>
 #include <brindle/sys/nft.h>
+#include <brindle/sys/rules_cleanup.h>
 #include <brindle/sys/clock.h>
 
 #include <sched.h>
@@ -96,6 +102,8 @@ static void felix_close(struct felix *f)
 	calc_free(f->c);
 }
 
+static double commit_ms; /* the kernel's share of the last apply */
+
 static double felix_apply(struct felix *f, double *calc_ms)
 {
 	struct pol *p = calc_policy(f->c);
@@ -107,6 +115,7 @@ static double felix_apply(struct felix *f, double *calc_ms)
 			dataplane_status(f->dp)->policy_problem);
 		exit(1);
 	}
+	commit_ms = dataplane_status(f->dp)->rule_commit_ms;
 	return ms_since(t0);
 }
 
@@ -121,11 +130,62 @@ static size_t count_rules(void)
 	return n;
 }
 
-/* One change at a size: median time to enforced of a policy changed and an endpoint added. */
-static void change_curve(int local, int remote, int policies, double *pol_ms, double *ep_ms,
-			 size_t *rules)
+/* A change's time and its parts (medians). */
+struct change {
+	double total, calc, commit;
+};
+
+/*
+ * The kernel's floor for a change of this table: one rule appended to a chain (a verdict, as
+ * every rule of felix's has) in a batch of its own, timed as felix's commits are; the rule is
+ * deleted again after. Every rule with a verdict makes the kernel check the table's jumps
+ * again at the commit, from the base chains down.
+ */
+static double kernel_floor(struct nft *nft)
 {
+	struct nft_rule_ir ir;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	if (nft_rule_from_text("-m comment --comment \"cali:benchfloor000000\" -j ACCEPT", &ir,
+			       &err) < 0) {
+		fprintf(stderr, "floor rule: %s\n", sb_str(&err));
+		exit(1);
+	}
+	sb_free(&err);
+	struct nft_batch *b = nft_batch_new(nft);
+	size_t slot = nft_batch_add_rule(b, NFT_TABLE_FILTER, "cali-FORWARD", &ir);
+	uint64_t t0 = now_ns();
+	if (nft_batch_commit(b) < 0) {
+		fprintf(stderr, "floor commit: %s\n", nft_last_error(nft));
+		exit(1);
+	}
+	double ms = ms_since(t0);
+	uint64_t handle = nft_batch_rule_handle(b, slot);
+	nft_batch_free(b);
+	b = nft_batch_new(nft);
+	nft_batch_del_rule(b, NFT_TABLE_FILTER, "cali-FORWARD", handle);
+	if (nft_batch_commit(b) < 0) {
+		fprintf(stderr, "floor delete: %s\n", nft_last_error(nft));
+		exit(1);
+	}
+	nft_batch_free(b);
+	return ms;
+}
+
+static struct change change_median(double *total, double *calc, double *commit, size_t n)
+{
+	return (struct change){ median(total, n), median(calc, n), median(commit, n) };
+}
+
+/* One change at a size: median time to enforced of a policy changed and an endpoint added. */
+static void change_curve(int local, int remote, int policies, struct change *pol_c,
+			 struct change *ep_c, struct change *rem_c, double *floor_ms, size_t *rules)
+{
+	double floor[RUNS * CHANGES];
+	double rem[RUNS * CHANGES], rem_calc[RUNS * CHANGES], rem_commit[RUNS * CHANGES];
 	double pol[RUNS * CHANGES], ep[RUNS * CHANGES], calc;
+	double pol_calc[RUNS * CHANGES], ep_calc[RUNS * CHANGES];
+	double pol_commit[RUNS * CHANGES], ep_commit[RUNS * CHANGES];
 	int nc = 0;
 	for (int r = 0; r < RUNS; r++) {
 		sh("nft flush ruleset");
@@ -135,14 +195,30 @@ static void change_curve(int local, int remote, int policies, double *pol_ms, do
 		*rules = count_rules();
 		for (int k = 0; k < CHANGES; k++, nc++) {
 			emit(policy_scenario_policy(7, 1 + nc), f.c);
-			pol[nc] = felix_apply(&f, &calc);
+			pol[nc] = felix_apply(&f, &pol_calc[nc]);
+			pol_commit[nc] = commit_ms;
 			emit(policy_scenario_endpoint(local + remote + nc, true), f.c);
-			ep[nc] = felix_apply(&f, &calc);
+			ep[nc] = felix_apply(&f, &ep_calc[nc]);
+			ep_commit[nc] = commit_ms;
+			/* a pod on another node: it joins the sets of the policies that select it
+			 */
+			emit(policy_scenario_endpoint(local + remote + 1000 + nc, false), f.c);
+			rem[nc] = felix_apply(&f, &rem_calc[nc]);
+			rem_commit[nc] = commit_ms;
+			floor[nc] = kernel_floor(f.nft);
 		}
 		felix_close(&f);
 	}
-	*pol_ms = median(pol, (size_t)nc);
-	*ep_ms = median(ep, (size_t)nc);
+	*pol_c = change_median(pol, pol_calc, pol_commit, (size_t)nc);
+	*ep_c = change_median(ep, ep_calc, ep_commit, (size_t)nc);
+	*rem_c = change_median(rem, rem_calc, rem_commit, (size_t)nc);
+	*floor_ms = median(floor, (size_t)nc);
+}
+
+static void print_change(const struct change *c)
+{
+	printf(" %7.2f ms (%5.2f + %5.2f + %5.2f)", c->total, c->calc,
+	       c->total - c->calc - c->commit, c->commit);
 }
 
 int main(int argc, char **argv)
@@ -158,6 +234,22 @@ int main(int argc, char **argv)
 	sh("ip link set lo up");
 	char path[] = "/tmp/bench-nft-XXXXXX";
 	close(mkstemp(path));
+	if (getenv("BENCH_PROFILE")) {
+		struct felix f;
+		double calc, sum = 0, sum_calc = 0;
+		int n = atoi(getenv("BENCH_PROFILE"));
+		felix_open(&f, local, remote, policies);
+		felix_apply(&f, &calc);
+		for (int k = 0; k < n; k++) {
+			emit(policy_scenario_endpoint(local + remote + k, true), f.c);
+			sum += felix_apply(&f, &calc);
+			sum_calc += calc;
+		}
+		printf("%d endpoint additions at %d local: %.2f ms each, of which calc %.2f ms\n",
+		       n, local, sum / n, sum_calc / n);
+		felix_close(&f);
+		return 0;
+	}
 	double f_total[RUNS], f_calc[RUNS], base[RUNS];
 	size_t rules = 0;
 	for (int r = 0; r < RUNS; r++) {
@@ -189,14 +281,24 @@ int main(int argc, char **argv)
 	printf("  %-52s %8.1f ms  %.2fx\n", "felix: calc + one nftables batch", ft, ft / b);
 	printf("  %-52s %8.1f ms  %.2fx\n", "  of which the batch (build, send, commit)",
 	       ft - median(f_calc, RUNS), (ft - median(f_calc, RUNS)) / b);
-	printf("\nOne change with everything programmed: time to enforced (calc + batch)\n");
-	printf("  %10s %10s %18s %18s\n", "local eps", "rules", "policy changed", "endpoint added");
-	int sizes[] = { local / 10, local, local * 4 };
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		double pm, em;
+	printf("\nOne change with everything programmed: time to enforced (calc + plan + kernel "
+	       "commit)\n");
+	printf("  %9s %8s %10s %-37s %-37s %-37s\n", "local eps", "rules", "kernel",
+	       "  policy changed", "  local endpoint added", "  remote endpoint added");
+	int sizes[16] = { local / 10, local, local * 4 }, n_sizes = 3;
+	if (argc > 4)
+		for (n_sizes = 0; n_sizes < 16 && 4 + n_sizes < argc; n_sizes++)
+			sizes[n_sizes] = atoi(argv[4 + n_sizes]);
+	for (int i = 0; i < n_sizes; i++) {
+		struct change pc, ec, rc;
 		size_t n;
-		change_curve(sizes[i] ? sizes[i] : 1, remote, policies, &pm, &em, &n);
-		printf("  %10d %10zu %15.2f ms %15.2f ms\n", sizes[i], n, pm, em);
+		double floor;
+		change_curve(sizes[i] ? sizes[i] : 1, remote, policies, &pc, &ec, &rc, &floor, &n);
+		printf("  %9d %8zu %7.2f ms", sizes[i], n, floor);
+		print_change(&pc);
+		print_change(&ec);
+		print_change(&rc);
+		printf("\n");
 	}
 	return 0;
 }

@@ -435,6 +435,23 @@ static void render_dispatch(struct pol *p, const char *root, const char *opt,
 	free(bins);
 }
 
+/* Map @m's element for @iface made to go to @prefix@iface (@prefix NULL: no element). */
+static void map_set(struct pol *p, struct pmap *m, const char *iface, const char *prefix)
+{
+	char target[32], key[64];
+	const char *had = hmap_get(&m->ifaces, iface);
+	if (prefix)
+		snprintf(target, sizeof(target), "%s%s", prefix, iface);
+	if (prefix ? had && streq(had, target) : !had)
+		return;
+	if (prefix)
+		free(hmap_put(&m->ifaces, iface, xstrdup(target)));
+	else
+		free(hmap_del(&m->ifaces, iface));
+	snprintf(key, sizeof(key), "%s\n%s", m->root, iface);
+	hmap_put(&p->d.dirty_maps, key, (void *)1);
+}
+
 /*
  * Dispatch as a verdict map: @root's map made to send each of @names to its chain, the
  * elements that change marked; chain @root holds what follows the lookup.
@@ -444,7 +461,6 @@ static void render_dispatch_map(struct pol *p, const char *root, bool oif,
 				bool drop_unknown, struct hmap *made)
 {
 	struct pmap *m = hmap_get(&p->d.maps, root);
-	char key[64];
 	if (!m) {
 		m = xcalloc(1, sizeof(*m));
 		snprintf(m->root, sizeof(m->root), "%s", root);
@@ -454,26 +470,18 @@ static void render_dispatch_map(struct pol *p, const char *root, bool oif,
 	}
 	struct hmap now = HMAP_INIT;
 	for (size_t i = 0; i < n; i++) {
-		char target[32];
-		snprintf(target, sizeof(target), "%s%s", target_prefix, names[i]);
 		hmap_put(&now, names[i], (void *)1);
-		const char *had = hmap_get(&m->ifaces, names[i]);
-		if (had && streq(had, target))
-			continue;
-		free(hmap_put(&m->ifaces, names[i], xstrdup(target)));
-		snprintf(key, sizeof(key), "%s\n%s", root, names[i]);
-		hmap_put(&p->d.dirty_maps, key, (void *)1);
+		map_set(p, m, names[i], target_prefix);
 	}
 	if (m->ifaces.n > n) {
-		const char **gone = xcalloc(m->ifaces.n - n + 1, sizeof(*gone));
+		char **gone = xcalloc(m->ifaces.n - n + 1, sizeof(*gone));
 		size_t ng = 0;
 		for (struct hmap_iter it = hmap_iter(&m->ifaces); hmap_next(&it);)
 			if (!hmap_has(&now, it.key))
-				gone[ng++] = it.key;
+				gone[ng++] = xstrdup(it.key);
 		for (size_t i = 0; i < ng; i++) {
-			snprintf(key, sizeof(key), "%s\n%s", root, gone[i]);
-			hmap_put(&p->d.dirty_maps, key, (void *)1);
-			free(hmap_del(&m->ifaces, gone[i]));
+			map_set(p, m, gone[i], NULL);
+			free(gone[i]);
 		}
 		free(gone);
 	}
@@ -562,12 +570,32 @@ void chains_render_dispatch(struct pol *p)
 	free(hl);
 }
 
+void chains_update_dispatch_maps(struct pol *p)
+{
+	static const struct {
+		const char *root, *prefix;
+		bool hep;
+	} maps[] = {
+		{ "cali-from-wl-dispatch", "cali-fw-", false },
+		{ "cali-to-wl-dispatch", "cali-tw-", false },
+		{ "cali-from-host-endpoint", "cali-fh-", true },
+		{ "cali-to-host-endpoint", "cali-th-", true },
+	};
+	for (struct hmap_iter it = hmap_iter(&p->dirty_ifaces); hmap_next(&it);) {
+		const struct pep *e = hmap_get(&p->locals, it.key);
+		for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
+			struct pmap *m = hmap_get(&p->d.maps, maps[i].root);
+			if (m)
+				map_set(p, m, it.key,
+					e && (e->kind == PEP_HEP) == maps[i].hep ? maps[i].prefix
+										 : NULL);
+		}
+	}
+}
+
 bool chains_have_local_heps(const struct pol *p)
 {
-	for (struct hmap_iter it = hmap_iter(&p->locals); hmap_next(&it);)
-		if (((const struct pep *)it.value)->kind == PEP_HEP)
-			return true;
-	return false;
+	return p->n_local_heps > 0;
 }
 
 static void failsafe_chain(struct pol *p, const char *name, const struct felix_failsafe *fs,

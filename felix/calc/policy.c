@@ -45,7 +45,8 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 		sets_endpoint_leave(p, old);
 		if (old->local && hmap_get(&p->locals, old->local->iface) == old) {
 			hmap_del(&p->locals, old->local->iface);
-			p->dirty_dispatch = true;
+			hmap_put(&p->dirty_ifaces, old->local->iface, (void *)1);
+			p->n_local_heps -= old->kind == PEP_HEP;
 		}
 	}
 	if (e) {
@@ -60,8 +61,11 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 				notice_add(&p->notices, NOTICE_WARNING,
 					   "interface %s claimed by %s and %s; using %s",
 					   e->local->iface, clash->key, e->key, e->key);
+			if (clash && clash != old)
+				p->n_local_heps -= clash->kind == PEP_HEP;
 			hmap_put(&p->locals, e->local->iface, e);
-			p->dirty_dispatch = true;
+			p->n_local_heps += e->kind == PEP_HEP;
+			hmap_put(&p->dirty_ifaces, e->local->iface, (void *)1);
 			hmap_put(&p->dirty_eps, key, (void *)1);
 		}
 	}
@@ -371,16 +375,20 @@ void pol_flush(struct pol *p)
 			free(pe);
 		}
 	}
-	if (p->dirty_dispatch || p->dirty_static) {
+	if (p->dirty_dispatch || p->dirty_static || p->dirty_ifaces.n) {
 		bool heps = chains_have_local_heps(p);
 		if (heps != p->had_heps)
-			p->dirty_static = true;
+			p->dirty_static = p->dirty_dispatch =
+				true; /* host endpoint dispatch comes or goes */
 		p->had_heps = heps;
 	}
-	if (p->dirty_dispatch) {
+	/* Trees are rendered again (a bin at a time); maps take the interfaces that changed. */
+	if (p->dirty_dispatch || (p->dirty_ifaces.n && !p->dispatch_maps))
 		chains_render_dispatch(p);
-		p->dirty_dispatch = false;
-	}
+	else if (p->dirty_ifaces.n)
+		chains_update_dispatch_maps(p);
+	p->dirty_dispatch = false;
+	hmap_clear(&p->dirty_ifaces);
 	if (p->dirty_static) {
 		chains_render_static(p);
 		p->dirty_static = false;
@@ -450,6 +458,7 @@ void pol_free(struct pol *p)
 	hmap_clear(&p->eps);
 	hmap_clear(&p->strings);
 	hmap_clear(&p->locals);
+	hmap_clear(&p->dirty_ifaces);
 	for (struct hmap_iter it = hmap_iter(&p->policies); hmap_next(&it);) {
 		struct pentry *pe = it.value;
 		ppolicy_free(pe->p);

@@ -358,7 +358,9 @@ struct pol {
 	struct hmap log_hashes; /* NFLOG policy hash → id (owned copy) */
 	struct hmap dispatch;	/* dispatch chains made last time → what from (owned) */
 	bool had_heps;
-	bool dispatch_maps; /* pol_set_dispatch_maps */
+	bool dispatch_maps;	  /* pol_set_dispatch_maps */
+	struct hmap dirty_ifaces; /* local interfaces that came, went or changed hands */
+	size_t n_local_heps;	  /* host endpoints among the locals */
 	struct strbuf scratch;
 };
 
@@ -432,6 +434,8 @@ void chains_render_endpoint(struct pol *p, struct pep *e);
 void chains_drop_endpoint(struct pol *p, struct plocal *lo);
 /* The interface dispatch chains, over every local endpoint. */
 void chains_render_dispatch(struct pol *p);
+/* The dispatch maps brought up to date for the interfaces in p->dirty_ifaces alone. */
+void chains_update_dispatch_maps(struct pol *p);
 /* The static chains (cali-FORWARD, cali-INPUT, ..., nat) and the hooks in built-in chains. */
 void chains_render_static(struct pol *p);
 /* Are there local host endpoints (the static chains then send traffic through them)? */

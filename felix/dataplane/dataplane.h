@@ -71,6 +71,7 @@ struct dp_status {
 	uint64_t commits[PT_TABLES]; /* iptables table commits */
 	uint64_t rule_writes;	     /* rules inserted, replaced or deleted */
 	uint64_t set_writes;	     /* ip set operations applied */
+	double rule_commit_ms;	     /* the last nftables commit: the kernel's share of an apply */
 	uint64_t drift_repairs[DP_DRIFT_KINDS];
 };
 

@@ -67,6 +67,7 @@ struct mtable {
 	struct hmap sets;     /* name -> struct mset */
 	struct hmap maps;     /* name -> struct mmap */
 	struct hmap set_refs; /* set name -> (void *)chains looking it up */
+	struct hmap unref;    /* sets whose last reference went this turn */
 };
 
 static void mchain_set_refs(struct mtable *m, struct mchain *c, int delta)
@@ -74,10 +75,12 @@ static void mchain_set_refs(struct mtable *m, struct mchain *c, int delta)
 	for (size_t i = 0; i < c->n_sets; i++) {
 		uintptr_t n = (uintptr_t)hmap_get(&m->set_refs, c->sets[i]);
 		n = delta > 0 ? n + 1 : n ? n - 1 : 0;
-		if (n)
+		if (n) {
 			hmap_put(&m->set_refs, c->sets[i], (void *)n);
-		else
+		} else {
 			hmap_del(&m->set_refs, c->sets[i]);
+			hmap_put(&m->unref, c->sets[i], (void *)1);
+		}
 	}
 }
 
@@ -130,6 +133,7 @@ static void mtable_clear(struct mtable *m)
 	hmap_clear(&m->chains);
 	hmap_clear(&m->sets);
 	hmap_clear(&m->set_refs);
+	hmap_clear(&m->unref);
 	m->exists = false;
 }
 
@@ -784,21 +788,38 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 			hmap_put(&made, it.key, (void *)1);
 		}
 	}
-	for (struct hmap_iter it = hmap_iter(&m->set_refs); hmap_next(&it);) {
+	/* the sets to bring up to date: all of them after a read, else those the calculation
+	 * marked (nftables name -> ip set name), each if a chain of this table looks it up */
+	struct hmap changed = HMAP_INIT;
+	if (compare) {
+		for (struct hmap_iter it = hmap_iter(&m->set_refs); hmap_next(&it);) {
+			struct mset *ms = hmap_get(&m->sets, it.key);
+			const char *ipset = hmap_get(&names, it.key);
+			if (ipset || (ms && (ipset = ms->ipset)))
+				hmap_put(&changed, it.key, (void *)ipset);
+		}
+	} else {
+		for (int k = 0; k < 2; k++)
+			for (struct hmap_iter it = hmap_iter(k ? member_sets : whole_sets);
+			     hmap_next(&it);) {
+				char nft[IPT_SET_NAME_MAX + 1];
+				nft_set_name(it.key, nft);
+				if (hmap_has(&m->set_refs, nft))
+					hmap_put(&changed, nft, (void *)it.key);
+			}
+	}
+	for (struct hmap_iter it = hmap_iter(&changed); hmap_next(&it);) {
 		struct mset *ms = hmap_get(&m->sets, it.key);
-		const char *ipset = hmap_get(&names, it.key);
-		if (!ipset && ms)
-			ipset = ms->ipset;
-		if (!ipset || hmap_has(&made, it.key))
-			continue;
+		const char *ipset = it.value;
 		const struct pset *s = hmap_get(&d->sets, ipset);
-		if (!s)
+		if (!s || hmap_has(&made, it.key))
 			continue;
 		const struct mlist *ml = hmap_get(member_sets, ipset);
 		if (compare || hmap_has(whole_sets, ipset) ||
 		    (ml && !(ms && ms->exact && sync_members(x, t, it.key, ms, s, ml))))
 			sync_set(x, t, it.key, ipset, s, true);
 	}
+	hmap_clear(&changed);
 	hmap_clear(&made);
 	free_names(&names);
 	/* the dispatch maps, before the rules that look them up */
@@ -833,9 +854,10 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	hmap_clear(&todo);
 	/* 4. sets no chain looks up any more: after the rules that did */
 	struct hmap unused = HMAP_INIT;
-	for (struct hmap_iter it = hmap_iter(&m->sets); hmap_next(&it);)
-		if (!hmap_has(&m->set_refs, it.key))
+	for (struct hmap_iter it = hmap_iter(compare ? &m->sets : &m->unref); hmap_next(&it);)
+		if (hmap_has(&m->sets, it.key) && !hmap_has(&m->set_refs, it.key))
 			hmap_put(&unused, it.key, (void *)1);
+	hmap_clear(&m->unref);
 	for (struct hmap_iter it = hmap_iter(&unused); hmap_next(&it);) {
 		nft_batch_del_set(x->batch, table_name(t), it.key);
 		mset_free(hmap_del(&m->sets, it.key));
@@ -947,6 +969,7 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 	for (int t = 0; t < PT_TABLES; t++)
 		x->compare[t] = false;
 	st->commits[PT_FILTER]++;
+	st->rule_commit_ms = ms;
 	st->rule_writes += x->writes;
 	st->set_writes += x->set_writes;
 	x->known_gen = nft_generation(x->nft, &x->gen) == 0;
