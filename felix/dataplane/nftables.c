@@ -186,10 +186,10 @@ struct nftables {
 	size_t writes, set_writes;
 	char problem[300];
 	int err;
-	/* added rules: where their handles go once committed */
+	/* added rules: where their handles go once committed (the chains are the mirror's: none
+	 * of a chain with rules added is freed between the plan and the apply) */
 	struct pending {
-		enum pt_table t;
-		char *chain;
+		struct mchain *mc;
 		size_t index, slot;
 	} * pend;
 	size_t n_pend, cap_pend;
@@ -280,8 +280,8 @@ static int nft_read_tables(struct dp_writer *w, const struct dp_input *in)
 /* --- plan ------------------------------------------------------------------------------- */
 
 /* Rule @text (NULL: the dispatch lookup of map @map) appended to @chain. */
-static void add_rule(struct nftables *x, enum pt_table t, const char *chain, size_t index,
-		     const char *text, const struct pmap *map)
+static void add_rule(struct nftables *x, enum pt_table t, const char *chain, struct mchain *mc,
+		     size_t index, const char *text, const struct pmap *map)
 {
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
@@ -296,8 +296,7 @@ static void add_rule(struct nftables *x, enum pt_table t, const char *chain, siz
 	sb_free(&err);
 	size_t slot = nft_batch_add_rule(x->batch, table_name(t), chain, &ir);
 	GROW(x->pend, x->cap_pend, x->n_pend + 1);
-	x->pend[x->n_pend++] =
-		(struct pending){ .t = t, .chain = xstrdup(chain), .index = index, .slot = slot };
+	x->pend[x->n_pend++] = (struct pending){ .mc = mc, .index = index, .slot = slot };
 	x->writes++;
 }
 
@@ -360,7 +359,7 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
 	for (size_t i = k; i < total; i++) {
 		const char *text = wanted_rule(w, i, mc->rules[i].id);
 		mc->rules[i].handle = 0;
-		add_rule(x, t, name, i, text, w->map);
+		add_rule(x, t, name, mc, i, text, w->map);
 	}
 }
 
@@ -870,8 +869,6 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 
 static void clear_pending(struct nftables *x)
 {
-	for (size_t i = 0; i < x->n_pend; i++)
-		free(x->pend[i].chain);
 	x->n_pend = 0;
 }
 
@@ -955,9 +952,8 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 	}
 	for (size_t i = 0; i < x->n_pend; i++) {
 		const struct pending *p = &x->pend[i];
-		struct mchain *mc = hmap_get(&x->m[p->t].chains, p->chain);
-		if (mc && p->index < mc->n)
-			mc->rules[p->index].handle = nft_batch_rule_handle(x->batch, p->slot);
+		if (p->index < p->mc->n)
+			p->mc->rules[p->index].handle = nft_batch_rule_handle(x->batch, p->slot);
 	}
 	/* the batch's pages and the handles' bookkeeping go now, not at the next plan */
 	nft_batch_free(x->batch);
