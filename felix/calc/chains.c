@@ -508,6 +508,18 @@ static void pmap_free(struct pmap *m)
 	free(m);
 }
 
+/* The four dispatches: a workload's or host endpoint's interface, in or out, to its chain. An
+ * unknown workload interface is dropped; other traffic goes on past the host dispatch. */
+static const struct dispatch_root {
+	const char *root, *prefix;
+	bool oif, hep;
+} dispatch_roots[] = {
+	{ "cali-from-wl-dispatch", "cali-fw-", false, false },
+	{ "cali-to-wl-dispatch", "cali-tw-", true, false },
+	{ "cali-from-host-endpoint", "cali-fh-", false, true },
+	{ "cali-to-host-endpoint", "cali-th-", true, true },
+};
+
 /* Forget what the dispatch chains were made from. */
 static void dispatch_clear(struct hmap *m)
 {
@@ -530,26 +542,18 @@ void chains_render_dispatch(struct pol *p)
 			wl[nw++] = e->local->iface;
 	}
 	struct hmap made = HMAP_INIT;
-	if (p->dispatch_maps) {
-		render_dispatch_map(p, "cali-from-wl-dispatch", false, "cali-fw-", wl, nw, true,
-				    &made);
-		render_dispatch_map(p, "cali-to-wl-dispatch", true, "cali-tw-", wl, nw, true,
-				    &made);
-		if (nh) {
-			render_dispatch_map(p, "cali-from-host-endpoint", false, "cali-fh-", hl, nh,
-					    false, &made);
-			render_dispatch_map(p, "cali-to-host-endpoint", true, "cali-th-", hl, nh,
-					    false, &made);
-		}
-	} else {
-		render_dispatch(p, "cali-from-wl-dispatch", "-i", "cali-fw-", wl, nw, true, &made);
-		render_dispatch(p, "cali-to-wl-dispatch", "-o", "cali-tw-", wl, nw, true, &made);
-		if (nh) {
-			render_dispatch(p, "cali-from-host-endpoint", "-i", "cali-fh-", hl, nh,
-					false, &made);
-			render_dispatch(p, "cali-to-host-endpoint", "-o", "cali-th-", hl, nh, false,
-					&made);
-		}
+	for (size_t i = 0; i < ARRAY_SIZE(dispatch_roots); i++) {
+		const struct dispatch_root *d = &dispatch_roots[i];
+		const char **names = d->hep ? hl : wl;
+		size_t nn = d->hep ? nh : nw;
+		if (d->hep && !nh)
+			continue; /* no host endpoint: no host dispatch */
+		if (p->dispatch_maps)
+			render_dispatch_map(p, d->root, d->oif, d->prefix, names, nn, !d->hep,
+					    &made);
+		else
+			render_dispatch(p, d->root, d->oif ? "-o" : "-i", d->prefix, names, nn,
+					!d->hep, &made);
 	}
 	for (struct hmap_iter it = hmap_iter(&p->dispatch); hmap_next(&it);)
 		if (!hmap_has(&made, it.key))
@@ -572,23 +576,14 @@ void chains_render_dispatch(struct pol *p)
 
 void chains_update_dispatch_maps(struct pol *p)
 {
-	static const struct {
-		const char *root, *prefix;
-		bool hep;
-	} maps[] = {
-		{ "cali-from-wl-dispatch", "cali-fw-", false },
-		{ "cali-to-wl-dispatch", "cali-tw-", false },
-		{ "cali-from-host-endpoint", "cali-fh-", true },
-		{ "cali-to-host-endpoint", "cali-th-", true },
-	};
 	for (struct hmap_iter it = hmap_iter(&p->dirty_ifaces); hmap_next(&it);) {
 		const struct pep *e = hmap_get(&p->locals, it.key);
-		for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
-			struct pmap *m = hmap_get(&p->d.maps, maps[i].root);
+		for (size_t i = 0; i < ARRAY_SIZE(dispatch_roots); i++) {
+			const struct dispatch_root *d = &dispatch_roots[i];
+			struct pmap *m = hmap_get(&p->d.maps, d->root);
 			if (m)
 				map_set(p, m, it.key,
-					e && (e->kind == PEP_HEP) == maps[i].hep ? maps[i].prefix
-										 : NULL);
+					e && (e->kind == PEP_HEP) == d->hep ? d->prefix : NULL);
 		}
 	}
 }

@@ -333,32 +333,27 @@ static int map_elem_each(struct nftnl_set_elem *e, void *ctx)
 	return 0;
 }
 
-static int map_elems_cb(const struct nlmsghdr *h, void *ctx)
-{
-	struct nftnl_set *s = nftnl_set_alloc();
-	if (!s || nftnl_set_elems_nlmsg_parse(h, s) < 0) {
-		nftnl_set_free(s);
-		return MNL_CB_ERROR;
-	}
-	nftnl_set_elem_foreach(s, map_elem_each, ctx);
-	nftnl_set_free(s);
-	return MNL_CB_OK;
-}
-
 static int cmp_map_elem(const void *a, const void *b)
 {
 	return strcmp(((const struct nft_map_elem *)a)->iface,
 		      ((const struct nft_map_elem *)b)->iface);
 }
 
+/* One message of a set's elements: each element to @each (a set's, or a map's). */
+struct elems_walk {
+	int (*each)(struct nftnl_set_elem *e, void *ctx);
+	void *ctx;
+};
+
 static int elems_cb(const struct nlmsghdr *h, void *ctx)
 {
+	const struct elems_walk *w = ctx;
 	struct nftnl_set *s = nftnl_set_alloc();
 	if (!s || nftnl_set_elems_nlmsg_parse(h, s) < 0) {
 		nftnl_set_free(s);
 		return MNL_CB_ERROR;
 	}
-	nftnl_set_elem_foreach(s, elem_each, ctx);
+	nftnl_set_elem_foreach(s, w->each, w->ctx);
 	nftnl_set_free(s);
 	return MNL_CB_OK;
 }
@@ -464,7 +459,7 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 		nftnl_set_elems_nlmsg_build_payload(h, s);
 		nftnl_set_free(s);
 		struct elem_reader er = { .kind = ss->kind };
-		r = talk(n, h, elems_cb, &er);
+		r = talk(n, h, elems_cb, &(struct elems_walk){ elem_each, &er });
 		if (r == 0)
 			elems_from_raw(ss, &er);
 		free(er.v);
@@ -478,7 +473,7 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 		nftnl_set_elems_nlmsg_build_payload(h, s);
 		nftnl_set_free(s);
 		struct map_reader mr = { 0 };
-		r = talk(n, h, map_elems_cb, &mr);
+		r = talk(n, h, elems_cb, &(struct elems_walk){ map_elem_each, &mr });
 		if (mr.n)
 			qsort(mr.v, mr.n, sizeof(*mr.v), cmp_map_elem);
 		ms->elems = mr.v;
