@@ -224,9 +224,20 @@ static bool pool_named(const struct br_ippool *p, const char *want)
 	return cidr_cmp(&a, &b) == 0;
 }
 
+static int req_family(const struct ipam_request *req)
+{
+	return req->family ? req->family : AF_INET;
+}
+
+static const char *family_name(int family)
+{
+	return family == AF_INET6 ? "IPv6" : "IPv4";
+}
+
 /*
- * The IPv4 pools that serve @node, restricted to @req's list when it has one
- * (then an unknown or unusable name is an error). Pointers into @all.
+ * The pools of @req's family that serve @node, restricted to @req's list when it has one
+ * (then an unknown or unusable name, or a pool of the other family, is an error). Pointers
+ * into @all.
  */
 static int usable_pools(struct op *op, const struct ipam_request *req, const struct objs *all,
 			const struct br_labels *node_labels, const struct br_ippool ***out,
@@ -249,6 +260,14 @@ static int usable_pools(struct op *op, const struct ipam_request *req, const str
 			free(v);
 			return -EINVAL;
 		}
+		struct br_cidr fc;
+		if (cidr_parse(found->spec.cidr, false, &fc) < 0 ||
+		    fc.ip.family != req_family(req)) {
+			sb_addf(op->err, "IP pool \"%s\" (%s) is not an %s pool", req->pools[i],
+				found->spec.cidr, family_name(req_family(req)));
+			free(v);
+			return -EINVAL;
+		}
 		v[m++] = found;
 	}
 	if (!req->n_pools) {
@@ -260,7 +279,8 @@ static int usable_pools(struct op *op, const struct ipam_request *req, const str
 				continue;
 			if (!ipam_pool_serves_namespace(p, req->namespace_labels))
 				continue;
-			if (cidr_parse(p->spec.cidr, false, &c) == 0 && c.ip.family == AF_INET &&
+			if (cidr_parse(p->spec.cidr, false, &c) == 0 &&
+			    c.ip.family == req_family(req) &&
 			    ipam_pool_serves(p, node_labels, NULL))
 				v[m++] = p;
 		}
@@ -818,12 +838,12 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 	}
 	for (size_t i = 0; i < c->affs.n; i++) {
 		struct br_blockaffinity *a = (struct br_blockaffinity *)c->affs.v[i];
-		if (!streq(a->spec.state, "confirmed"))
-			continue;
-		(*n_confirmed)++;
 		struct br_cidr bc;
-		if (ipam_block_name_parse(a->o.meta.name, &bc) < 0)
-			continue;
+		if (!streq(a->spec.state, "confirmed") ||
+		    ipam_block_name_parse(a->o.meta.name, &bc) < 0 ||
+		    bc.ip.family != req_family(c->req))
+			continue; /* (the node's blocks of the other family count for it alone) */
+		(*n_confirmed)++;
 		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &bc);
 		if (!p)
 			continue;
@@ -1158,6 +1178,12 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 		struct br_ipamhandle *h = (struct br_ipamhandle *)rd[0].obj;
 		r = handle_ips(op, h, out->ips, ARRAY_SIZE(out->ips), &out->n);
 		model_free(&h->o);
+		/* those of the other family are another request's (a dual-stack ADD) */
+		size_t kept = 0;
+		for (size_t i = 0; i < out->n; i++)
+			if (out->ips[i].family == req_family(req))
+				out->ips[kept++] = out->ips[i];
+		out->n = kept;
 		out->held = out->n;
 		if (r == 0 && out->n >= want)
 			out->reused = true;
@@ -1233,6 +1259,17 @@ int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assign
 		sb_addf(err, "at most %zu addresses per request", ARRAY_SIZE(out->ips));
 		return -EINVAL;
 	}
+	if (req->family && req->family != AF_INET && req->family != AF_INET6) {
+		sb_addf(err, "address family %d: IPv4 or IPv6 only", req->family);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < req->n_ips; i++)
+		if (req->ips[i].family != req_family(req)) {
+			char b[IP_STRLEN];
+			sb_addf(err, "requested address %s is not an %s address",
+				ip_str(&req->ips[i], b), family_name(req_family(req)));
+			return -EINVAL;
+		}
 	struct op op;
 	op_init(&op, d, req->timeout_ms, err);
 	for (;;) {

@@ -262,6 +262,82 @@ static void test_claim_assign_release(void **state)
 	ds_close(d);
 }
 
+/*
+ * IPv6 pools (default block /122) beside IPv4 ones, one handle for both families as a
+ * dual-stack ADD asks: each request takes a pool of its family, a retry of either gets its own
+ * address back, a pool of the other family named is refused, and the handle's release frees
+ * both.
+ */
+static void test_dual_stack(void **state)
+{
+	struct ds *d = open_ds();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	add_pool(d, "pool-4", "10.20.0.0/24", 26, NULL);
+	apply(d, "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: pool-6}\n"
+		 "spec: {cidr: 'fd00:20::/120'}\n");
+	struct ipam_request r4 = { .handle = "net.ds", .node = "node-a", .now = time(NULL) };
+	struct ipam_request r6 = r4;
+	r6.family = AF_INET6;
+	struct ipam_assigned o4, o6;
+	assert_int_equal(ipam_assign(d, &r4, &o4, &err), 0);
+	assert_int_equal(ipam_assign(d, &r6, &o6, &err), 0);
+	assert_int_equal(o4.n, 1);
+	assert_int_equal(o6.n, 1);
+	assert_false(o6.reused); /* the handle's IPv4 address is not an IPv6 one */
+	assert_string_equal(addr_text(&o4.ips[0]), "10.20.0.0");
+	assert_string_equal(addr_text(&o6.ips[0]), "fd00:20::");
+	assert_string_equal(o6.pool, "pool-6");
+	/* the node's IPv6 block is /122 (Calico's default), affine to it */
+	struct br_cidr blk;
+	assert_int_equal(
+		ipam_pool_block_of(&(struct br_ippool){ .spec = { .cidr = "fd00:20::/120" } },
+				   &o6.ips[0], &blk),
+		0);
+	char name[IPAM_BLOCK_NAME_LEN];
+	ipam_block_name(&blk, name);
+	struct br_ipamblock *b = get_block(d, name);
+	assert_non_null(b);
+	assert_string_equal(b->spec.cidr, "fd00:20::/122");
+	assert_string_equal(b->spec.affinity, "host:node-a");
+	model_free(&b->o);
+	/* retries, each family its own */
+	struct ipam_assigned again;
+	assert_int_equal(ipam_assign(d, &r6, &again, &err), 0);
+	assert_true(again.reused);
+	assert_true(ip_equal(&again.ips[0], &o6.ips[0]));
+	assert_int_equal(ipam_assign(d, &r4, &again, &err), 0);
+	assert_true(again.reused);
+	assert_true(ip_equal(&again.ips[0], &o4.ips[0]));
+	/* a pool of the other family named: refused, with its reason */
+	const char *four[] = { "pool-4" };
+	struct ipam_request bad = r6;
+	bad.handle = "net.bad";
+	bad.pools = four;
+	bad.n_pools = 1;
+	assert_int_equal(ipam_assign(d, &bad, &again, &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "is not an IPv6 pool"));
+	/* an address of the other family requested: refused */
+	struct br_ip v6 = o6.ips[0];
+	bad = r4;
+	bad.handle = "net.bad";
+	bad.ips = &v6;
+	bad.n_ips = 1;
+	sb_reset(&err);
+	assert_int_equal(ipam_assign(d, &bad, &again, &err), -EINVAL);
+	assert_non_null(strstr(sb_str(&err), "is not an IPv4 address"));
+	/* DEL: both go with the handle */
+	struct br_ip held[4];
+	size_t n, released;
+	assert_int_equal(ipam_handle_ips(d, "net.ds", held, 4, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ipam_release_handle(d, "net.ds", 1000, 0, &released, &err), 0);
+	assert_int_equal(released, 2);
+	sb_free(&err);
+	ds_close(d);
+	(void)state;
+}
+
 static void test_borrow_and_strict(void **state)
 {
 	struct ds *d = open_ds();
@@ -1417,6 +1493,7 @@ int main(void)
 		kubeconfig = NULL;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_claim_assign_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dual_stack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_borrow_and_strict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requested_and_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_block_grace, setup, teardown),

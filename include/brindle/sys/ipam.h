@@ -204,6 +204,12 @@ bool ipam_pool_serves(const struct br_ippool *pool, const struct br_labels *node
 struct ipam_request {
 	const char *handle; /* "<network>.<containerID>" */
 	const char *node;
+	/*
+	 * The family of the addresses wanted: AF_INET6, or AF_INET (0 means AF_INET). Only pools
+	 * of that family serve the request, and only addresses of that family the handle holds
+	 * count as already assigned: a dual-stack ADD asks once per family with one handle.
+	 */
+	int family;
 	/* Pools to use (names or CIDRs); none = every pool that serves the node. */
 	const char *const *pools;
 	size_t n_pools;
@@ -230,7 +236,7 @@ struct ipam_assigned {
 };
 
 /*
- * One address (or the requested ones) for @req->handle on @req->node: from a
+ * One address of @req->family (or the requested ones) for @req->handle on @req->node: from a
  * block the node owns, else a newly claimed block, else (unless
  * StrictAffinity) a block borrowed from another node. Errors:
  *   -ENOSPC      no free address in any usable pool
