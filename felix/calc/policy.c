@@ -377,9 +377,9 @@ void pol_flush(struct pol *p)
 	}
 	if (p->dirty_dispatch || p->dirty_static || p->dirty_ifaces.n) {
 		bool heps = chains_have_local_heps(p);
+		/* host endpoints came or went: their static rules and dispatch with them */
 		if (heps != p->had_heps)
-			p->dirty_static = p->dirty_dispatch =
-				true; /* host endpoint dispatch comes or goes */
+			p->dirty_static = p->dirty_dispatch = true;
 		p->had_heps = heps;
 	}
 	/* Trees are rendered again (a bin at a time); maps take the interfaces that changed. */

@@ -316,7 +316,7 @@ static size_t wanted_n(const struct wanted *w)
 	return (w->map ? 1 : 0) + w->n + w->n_more;
 }
 
-/* Rule @k's text (NULL for the map's lookup), its id into @id (false: it has none). */
+/* Rule @k's text (NULL for the map's lookup), and its id into @id ("" when it has none). */
 static const char *wanted_rule(const struct wanted *w, size_t k, char *id)
 {
 	if (w->map && k-- == 0) {
