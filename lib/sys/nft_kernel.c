@@ -109,9 +109,23 @@ static void grow_rcvbuf(struct nft *n, size_t want)
 
 typedef int (*msg_cb)(const struct nlmsghdr *h, void *ctx);
 
+/*
+ * What an earlier exchange left unread (the rest of a dump cut short by an error or by
+ * NLM_F_DUMP_INTR, a batch's late answers): thrown away, so that the next exchange reads its
+ * own answers and not those, whose sequence numbers would fail it (EPROTO), and the one after
+ * it, for as long as the socket lives.
+ */
+static void drain(struct nft *n)
+{
+	static char buf[1 << 16];
+	while (recv(mnl_socket_get_fd(n->nl), buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+}
+
 /* Send @h (a get or dump) and run @cb on every answer until it is done. */
 static int talk(struct nft *n, struct nlmsghdr *h, msg_cb cb, void *ctx)
 {
+	drain(n);
 	if (mnl_socket_sendto(n->nl, h, h->nlmsg_len) < 0)
 		return -errno;
 	uint32_t seq = h->nlmsg_seq;
@@ -488,15 +502,25 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 	return 0;
 }
 
+/* A dump interrupted by someone's commit (EINTR: NLM_F_DUMP_INTR) is read again. */
+static int read_table_whole(struct nft *n, const char *table, struct nft_table_state *out,
+			    bool chains_only)
+{
+	int r = -EINTR;
+	for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++)
+		r = read_table(n, table, out, chains_only);
+	return r;
+}
+
 int nft_read(struct nft *n, const char *table, struct nft_table_state *out)
 {
-	return read_table(n, table, out, false);
+	return read_table_whole(n, table, out, false);
 }
 
 int nft_table_chains(struct nft *n, const char *table, bool *exists, size_t *chains)
 {
 	struct nft_table_state ts;
-	int r = read_table(n, table, &ts, true);
+	int r = read_table_whole(n, table, &ts, true);
 	*exists = r == 0 && ts.exists;
 	*chains = r == 0 ? ts.n_chains : 0;
 	if (r == 0)
@@ -1105,6 +1129,7 @@ int nft_batch_commit(struct nft_batch *b)
 	}
 	/* the echoes of the rules added, some 300 bytes each with the kernel's overhead */
 	grow_rcvbuf(n, MAX((size_t)1 << 20, b->n_rules * 1024));
+	drain(n);
 	struct sockaddr_nl snl = { .nl_family = AF_NETLINK };
 	struct msghdr msg = { .msg_name = &snl,
 			      .msg_namelen = sizeof(snl),

@@ -13,11 +13,14 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/netfilter.h>
@@ -388,6 +391,91 @@ static void test_dispatch_map(void **state)
 	(void)state;
 }
 
+/* A process committing to another table every @delay_us, for at most 15 s and never past
+ * the test. */
+static pid_t committer(useconds_t delay_us)
+{
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child > 0)
+		return child;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	struct nft *o;
+	if (nft_open(&o) < 0)
+		_exit(1);
+	time_t end = time(NULL) + 15;
+	for (int i = 0; time(NULL) < end; i++) {
+		char name[32];
+		struct nft_batch *ob = nft_batch_new(o);
+		snprintf(name, sizeof(name), "c%d", i % 50);
+		if (i % 100 < 50)
+			nft_batch_add_chain(ob, "other", name, -1, 0, NULL);
+		else
+			nft_batch_del_chain(ob, "other", name);
+		(void)nft_batch_commit(ob);
+		nft_batch_free(ob);
+		if (delay_us)
+			usleep(delay_us);
+	}
+	_exit(0);
+}
+
+/* Reads of T while @child commits: how many were whole and how many interrupted every time. */
+static void reads_during(pid_t child, int *ok, int *interrupted)
+{
+	*ok = *interrupted = 0;
+	time_t end = time(NULL) + 10;
+	for (int i = 0; i < 100 && time(NULL) < end; i++) {
+		struct nft_table_state ts;
+		int r = nft_read(N, T, &ts);
+		if (r == 0) {
+			assert_int_equal(ts.n_chains, 400);
+			nft_table_state_free(&ts);
+			(*ok)++;
+		} else {
+			assert_int_equal(r, -EINTR); /* interrupted at each of its attempts */
+			(*interrupted)++;
+		}
+		/* the socket answers the next request, whatever the read left on it */
+		uint32_t gen;
+		assert_int_equal(nft_generation(N, &gen), 0);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
+/*
+ * Dumps while someone else commits: a dump the kernel interrupts (NLM_F_DUMP_INTR) is read
+ * again, and whatever a cut-short exchange leaves on the socket never answers the next one (it
+ * did: every later request failed with EPROTO, and felix could not put its rules back).
+ */
+static void test_reads_during_commits(void **state)
+{
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_add_table(b, T);
+	char name[32];
+	for (int i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "cali-c%d", i);
+		nft_batch_add_chain(b, T, name, -1, 0, NULL);
+		for (int k = 0; k < 5; k++)
+			rule(b, name, "-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -j ACCEPT");
+	}
+	commit(b);
+	assert_int_equal(sh("nft add table ip other"), 0);
+	int ok, interrupted;
+	/* a storm of commits: most dumps are cut short, and the socket must not suffer */
+	reads_during(committer(0), &ok, &interrupted);
+	print_message("during a storm of commits: %d reads whole, %d interrupted\n", ok,
+		      interrupted);
+	assert_true(interrupted > 0);
+	/* ten commits a second (more than kube-proxy makes): every read whole */
+	reads_during(committer(100000), &ok, &interrupted);
+	print_message("during ten commits a second: %d reads whole, %d interrupted\n", ok,
+		      interrupted);
+	assert_int_equal(interrupted, 0);
+	(void)state;
+}
+
 /* Someone else's table is never read or written: only the names given. */
 static void test_foreign_table(void **state)
 {
@@ -416,6 +504,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_edits, clean),
 		cmocka_unit_test_teardown(test_atomic_failure, clean),
 		cmocka_unit_test_teardown(test_dispatch_map, clean),
+		cmocka_unit_test_teardown(test_reads_during_commits, clean),
 		cmocka_unit_test_teardown(test_foreign_table, clean),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
