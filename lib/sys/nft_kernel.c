@@ -412,6 +412,19 @@ static void elems_from_raw(struct nft_set_state *ss, struct elem_reader *er)
 	qsort(ss->elems, ss->n, sizeof(*ss->elems), cmp_elem);
 }
 
+/* The elements of set (or map) @set of @table, each to @w. */
+static int dump_elems(struct nft *n, const char *table, const char *set, struct elems_walk *w)
+{
+	char buf[1024];
+	struct nftnl_set *s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	struct nlmsghdr *h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
+	nftnl_set_elems_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	return talk(n, h, elems_cb, w);
+}
+
 static int table_cb(const struct nlmsghdr *h, void *ctx)
 {
 	(void)h;
@@ -466,28 +479,16 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 	}
 	for (size_t i = 0; r == 0 && i < out->n_sets; i++) {
 		struct nft_set_state *ss = &out->sets[i];
-		struct nftnl_set *s = nftnl_set_alloc();
-		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-		nftnl_set_set_str(s, NFTNL_SET_NAME, ss->name);
-		h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
-		nftnl_set_elems_nlmsg_build_payload(h, s);
-		nftnl_set_free(s);
 		struct elem_reader er = { .kind = ss->kind };
-		r = talk(n, h, elems_cb, &(struct elems_walk){ elem_each, &er });
+		r = dump_elems(n, table, ss->name, &(struct elems_walk){ elem_each, &er });
 		if (r == 0)
 			elems_from_raw(ss, &er);
 		free(er.v);
 	}
 	for (size_t i = 0; r == 0 && i < out->n_maps; i++) {
 		struct nft_map_state *ms = &out->maps[i];
-		struct nftnl_set *s = nftnl_set_alloc();
-		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-		nftnl_set_set_str(s, NFTNL_SET_NAME, ms->name);
-		h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
-		nftnl_set_elems_nlmsg_build_payload(h, s);
-		nftnl_set_free(s);
 		struct map_reader mr = { 0 };
-		r = talk(n, h, elems_cb, &(struct elems_walk){ map_elem_each, &mr });
+		r = dump_elems(n, table, ms->name, &(struct elems_walk){ map_elem_each, &mr });
 		if (mr.n)
 			qsort(mr.v, mr.n, sizeof(*mr.v), cmp_map_elem);
 		ms->elems = mr.v;
