@@ -617,39 +617,60 @@ static void map_elems(struct nftables *x, enum pt_table t, const char *name, str
 	free(add.v);
 }
 
-static void plan_maps(struct nftables *x, enum pt_table t, const struct pol_desired *d,
-		      bool compare, enum maps_step step)
+/*
+ * The maps of table @t to look at this turn, into @todo: name -> the elements to look at (a
+ * struct hmap of interfaces), or NULL for all of them.
+ */
+static void maps_todo(struct nftables *x, enum pt_table t, const struct pol_desired *d,
+		      bool compare, struct hmap *todo)
 {
 	struct mtable *m = &x->m[t];
-	/* the maps to look at, each with the elements to (or NULL: all of them) */
-	struct hmap todo = HMAP_INIT;
+	*todo = (struct hmap)HMAP_INIT;
 	if (compare) {
 		for (struct hmap_iter it = hmap_iter(&d->maps); hmap_next(&it);)
-			hmap_put(&todo, it.key, NULL);
+			hmap_put(todo, it.key, NULL);
 		for (struct hmap_iter it = hmap_iter(&m->maps); hmap_next(&it);)
-			hmap_put(&todo, it.key, NULL);
+			hmap_put(todo, it.key, NULL);
 	} else {
 		/* a map made or gone: all of it; else the elements marked */
 		for (struct hmap_iter it = hmap_iter(&d->dirty_maps); hmap_next(&it);)
 			if (!strchr(it.key, '\n'))
-				hmap_put(&todo, it.key, NULL);
+				hmap_put(todo, it.key, NULL);
 		for (struct hmap_iter it = hmap_iter(&d->dirty_maps); hmap_next(&it);) {
 			const char *nl = strchr(it.key, '\n');
 			char root[64];
 			if (!nl || (size_t)(nl - it.key) >= sizeof(root))
 				continue;
 			snprintf(root, sizeof(root), "%.*s", (int)(nl - it.key), it.key);
-			struct hmap *only = hmap_get(&todo, root);
-			if (!only && hmap_has(&todo, root))
+			struct hmap *only = hmap_get(todo, root);
+			if (!only && hmap_has(todo, root))
 				continue;
 			if (!only) {
 				only = xcalloc(1, sizeof(*only));
-				hmap_put(&todo, root, only);
+				hmap_put(todo, root, only);
 			}
 			hmap_put(only, nl + 1, (void *)1);
 		}
 	}
-	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
+}
+
+static void maps_todo_free(struct hmap *todo)
+{
+	for (struct hmap_iter it = hmap_iter(todo); hmap_next(&it);) {
+		struct hmap *only = it.value;
+		if (only) {
+			hmap_clear(only);
+			free(only);
+		}
+	}
+	hmap_clear(todo);
+}
+
+static void plan_maps(struct nftables *x, enum pt_table t, const struct pol_desired *d,
+		      const struct hmap *todo, enum maps_step step)
+{
+	struct mtable *m = &x->m[t];
+	for (struct hmap_iter it = hmap_iter(todo); hmap_next(&it);) {
 		const struct pmap *pm = hmap_get(&d->maps, it.key);
 		struct mmap *mm = hmap_get(&m->maps, it.key);
 		if (step == MAPS_MAKE && pm && !mm) {
@@ -664,14 +685,6 @@ static void plan_maps(struct nftables *x, enum pt_table t, const struct pol_desi
 			x->writes++;
 		}
 	}
-	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
-		struct hmap *only = it.value;
-		if (only) {
-			hmap_clear(only);
-			free(only);
-		}
-	}
-	hmap_clear(&todo);
 }
 
 static const struct phook *hook_named(const struct ptable *want, const char *name)
@@ -822,8 +835,11 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	hmap_clear(&made);
 	free_names(&names);
 	/* the dispatch maps, before the rules that look them up */
-	if (maps)
-		plan_maps(x, t, d, compare, MAPS_MAKE);
+	struct hmap map_todo = HMAP_INIT;
+	if (maps) {
+		maps_todo(x, t, d, compare, &map_todo);
+		plan_maps(x, t, d, &map_todo, MAPS_MAKE);
+	}
 	/* 2. rules, chain by chain; the base chains are made here (hooked) */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
@@ -832,7 +848,7 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	}
 	/* the maps' elements: added once their chains are there, removed before they go */
 	if (maps)
-		plan_maps(x, t, d, compare, MAPS_ELEMS);
+		plan_maps(x, t, d, &map_todo, MAPS_ELEMS);
 	/* 3. chains no longer wanted: emptied, then deleted (nothing wanted jumps to them now) */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
@@ -864,7 +880,8 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	}
 	hmap_clear(&unused);
 	if (maps)
-		plan_maps(x, t, d, compare, MAPS_DROP);
+		plan_maps(x, t, d, &map_todo, MAPS_DROP);
+	maps_todo_free(&map_todo);
 }
 
 static void clear_pending(struct nftables *x)

@@ -412,13 +412,20 @@ static void elems_from_raw(struct nft_set_state *ss, struct elem_reader *er)
 	qsort(ss->elems, ss->n, sizeof(*ss->elems), cmp_elem);
 }
 
+/* A set of @table named @set, to ask for or to put elements in. */
+static struct nftnl_set *elems_of(const char *table, const char *set)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	return s;
+}
+
 /* The elements of set (or map) @set of @table, each to @w. */
 static int dump_elems(struct nft *n, const char *table, const char *set, struct elems_walk *w)
 {
 	char buf[1024];
-	struct nftnl_set *s = nftnl_set_alloc();
-	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	struct nftnl_set *s = elems_of(table, set);
 	struct nlmsghdr *h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
 	nftnl_set_elems_nlmsg_build_payload(h, s);
 	nftnl_set_free(s);
@@ -780,6 +787,18 @@ void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set)
 /* Elements per message: a message must fit the batch's overrun (64 KiB). */
 #define ELEMS_PER_MSG 512
 
+/* Elements of @set already in @s, queued as one message adding or deleting them. */
+static void queue_elems(struct nft_batch *b, struct nftnl_set *s, bool add, size_t k,
+			const char *what, const char *table, const char *set)
+{
+	struct nlmsghdr *h = next_msg(b, add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM,
+				      add ? NLM_F_CREATE : 0, "%s %zu elements of %s %s %s",
+				      add ? "add" : "delete", k, what, table, set);
+	nftnl_set_elems_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+}
+
 void nft_batch_add_ifmap(struct nft_batch *b, const char *table, const char *map)
 {
 	struct nftnl_set *s = nftnl_set_alloc();
@@ -809,9 +828,7 @@ void nft_batch_ifmap_elems(struct nft_batch *b, const char *table, const char *m
 {
 	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
 		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
-		struct nftnl_set *s = nftnl_set_alloc();
-		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-		nftnl_set_set_str(s, NFTNL_SET_NAME, map);
+		struct nftnl_set *s = elems_of(table, map);
 		for (size_t i = at; i < at + k; i++) {
 			char key[IFNAMSIZ] = { 0 };
 			snprintf(key, sizeof(key), "%s", e[i].iface);
@@ -823,12 +840,7 @@ void nft_batch_ifmap_elems(struct nft_batch *b, const char *table, const char *m
 			}
 			nftnl_set_elem_add(s, se);
 		}
-		struct nlmsghdr *h = next_msg(
-			b, add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, add ? NLM_F_CREATE : 0,
-			"%s %zu elements of map %s %s", add ? "add" : "delete", k, table, map);
-		nftnl_set_elems_nlmsg_build_payload(h, s);
-		nftnl_set_free(s);
-		done_msg(b);
+		queue_elems(b, s, add, k, "map", table, map);
 	}
 }
 
@@ -837,16 +849,9 @@ void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
 {
 	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
 		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
-		struct nftnl_set *s = nftnl_set_alloc();
-		nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-		nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+		struct nftnl_set *s = elems_of(table, set);
 		put_elems(s, kind, e + at, k);
-		struct nlmsghdr *h = next_msg(
-			b, add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, add ? NLM_F_CREATE : 0,
-			"%s %zu elements of set %s %s", add ? "add" : "delete", k, table, set);
-		nftnl_set_elems_nlmsg_build_payload(h, s);
-		nftnl_set_free(s);
-		done_msg(b);
+		queue_elems(b, s, add, k, "set", table, set);
 	}
 }
 
