@@ -412,8 +412,8 @@ static void elems_from_raw(struct nft_set_state *ss, struct elem_reader *er)
 	qsort(ss->elems, ss->n, sizeof(*ss->elems), cmp_elem);
 }
 
-/* A set of @table named @set, to ask for or to put elements in. */
-static struct nftnl_set *elems_of(const char *table, const char *set)
+/* Set (or map) @set of @table: to make, delete, ask for or put elements in. */
+static struct nftnl_set *named_set(const char *table, const char *set)
 {
 	struct nftnl_set *s = nftnl_set_alloc();
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
@@ -425,7 +425,7 @@ static struct nftnl_set *elems_of(const char *table, const char *set)
 static int dump_elems(struct nft *n, const char *table, const char *set, struct elems_walk *w)
 {
 	char buf[1024];
-	struct nftnl_set *s = elems_of(table, set);
+	struct nftnl_set *s = named_set(table, set);
 	struct nlmsghdr *h = request(n, buf, NFT_MSG_GETSETELEM, NLM_F_DUMP);
 	nftnl_set_elems_nlmsg_build_payload(h, s);
 	nftnl_set_free(s);
@@ -751,9 +751,7 @@ static void put_elems(struct nftnl_set *s, enum nft_set_kind kind, const struct 
 void nft_batch_add_set(struct nft_batch *b, const char *table, const char *set,
 		       enum nft_set_kind kind)
 {
-	struct nftnl_set *s = nftnl_set_alloc();
-	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	struct nftnl_set *s = named_set(table, set);
 	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
 	nftnl_set_set_u32(s, NFTNL_SET_ID, ++b->anon_id);
 	if (kind == NFT_SET_ADDRS) {
@@ -775,9 +773,7 @@ void nft_batch_add_set(struct nft_batch *b, const char *table, const char *set,
 
 void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set)
 {
-	struct nftnl_set *s = nftnl_set_alloc();
-	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, set);
+	struct nftnl_set *s = named_set(table, set);
 	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELSET, 0, "delete set %s %s", table, set);
 	nftnl_set_nlmsg_build_payload(h, s);
 	nftnl_set_free(s);
@@ -801,9 +797,7 @@ static void queue_elems(struct nft_batch *b, struct nftnl_set *s, bool add, size
 
 void nft_batch_add_ifmap(struct nft_batch *b, const char *table, const char *map)
 {
-	struct nftnl_set *s = nftnl_set_alloc();
-	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, map);
+	struct nftnl_set *s = named_set(table, map);
 	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
 	nftnl_set_set_u32(s, NFTNL_SET_ID, ++b->anon_id);
 	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
@@ -828,7 +822,7 @@ void nft_batch_ifmap_elems(struct nft_batch *b, const char *table, const char *m
 {
 	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
 		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
-		struct nftnl_set *s = elems_of(table, map);
+		struct nftnl_set *s = named_set(table, map);
 		for (size_t i = at; i < at + k; i++) {
 			char key[IFNAMSIZ] = { 0 };
 			snprintf(key, sizeof(key), "%s", e[i].iface);
@@ -849,7 +843,7 @@ void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
 {
 	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
 		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
-		struct nftnl_set *s = elems_of(table, set);
+		struct nftnl_set *s = named_set(table, set);
 		put_elems(s, kind, e + at, k);
 		queue_elems(b, s, add, k, "set", table, set);
 	}
