@@ -381,51 +381,47 @@ static void plugin_unlock(struct plugin *p)
  * On the Kubernetes datastore the pod must exist (a runtime's ADD for a pod
  * the API does not know is an error, not an address for nobody), and its
  * Calico annotations (or its namespace's) choose fixed addresses or pools
- * over the network configuration's. Fails (and exits) on errors.
+ * over the network configuration's. The pod and its namespace are read with
+ * IPAM's first round of reads (ipam_request.also): one round trip for all.
  */
-static void pod_ipam(struct plugin *p, struct ipam_request *req)
+struct pod_reads {
+	struct plugin *p;
+	struct ds_read rd[2]; /* the pod, its namespace */
+	/* why the pod's reads or annotations stop the ADD (code 0: they do not) */
+	int code;
+	const char *msg, *details;
+};
+
+static int pod_prepare(void *ctx, const struct ds_read *rd, size_t n, struct ipam_request *req)
 {
-	struct kube_client *kc = ds_kube_client(p->ds);
-	if (!kc)
-		return;
-	if (!streq(p->id.orchestrator, "k8s"))
-		plugin_fail(p, CNI_ERR_INVALID_ENV,
-			    "on the Kubernetes datastore CNI_ARGS must name the pod",
-			    "K8S_POD_NAMESPACE and K8S_POD_NAME");
-	struct strbuf pod_path = STRBUF_INIT, ns_path = STRBUF_INIT, err = STRBUF_INIT;
-	sb_init(&pod_path);
-	sb_init(&ns_path);
-	sb_init(&err);
-	kube_path(&pod_path, "v1", p->id.namespace, "pods", p->id.pod);
-	kube_path(&ns_path, "v1", NULL, "namespaces", p->id.namespace);
-	/* Both at once: one round trip. */
-	struct kube_req rq[2] = { { .method = "GET", .path = sb_str(&pod_path) },
-				  { .method = "GET", .path = sb_str(&ns_path) } };
-	int r = kube_request_many(kc, rq, 2);
-	sb_free(&pod_path);
-	sb_free(&ns_path);
-	if (r < 0) {
-		size_t bad = rq[0].err < 0 ? 0 : 1;
-		r = rq[bad].err;
-		const char *what =
-			bad ? arena_printf(p->a, "namespace %s", p->id.namespace)
-			    : arena_printf(p->a, "pod %s/%s", p->id.namespace, p->id.pod);
-		char *details = arena_printf(p->a, "%s: %s", what,
-					     r == -ENOENT ? "does not exist" : rq[bad].error);
-		sb_free(&err);
-		plugin_fail(p,
-			    r == -ENOENT			      ? CNI_ERR_UNKNOWN_CONTAINER
-			    : r == -ETIMEDOUT || r == -ECONNREFUSED ? CNI_ERR_TRY_AGAIN
-								      : CNI_ERR_DATASTORE,
-			    "cannot read the pod from the Kubernetes API", details);
+	struct pod_reads *pr = ctx;
+	struct plugin *p = pr->p;
+	(void)n;
+	for (size_t i = 0; i < 2; i++) {
+		int r = rd[i].err;
+		if (r == 0)
+			continue;
+		const char *what = i ? arena_printf(p->a, "namespace %s", p->id.namespace)
+				     : arena_printf(p->a, "pod %s/%s", p->id.namespace, p->id.pod);
+		pr->code = r == -ENOENT				   ? CNI_ERR_UNKNOWN_CONTAINER
+			   : r == -ETIMEDOUT || r == -ECONNREFUSED ? CNI_ERR_TRY_AGAIN
+								   : CNI_ERR_DATASTORE;
+		pr->msg = "cannot read the pod from the Kubernetes API";
+		pr->details = arena_printf(p->a, "%s: %s", what,
+					   r == -ENOENT ? "does not exist" : rd[i].error);
+		return r;
 	}
-	const struct jv *pod = rq[0].out, *ns = rq[1].out;
+	const struct jv *pod = rd[0].doc, *ns = rd[1].doc;
 	struct kdd_pod_ipam *want = arena_alloc(p->a, sizeof(*want));
-	if (kdd_pod_ipam(p->a, pod, ns, want, &err) < 0) {
-		char *details = arena_strdup(p->a, sb_str(&err));
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	int r = kdd_pod_ipam(p->a, pod, ns, want, &err);
+	if (r < 0) {
+		pr->code = CNI_ERR_INVALID_CONFIG;
+		pr->msg = "the pod's IPAM annotations cannot be used";
+		pr->details = arena_strdup(p->a, sb_str(&err));
 		sb_free(&err);
-		plugin_fail(p, CNI_ERR_INVALID_CONFIG, "the pod's IPAM annotations cannot be used",
-			    details);
+		return r;
 	}
 	sb_free(&err);
 	/* For pools with a namespaceSelector. */
@@ -447,6 +443,62 @@ static void pod_ipam(struct plugin *p, struct ipam_request *req)
 		req->n_pools = want->n_pools;
 		log_info("pools from %s", want->pools_from);
 	}
+	return 0;
+}
+
+static void pod_reads_init(struct plugin *p, struct pod_reads *pr, struct ipam_request *req)
+{
+	*pr = (struct pod_reads){ .p = p };
+	if (!ds_kube_client(p->ds))
+		return;
+	if (!streq(p->id.orchestrator, "k8s"))
+		plugin_fail(p, CNI_ERR_INVALID_ENV,
+			    "on the Kubernetes datastore CNI_ARGS must name the pod",
+			    "K8S_POD_NAMESPACE and K8S_POD_NAME");
+	struct strbuf path = STRBUF_INIT;
+	sb_init(&path);
+	kube_path(&path, "v1", p->id.namespace, "pods", p->id.pod);
+	pr->rd[0] = (struct ds_read){ .path = arena_strdup(p->a, sb_str(&path)), .arena = p->a };
+	sb_reset(&path);
+	kube_path(&path, "v1", NULL, "namespaces", p->id.namespace);
+	pr->rd[1] = (struct ds_read){ .path = arena_strdup(p->a, sb_str(&path)), .arena = p->a };
+	sb_free(&path);
+	req->also = pr->rd;
+	req->n_also = 2;
+	req->prepare = pod_prepare;
+	req->prepare_ctx = pr;
+}
+
+/*
+ * The block this node's last assignment came from (ipam_request.block_hint),
+ * kept in the IPAM lock file as "<node> <block>": the file is the host's and
+ * read and written under its lock. "" when there is none for @node.
+ */
+static void hint_read(struct plugin *p, char *out, size_t len)
+{
+	char buf[512];
+	out[0] = 0;
+	ssize_t n = p->lock_fd >= 0 ? pread(p->lock_fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	char *sp = strchr(buf, ' '), *nl = strchr(buf, '\n');
+	if (!sp || !nl || nl < sp)
+		return;
+	*sp = *nl = 0;
+	if (streq(buf, p->node) && strlen(sp + 1) < len)
+		snprintf(out, len, "%s", sp + 1);
+}
+
+static void hint_write(struct plugin *p, const char *block)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "%s %s\n", p->node, block);
+	if (p->lock_fd < 0 || n < 0 || (size_t)n >= sizeof(buf))
+		return;
+	/* Only a hint: a failed write costs the next ADD one read. */
+	if (pwrite(p->lock_fd, buf, (size_t)n, 0) != n || ftruncate(p->lock_fd, n) < 0)
+		log_debug("cannot keep the block hint in the IPAM lock file: %s", strerror(errno));
 }
 
 void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_added *added)
@@ -475,12 +527,22 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 				    .now = now,
 				    .timeout_ms =
 					    c->ipam_timeout_s ? c->ipam_timeout_s * 1000 : 0 };
-	pod_ipam(p, &req);
+	struct pod_reads pr;
+	pod_reads_init(p, &pr, &req);
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	plugin_lock(p);
+	char hint[IPAM_BLOCK_NAME_LEN];
+	hint_read(p, hint, sizeof(hint));
+	req.block_hint = hint;
 	int r = ipam_assign(p->ds, &req, out, &err);
+	if (r == 0 && out->block[0] && !streq(out->block, hint))
+		hint_write(p, out->block);
 	plugin_unlock(p);
+	if (r < 0 && pr.code) {
+		sb_free(&err);
+		plugin_fail(p, pr.code, pr.msg, pr.details);
+	}
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
 		sb_free(&err);

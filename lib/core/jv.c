@@ -109,6 +109,34 @@ void jv_add(struct arena *a, struct jv *obj, const char *key, struct jv *value)
 	obj->obj.n++;
 }
 
+struct jv *jv_copy(struct arena *a, const struct jv *v)
+{
+	struct jv *c = arena_alloc(a, sizeof(*c));
+	*c = *v;
+	c->src = v->src ? arena_strdup(a, v->src) : NULL;
+	switch (v->type) {
+	case JV_ARRAY:
+		c->arr.items = v->arr.n ? arena_alloc(a, v->arr.n * sizeof(*c->arr.items)) : NULL;
+		c->arr.cap = v->arr.n;
+		for (size_t i = 0; i < v->arr.n; i++)
+			c->arr.items[i] = jv_copy(a, v->arr.items[i]);
+		break;
+	case JV_OBJECT:
+		c->obj.members =
+			v->obj.n ? arena_alloc(a, v->obj.n * sizeof(*c->obj.members)) : NULL;
+		c->obj.cap = v->obj.n;
+		for (size_t i = 0; i < v->obj.n; i++) {
+			c->obj.members[i].key = arena_strdup(a, v->obj.members[i].key);
+			c->obj.members[i].value = jv_copy(a, v->obj.members[i].value);
+		}
+		break;
+	default:
+		c->s.text = arena_strndup(a, v->s.text, v->s.len);
+		break;
+	}
+	return c;
+}
+
 struct jv *jv_get(const struct jv *obj, const char *key)
 {
 	if (!obj || obj->type != JV_OBJECT)

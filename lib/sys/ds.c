@@ -237,8 +237,9 @@ int ds_read_many(struct ds *d, struct ds_read *r, size_t n)
 		r[i].obj = NULL;
 		r[i].objs = NULL;
 		r[i].n = 0;
-		r[i].err = r[i].name ? ds_get(d, r[i].kind, r[i].scope, r[i].name, &r[i].obj)
-				     : ds_list(d, r[i].kind, r[i].scope, &r[i].objs, &r[i].n);
+		r[i].err = !r[i].kind  ? -EOPNOTSUPP
+			   : r[i].name ? ds_get(d, r[i].kind, r[i].scope, r[i].name, &r[i].obj)
+				       : ds_list(d, r[i].kind, r[i].scope, &r[i].objs, &r[i].n);
 		if (r[i].err < 0 && !first)
 			first = r[i].err;
 	}

@@ -406,7 +406,7 @@ static int k_list(struct ds *d, const struct br_kind *k, const char *scope, stru
  * Gets and lists at once, multiplexed: one round trip for all of them. What
  * needs more than one request (a list with a second page, a Profile list, a
  * get under the legacy name) is read again on its own afterwards; what
- * failed, failed.
+ * failed, failed. A document of no kind of ours (ds_read.path) is a GET.
  */
 static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 {
@@ -417,11 +417,19 @@ static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 	size_t *at = xcalloc(n + 1, sizeof(*at)); /* rd[i]'s request, or n when none */
 	for (size_t i = 0; i < n; i++) {
 		const struct br_kind *k = rd[i].kind;
-		rd[i] = (struct ds_read){
-			.kind = k, .scope = rd[i].scope, .name = rd[i].name, .cached = rd[i].cached
-		};
+		rd[i] = (struct ds_read){ .kind = k,
+					  .path = rd[i].path,
+					  .arena = rd[i].arena,
+					  .scope = rd[i].scope,
+					  .name = rd[i].name,
+					  .cached = rd[i].cached };
 		sb_init(&paths[i]);
 		at[i] = n;
+		if (!k) {
+			at[i] = m;
+			kr[m++] = (struct kube_req){ .method = "GET", .path = rd[i].path };
+			continue;
+		}
 		if (!rd[i].name && k->id == KIND_PROFILE) {
 			again[i] = true;
 			continue;
@@ -444,6 +452,14 @@ static int k_read_many(struct ds *d, struct ds_read *rd, size_t n)
 			continue;
 		const struct kube_req *q = &kr[at[i]];
 		const struct br_kind *k = rd[i].kind;
+		if (!k) {
+			rd[i].err = q->err;
+			if (q->err == 0 && q->out)
+				rd[i].doc = jv_copy(rd[i].arena, q->out);
+			else
+				rd[i].error = arena_strdup(rd[i].arena, q->error ? q->error : "");
+			continue;
+		}
 		if (rd[i].name) {
 			if (q->err == -ENOENT && has_legacy_name(k, rd[i].name))
 				again[i] = true;

@@ -45,6 +45,7 @@ struct op {
 	uint64_t deadline;
 	int attempt;
 	bool fresh; /* read nothing from the API server's cache (ds_read.cached) */
+	bool stop;  /* the caller's prepare failed: no retry */
 	unsigned seed;
 };
 
@@ -55,6 +56,7 @@ static void op_init(struct op *op, struct ds *d, long timeout_ms, struct strbuf 
 	op->deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS);
 	op->attempt = 0;
 	op->fresh = false;
+	op->stop = false;
 	op->seed = (unsigned)(now_ns() ^ (uint64_t)getpid() << 16);
 }
 
@@ -749,6 +751,7 @@ static int commit_block(struct op *op, struct br_ipamblock *b)
 
 struct assign_ctx {
 	const struct ipam_request *req;
+	struct br_ipamblock *hinted; /* the request's block_hint, read fresh this attempt */
 	struct ipam_cfg cfg;
 	bool have_cfg;
 	bool handle_absent;
@@ -798,6 +801,8 @@ static int assign_from(struct op *op, struct assign_ctx *c, struct br_ipamblock 
 	if (ipam_block_assign(b, req->handle, req->secondary, &c->reserved, &ip) < 0)
 		return -ENOSPC;
 	int r = commit_with_handle(op, req->handle, b, 1, &c->handle_absent);
+	if (r == 0 && !out->n)
+		snprintf(out->block, sizeof(out->block), "%s", b->o.meta.name);
 	if (r == 0)
 		out->ips[out->n++] = ip;
 	return r;
@@ -847,8 +852,12 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 		const struct br_ippool *p = pool_of_block(c->usable, c->n_usable, &bc);
 		if (!p)
 			continue;
-		struct br_ipamblock *b;
-		int r = get_block(op, a->o.meta.name, &b);
+		struct br_ipamblock *b = c->hinted;
+		int r = 0;
+		if (b && streq(b->o.meta.name, a->o.meta.name))
+			c->hinted = NULL; /* read with the first round: taken */
+		else
+			r = get_block(op, a->o.meta.name, &b);
 		if (r == -ENOENT || r == -EUCLEAN)
 			continue; /* being released, or damaged: ipam check reports it */
 		if (r < 0)
@@ -1130,15 +1139,64 @@ static void assign_ctx_free(struct assign_ctx *c)
 	objs_free(&c->affs);
 	model_free(c->node);
 	c->node = NULL;
+	if (c->hinted)
+		model_free(&c->hinted->o);
+	c->hinted = NULL;
 	free(c->usable);
 	c->usable = NULL;
 	free(c->reserved_cidrs);
 	c->reserved_cidrs = NULL;
 }
 
-static int assign_attempt(struct op *op, const struct ipam_request *req, struct ipam_assigned *out)
+/* The hinted block as read with the first round, when it is one to use. */
+static struct br_ipamblock *hinted_block(struct ds_read *rd)
 {
-	size_t want = req->n_ips ? req->n_ips : 1;
+	if (!rd->obj)
+		return NULL;
+	struct br_ipamblock *b = (struct br_ipamblock *)rd->obj;
+	rd->obj = NULL;
+	struct strbuf why = STRBUF_INIT;
+	sb_init(&why);
+	bool ok = ipam_block_validate(b, NULL, &why) == 0;
+	sb_free(&why);
+	if (ok)
+		return b;
+	model_free(&b->o); /* read again on its own, which reports what is wrong with it */
+	return NULL;
+}
+
+/* What any request must be, and what a caller's prepare may not break. */
+static int check_request(const struct ipam_request *req, struct strbuf *err)
+{
+	if (!req->handle || !*req->handle || strchr(req->handle, '/') || !req->node ||
+	    !*req->node || strchr(req->node, '/')) {
+		sb_addf(err, "invalid handle or node name");
+		return -EINVAL;
+	}
+	if (req->n_ips > IPAM_MAX_IPS) {
+		sb_addf(err, "at most %d addresses per request", IPAM_MAX_IPS);
+		return -EINVAL;
+	}
+	if (req->family && req->family != AF_INET && req->family != AF_INET6) {
+		sb_addf(err, "address family %d: IPv4 or IPv6 only", req->family);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < req->n_ips; i++)
+		if (req->ips[i].family != req_family(req)) {
+			char b[IP_STRLEN];
+			sb_addf(err, "requested address %s is not an %s address",
+				ip_str(&req->ips[i], b), family_name(req_family(req)));
+			return -EINVAL;
+		}
+	if (req->n_also && !req->prepare) {
+		sb_addf(err, "reads of the caller's without a prepare to see them");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int assign_attempt(struct op *op, struct ipam_request *req, struct ipam_assigned *out)
+{
 	*out = (struct ipam_assigned){ 0 };
 	/*
 	 * What the attempt decides from, read at once (one round trip on Kubernetes).
@@ -1148,34 +1206,74 @@ static int assign_attempt(struct op *op, const struct ipam_request *req, struct 
 	 * compare-and-swap. Anything else (claiming a block, no pool) is decided
 	 * again from fresh lists (-ESTALE). The reservations come from the cache too
 	 * (see ds_read.cached): one made in the last moment is a race in any IPAM.
+	 * The hinted block and the caller's reads join the first round.
 	 */
-	bool cached = op->attempt == 0 && !op->fresh && !req->n_ips;
-	struct ds_read rd[4] = {
-		{ .kind = model_kind(KIND_IPAMHANDLE), .name = req->handle },
-		{ .kind = model_kind(KIND_IPPOOL), .cached = cached },
-		{ .kind = model_kind(KIND_BLOCKAFFINITY), .scope = req->node, .cached = cached },
-		{ .kind = model_kind(KIND_IPRESERVATION), .cached = cached },
+	bool first = op->attempt == 0 && !op->fresh;
+	bool cached = first && !req->n_ips;
+	bool hint = first && req->block_hint && *req->block_hint;
+	/* IPAM's four reads, the hinted block's, then the caller's. */
+	enum {
+		HANDLE,
+		POOLS,
+		AFFS,
+		RESERVED,
+		HINT
 	};
-	ds_read_many(op->d, rd, ARRAY_SIZE(rd));
+	size_t n_also = req->n_also, n_own = HINT + hint;
+	struct ds_read *rd = xcalloc(n_own + n_also, sizeof(*rd));
+	rd[HANDLE] = (struct ds_read){ .kind = model_kind(KIND_IPAMHANDLE), .name = req->handle };
+	rd[POOLS] = (struct ds_read){ .kind = model_kind(KIND_IPPOOL), .cached = cached };
+	rd[AFFS] = (struct ds_read){ .kind = model_kind(KIND_BLOCKAFFINITY),
+				     .scope = req->node,
+				     .cached = cached };
+	rd[RESERVED] = (struct ds_read){ .kind = model_kind(KIND_IPRESERVATION), .cached = cached };
+	if (hint)
+		rd[HINT] = (struct ds_read){ .kind = model_kind(KIND_IPAMBLOCK),
+					     .name = req->block_hint };
+	struct ds_read *also = rd + n_own;
+	if (n_also)
+		memcpy(also, req->also, n_also * sizeof(*rd));
+	ds_read_many(op->d, rd, n_own + n_also);
+	/* The caller's reads are its own, whatever became of IPAM's: asked once. */
+	int r = 0;
+	if (n_also) {
+		memcpy(req->also, also, n_also * sizeof(*rd));
+		req->n_also = 0;
+		r = req->prepare(req->prepare_ctx, req->also, n_also, req);
+		if (r == 0)
+			r = check_request(req, op->err);
+		if (r < 0)
+			op->stop = true;
+		else if (cached && req->n_ips)
+			r = -ESTALE; /* addresses of the pod's own: decided from fresh lists */
+	}
 	/* A cluster whose CRDs predate IPReservation has none. */
-	if (rd[3].err == -ENOENT)
-		rd[3].err = 0;
+	if (rd[RESERVED].err == -ENOENT)
+		rd[RESERVED].err = 0;
 	struct assign_ctx c = { .req = req,
-				.handle_absent = rd[0].err == -ENOENT,
-				.pools = { rd[1].objs, rd[1].n },
-				.affs = { rd[2].objs, rd[2].n } };
-	reserved_of(&c, rd[3].objs, rd[3].n);
-	int r = rd[0].err == -ENOENT ? 0 : rd[0].err;
-	for (size_t i = 1; i < ARRAY_SIZE(rd) && r == 0; i++)
+				.handle_absent = rd[HANDLE].err == -ENOENT,
+				.hinted = hint ? hinted_block(&rd[HINT]) : NULL,
+				.pools = { rd[POOLS].objs, rd[POOLS].n },
+				.affs = { rd[AFFS].objs, rd[AFFS].n } };
+	reserved_of(&c, rd[RESERVED].objs, rd[RESERVED].n);
+	struct br_object *handle = rd[HANDLE].obj;
+	if (r == 0)
+		r = rd[HANDLE].err == -ENOENT ? 0 : rd[HANDLE].err;
+	for (size_t i = POOLS; i <= AFFS && r == 0; i++)
 		r = rd[i].err;
+	if (r == 0)
+		r = rd[RESERVED].err;
+	free(rd);
 	if (r < 0) {
-		model_free(rd[0].obj);
-		r = op_ds_error(op, r);
+		model_free(handle);
+		if (r != -ESTALE && !op->stop)
+			r = op_ds_error(op, r);
 		goto out;
 	}
+	size_t want = req->n_ips ? req->n_ips : 1;
 	/* A handle that already holds addresses: a retried ADD gets them back. */
-	if (rd[0].obj) {
-		struct br_ipamhandle *h = (struct br_ipamhandle *)rd[0].obj;
+	if (handle) {
+		struct br_ipamhandle *h = (struct br_ipamhandle *)handle;
 		r = handle_ips(op, h, out->ips, ARRAY_SIZE(out->ips), &out->n);
 		model_free(&h->o);
 		/* those of the other family are another request's (a dual-stack ADD) */
@@ -1250,32 +1348,18 @@ out:
 int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assigned *out,
 		struct strbuf *err)
 {
-	if (!req->handle || !*req->handle || strchr(req->handle, '/') || !req->node ||
-	    !*req->node || strchr(req->node, '/')) {
-		sb_addf(err, "invalid handle or node name");
-		return -EINVAL;
-	}
-	if (req->n_ips > ARRAY_SIZE(out->ips)) {
-		sb_addf(err, "at most %zu addresses per request", ARRAY_SIZE(out->ips));
-		return -EINVAL;
-	}
-	if (req->family && req->family != AF_INET && req->family != AF_INET6) {
-		sb_addf(err, "address family %d: IPv4 or IPv6 only", req->family);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < req->n_ips; i++)
-		if (req->ips[i].family != req_family(req)) {
-			char b[IP_STRLEN];
-			sb_addf(err, "requested address %s is not an %s address",
-				ip_str(&req->ips[i], b), family_name(req_family(req)));
-			return -EINVAL;
-		}
+	int r = check_request(req, err);
+	if (r < 0)
+		return r;
+	struct ipam_request rq = *req; /* the caller's prepare may change it */
 	struct op op;
 	op_init(&op, d, req->timeout_ms, err);
 	for (;;) {
-		int r = assign_attempt(&op, req, out);
+		r = assign_attempt(&op, &rq, out);
 		if (r == 0)
 			return 0;
+		if (op.stop)
+			return r;
 		if (r == -ESTALE) { /* decided from cached lists: again from fresh ones, at once */
 			op.fresh = true;
 			continue;

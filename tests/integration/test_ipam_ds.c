@@ -338,6 +338,98 @@ static void test_dual_stack(void **state)
 	(void)state;
 }
 
+/* The caller's reads of ipam_request.also, and what its prepare makes of them. */
+struct prep {
+	int calls, err_pool, err_raw, fail;
+	bool got_pool;
+};
+
+static int prep_pools(void *ctx, const struct ds_read *also, size_t n, struct ipam_request *req)
+{
+	static const char *b[] = { "pool-b" };
+	struct prep *pp = ctx;
+	pp->calls++;
+	assert_int_equal(n, 2);
+	pp->err_pool = also[0].err;
+	pp->got_pool = also[0].obj && streq(also[0].obj->meta.name, "pool-b");
+	model_free(also[0].obj);
+	pp->err_raw = also[1].err;
+	if (pp->fail)
+		return pp->fail;
+	req->pools = b;
+	req->n_pools = 1;
+	return 0;
+}
+
+/*
+ * A caller's reads in IPAM's first round (the CNI plugin's pod and namespace): prepare sees
+ * them once and may choose the pools; its failure ends the assignment before any write. The
+ * block hint: the node's block read with the first round, any hint harmless.
+ */
+static void test_prepare_and_hint(void **state)
+{
+	struct ds *d = open_ds();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	add_pool(d, "pool-a", "10.30.0.0/24", 26, NULL);
+	add_pool(d, "pool-b", "10.31.0.0/24", 26, NULL);
+	struct arena *a = arena_new();
+	struct ds_read also[2] = {
+		{ .kind = model_kind(KIND_IPPOOL), .name = "pool-b" },
+		{ .path = "/api/v1/namespaces/default", .arena = a },
+	};
+	struct prep pp = { 0 };
+	struct ipam_request req = { .handle = "net.p1",
+				    .node = "node-a",
+				    .now = time(NULL),
+				    .also = also,
+				    .n_also = 2,
+				    .prepare = prep_pools,
+				    .prepare_ctx = &pp };
+	struct ipam_assigned out;
+	assert_int_equal(ipam_assign(d, &req, &out, &err), 0);
+	assert_int_equal(pp.calls, 1); /* once, though the claim was decided from fresh lists */
+	assert_int_equal(pp.err_pool, 0);
+	assert_true(pp.got_pool);
+	/* a document of no kind of ours: the API server's namespace, or not on etcd */
+	assert_int_equal(pp.err_raw, kubeconfig ? 0 : -EOPNOTSUPP);
+	if (kubeconfig)
+		assert_string_equal(jv_as_string(jv_get(jv_get(also[1].doc, "metadata"), "name")),
+				    "default");
+	assert_string_equal(addr_text(&out.ips[0]), "10.31.0.0");
+	assert_string_equal(out.block, "10.31.0.0-26");
+	/* the hint of the last assignment; then one of a block that does not exist */
+	struct ipam_request next = { .handle = "net.p2",
+				     .node = "node-a",
+				     .now = time(NULL),
+				     .pools = (const char *[]){ "pool-b" },
+				     .n_pools = 1,
+				     .block_hint = out.block };
+	assert_int_equal(ipam_assign(d, &next, &out, &err), 0);
+	assert_string_equal(addr_text(&out.ips[0]), "10.31.0.1");
+	assert_string_equal(out.block, "10.31.0.0-26");
+	next.handle = "net.p3";
+	next.block_hint = "10.99.0.0-26";
+	assert_int_equal(ipam_assign(d, &next, &out, &err), 0);
+	assert_string_equal(addr_text(&out.ips[0]), "10.31.0.2");
+	/* another node's block as the hint: node-b claims its own block all the same */
+	next.handle = "net.p4";
+	next.node = "node-b";
+	next.block_hint = "10.31.0.0-26";
+	assert_int_equal(ipam_assign(d, &next, &out, &err), 0);
+	assert_string_equal(addr_text(&out.ips[0]), "10.31.0.64");
+	/* a prepare that fails: its error, no retry, nothing written */
+	pp = (struct prep){ .fail = -EPERM };
+	req.handle = "net.p5";
+	assert_int_equal(ipam_assign(d, &req, &out, &err), -EPERM);
+	assert_int_equal(pp.calls, 1);
+	assert_null(get_obj(d, KIND_IPAMHANDLE, NULL, "net.p5"));
+	arena_free(a);
+	sb_free(&err);
+	ds_close(d);
+	(void)state;
+}
+
 static void test_borrow_and_strict(void **state)
 {
 	struct ds *d = open_ds();
@@ -1494,6 +1586,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_claim_assign_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dual_stack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prepare_and_hint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_borrow_and_strict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requested_and_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_block_grace, setup, teardown),

@@ -163,6 +163,24 @@ bt_expect_eq "an address from the node's block: cached lists only, no claim" \
 [ "$rc" -eq 0 ] || bt_fail "ADD with a pool CIDR failed: $out"
 bt_expect_contains "the pod's pool over its namespace's" '"address":"10.244.0.1/32"' "$out"
 
+# The next ADD from the same block: the pod, its namespace, IPAM's lists and the block the last
+# ADD used (the hint kept in the IPAM lock file) all in one round; the block not read again.
+pod pinned own-pool-2 '{cni.projectcalico.org/ipv4pools: "[\"10.244.0.0/24\"]"}'
+new_pod_ns "${BT_PREFIX}p4b"
+log_mark=$(($(wc -l <"$BT_DIR/cni.log") + 1))
+cni ADD "$(cid d4b)" "${BT_PREFIX}p4b" pinned own-pool-2
+[ "$rc" -eq 0 ] || bt_fail "the second ADD from the node's block failed: $out"
+bt_expect_contains "the next address of the block" '"address":"10.244.0.2/32"' "$out"
+reads=$(sed -n "$log_mark,\$p" "$BT_DIR/cni.log" | grep -o -E 'kube: GET [^ ]*: [^(]*(\(at once with others\))?' | sed -E 's/: (ok|No such file or directory) in [0-9.]+ ms ?/ /')
+first_round=$(grep -c 'at once' <<<"$reads" || true)
+bt_expect_eq "the first round's reads (handle, pools, affinities, reservations, hinted block, pod, namespace)" 7 "$first_round"
+for want in /api/v1/namespaces/pinned/pods/own-pool-2 /api/v1/namespaces/pinned \
+	/apis/crd.projectcalico.org/v1/ipamblocks/10-244-0-0-26; do
+	grep -q -F -x "kube: GET $want (at once with others)" <<<"$reads" ||
+		bt_fail "$want was not read in the first round: $reads"
+done
+bt_expect_eq "GETs of the block" 1 "$(grep -c -F 'ipamblocks/10-244-0-0-26' <<<"$reads" || true)"
+
 pod shop fixed '{cni.projectcalico.org/ipAddrs: "[\"10.246.0.77\"]"}'
 new_pod_ns "${BT_PREFIX}p5"
 cni ADD "$(cid e5)" "${BT_PREFIX}p5" shop fixed

@@ -67,6 +67,8 @@ void jv_push(struct arena *a, struct jv *arr, struct jv *item);
 void jv_add(struct arena *a, struct jv *obj, const char *key, struct jv *value);
 
 struct jv *jv_get(const struct jv *obj, const char *key);
+/* A deep copy of @v in @a (to keep a document past the life of its own arena). */
+struct jv *jv_copy(struct arena *a, const struct jv *v);
 const char *jv_type_name(enum jv_type t);
 
 /* Scalar readers; false when the node is not of a compatible kind. */

@@ -92,9 +92,18 @@ int ds_list(struct ds *d, const struct br_kind *k, const char *scope, struct br_
  * obj (a get's, caller frees) or objs and n (a list's, caller frees with
  * model_free_all). Returns 0, or the first error; ds_last_error says the
  * last failure's reason.
+ *
+ * On the Kubernetes API a read may also be of a document of no kind of ours
+ * (@kind NULL): a GET of the API path @path (a Pod, a Namespace), its answer
+ * copied into @arena as @doc, or why it failed as @error (in @arena too).
+ * Elsewhere such a read fails with -EOPNOTSUPP.
  */
 struct ds_read {
 	const struct br_kind *kind;
+	const char *path;
+	struct arena *arena;
+	struct jv *doc;
+	const char *error;
 	const char *scope;
 	const char *name;
 	/*

@@ -48,6 +48,7 @@
 #include <brindle/core/strbuf.h>
 
 struct ds;
+struct ds_read;
 
 /* Block annotation: wall-clock seconds since the block last became empty. */
 #define IPAM_EMPTY_SINCE_ANNOTATION "ipam.brindle.projectcalico.org/empty-since"
@@ -225,14 +226,35 @@ struct ipam_request {
 	const struct br_labels *namespace_labels;
 	int64_t now;	 /* wall clock, seconds (empty-block marks) */
 	long timeout_ms; /* overall deadline for retries; 0 = 30 s */
+	/*
+	 * A block the node is likely to assign from (the one its last assignment
+	 * came from, ipam_assigned.block): read fresh with the first round of reads,
+	 * it saves the block's own read (a round trip on Kubernetes) when the node
+	 * still has it. Only a hint: a wrong or stale one costs nothing but the read.
+	 */
+	const char *block_hint;
+	/*
+	 * Reads of the caller's (on Kubernetes: the pod and its namespace) made with
+	 * IPAM's first round, so both cost one round trip. @prepare then sees them
+	 * before anything is decided and may set @pools, @ips and @namespace_labels
+	 * (the pod's annotations choose them); a negative return ends ipam_assign
+	 * with it, and the caller keeps its own account of why.
+	 */
+	struct ds_read *also;
+	size_t n_also;
+	int (*prepare)(void *ctx, const struct ds_read *also, size_t n_also,
+		       struct ipam_request *req);
+	void *prepare_ctx;
 };
 
+#define IPAM_MAX_IPS 16
 struct ipam_assigned {
-	struct br_ip ips[16];
+	struct br_ip ips[IPAM_MAX_IPS];
 	size_t n;
 	bool reused;	/* the handle already held them (a retried ADD) */
 	size_t held;	/* ips[0..held) the handle held before this call */
 	char pool[256]; /* the pool of the first address */
+	char block[IPAM_BLOCK_NAME_LEN]; /* the block of the first address assigned, or "" */
 };
 
 /*
