@@ -74,7 +74,9 @@ static struct br_object *build_wep(struct plugin *p, const struct names *n, cons
 	struct jv *nets = jv_array(a);
 	for (size_t i = 0; i < n_ips; i++) {
 		char ip[IP_STRLEN];
-		jv_push(a, nets, jv_string(a, arena_printf(a, "%s/32", ip_str(&ips[i], ip))));
+		jv_push(a, nets,
+			jv_string(a,
+				  arena_printf(a, "%s/%u", ip_str(&ips[i], ip), ip_bits(&ips[i]))));
 	}
 	jv_add(a, spec, "ipNetworks", nets);
 	struct jv *profiles = jv_array(a);

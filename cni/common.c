@@ -387,10 +387,39 @@ static void plugin_unlock(struct plugin *p)
 struct pod_reads {
 	struct plugin *p;
 	struct ds_read rd[2]; /* the pod, its namespace */
+	/* what the pod asks (NULL before the reads, or on etcd) and its namespace's labels */
+	const struct kdd_pod_ipam *want;
+	struct br_labels *ns_labels;
+	struct br_ip ips[2][KDD_POD_MAX_IPS]; /* want's addresses by family (IPv4, IPv6) */
+	size_t n_ips[2];
 	/* why the pod's reads or annotations stop the ADD (code 0: they do not) */
 	int code;
 	const char *msg, *details;
 };
+
+/* What the pod asks of the request of one family: its addresses, else its pools. */
+static void pod_apply(struct pod_reads *pr, struct ipam_request *req)
+{
+	const struct kdd_pod_ipam *want = pr->want;
+	if (!want)
+		return;
+	struct plugin *p = pr->p;
+	bool v6 = req->family == AF_INET6;
+	req->namespace_labels = pr->ns_labels;
+	if (want->n_ips) {
+		req->ips = pr->ips[v6];
+		req->n_ips = pr->n_ips[v6];
+		req->pools = NULL;
+		req->n_pools = 0;
+		log_info("%s/%s: the %s addresses of its annotation cni.projectcalico.org/ipAddrs",
+			 p->id.namespace, p->id.pod, v6 ? "IPv6" : "IPv4");
+	} else if (v6 ? want->n_pools6 : want->n_pools) {
+		req->pools = v6 ? want->pools6 : want->pools;
+		req->n_pools = v6 ? want->n_pools6 : want->n_pools;
+		log_info("%s pools from %s", v6 ? "IPv6" : "IPv4",
+			 v6 ? want->pools6_from : want->pools_from);
+	}
+}
 
 static int pod_prepare(void *ctx, const struct ds_read *rd, size_t n, struct ipam_request *req)
 {
@@ -424,6 +453,27 @@ static int pod_prepare(void *ctx, const struct ds_read *rd, size_t n, struct ipa
 		return r;
 	}
 	sb_free(&err);
+	/* Fixed addresses: one or more of each family the network assigns, none of another. */
+	for (size_t i = 0; i < want->n_ips; i++) {
+		bool v6 = want->ips[i].family == AF_INET6;
+		pr->ips[v6][pr->n_ips[v6]++] = want->ips[i];
+	}
+	const struct cni_conf *c = p->conf;
+	for (int v6 = 0; want->n_ips && v6 < 2; v6++) {
+		bool assigned = v6 ? c->assign_ipv6 : c->assign_ipv4;
+		if (assigned == (pr->n_ips[v6] > 0))
+			continue;
+		pr->code = CNI_ERR_INVALID_CONFIG;
+		pr->msg = "the pod's IPAM annotations cannot be used";
+		pr->details = arena_printf(
+			p->a, "pod %s/%s: metadata.annotations[cni.projectcalico.org/ipAddrs]: %s",
+			p->id.namespace, p->id.pod,
+			assigned ? (v6 ? "no IPv6 address, and the network assigns IPv6"
+				       : "no IPv4 address, and the network assigns IPv4")
+				 : (v6 ? "an IPv6 address, and the network assigns no IPv6"
+				       : "an IPv4 address, and the network assigns no IPv4"));
+		return -EINVAL;
+	}
 	/* For pools with a namespaceSelector. */
 	struct br_labels *nsl = arena_alloc(p->a, sizeof(*nsl));
 	const struct jv *labels = jv_get(jv_get(ns, "metadata"), "labels");
@@ -432,17 +482,9 @@ static int pod_prepare(void *ctx, const struct ds_read *rd, size_t n, struct ipa
 		if (v)
 			labels_set(p->a, nsl, labels->obj.members[i].key, v);
 	}
-	req->namespace_labels = nsl;
-	if (want->n_ips) {
-		req->ips = want->ips;
-		req->n_ips = want->n_ips;
-		log_info("%s/%s: the addresses of its annotation cni.projectcalico.org/ipAddrs",
-			 p->id.namespace, p->id.pod);
-	} else if (want->n_pools) {
-		req->pools = want->pools;
-		req->n_pools = want->n_pools;
-		log_info("pools from %s", want->pools_from);
-	}
+	pr->ns_labels = nsl;
+	pr->want = want;
+	pod_apply(pr, req);
 	return 0;
 }
 
@@ -501,6 +543,20 @@ static void hint_write(struct plugin *p, const char *block)
 		log_debug("cannot keep the block hint in the IPAM lock file: %s", strerror(errno));
 }
 
+/* The addresses of @family among @ips, into @out. */
+static size_t ips_of(const struct br_ip *ips, size_t n, int family, struct br_ip *out)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ips[i].family == family)
+			out[k++] = ips[i];
+	return k;
+}
+
+/*
+ * One assignment per family the network assigns (IPv4, IPv6 or both), under
+ * one handle: both or neither. The pod's reads go with the first.
+ */
 void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_added *added)
 {
 	const struct cni_conf *c = p->conf;
@@ -517,28 +573,73 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 	if (streq(p->prog, "brindle-cni"))
 		labels_set(p->a, &secondary, IPAM_ATTR_ENDPOINT,
 			   cni_wep_name(p->a, p->node, p->id.orchestrator, p->id.pod, p->ifname));
-	struct ipam_request req = { .handle = p->handle,
-				    .node = p->node,
-				    .pools = c->ipv4_pools,
-				    .n_pools = c->n_ipv4_pools,
-				    .ips = c->ips,
-				    .n_ips = c->n_ips,
-				    .secondary = &secondary,
-				    .now = now,
-				    .timeout_ms =
-					    c->ipam_timeout_s ? c->ipam_timeout_s * 1000 : 0 };
+	struct ipam_request req[2];
+	struct br_ip asked[2][CNI_MAX_IPS];
+	size_t nf = 0;
+	for (int v6 = 0; v6 < 2; v6++) {
+		if (!(v6 ? c->assign_ipv6 : c->assign_ipv4))
+			continue;
+		int family = v6 ? AF_INET6 : AF_INET;
+		req[nf] = (struct ipam_request){
+			.handle = p->handle,
+			.node = p->node,
+			.family = family,
+			.pools = v6 ? c->ipv6_pools : c->ipv4_pools,
+			.n_pools = v6 ? c->n_ipv6_pools : c->n_ipv4_pools,
+			.ips = asked[nf],
+			.n_ips = ips_of(c->ips, c->n_ips, family, asked[nf]),
+			.secondary = &secondary,
+			.now = now,
+			.timeout_ms = c->ipam_timeout_s ? c->ipam_timeout_s * 1000 : 0
+		};
+		nf++;
+	}
 	struct pod_reads pr;
-	pod_reads_init(p, &pr, &req);
+	pod_reads_init(p, &pr, &req[0]);
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	plugin_lock(p);
 	char hint[IPAM_BLOCK_NAME_LEN];
 	hint_read(p, hint, sizeof(hint));
-	req.block_hint = hint;
-	int r = ipam_assign(p->ds, &req, out, &err);
-	if (r == 0 && out->block[0] && !streq(out->block, hint))
-		hint_write(p, out->block);
+	req[0].block_hint = hint;
+	*out = (struct ipam_assigned){ .reused = true };
+	struct plugin_added add = { .new_handle = true };
+	int r = 0;
+	size_t k;
+	for (k = 0; k < nf && r == 0; k++) {
+		struct ipam_assigned one;
+		if (k)
+			pod_apply(&pr, &req[k]);
+		r = ipam_assign(p->ds, &req[k], &one, &err);
+		if (r < 0)
+			break;
+		if (k == 0 && one.block[0] && !streq(one.block, hint))
+			hint_write(p, one.block);
+		/* what the handle held before, so that a failed ADD gives back only what it added
+		 */
+		add.new_handle &= one.held == 0;
+		for (size_t i = 0; i < one.n && out->n < IPAM_MAX_IPS; i++) {
+			if (i >= one.held && add.n < CNI_MAX_IPS)
+				add.ips[add.n++] = one.ips[i];
+			out->ips[out->n++] = one.ips[i];
+		}
+		out->reused &= one.reused;
+		if (!out->pool[0])
+			memcpy(out->pool, one.pool, sizeof(out->pool));
+	}
 	plugin_unlock(p);
+	if (r < 0 && k > 0) {
+		/* both or neither: the first family's address goes back */
+		struct strbuf why = STRBUF_INIT;
+		sb_init(&why);
+		if (plugin_unassign(p, &add, &why) < 0)
+			log_warn("releasing %s after the %s assignment failed: %s (the runtime's "
+				 "DEL "
+				 "will retry)",
+				 p->handle, req[k].family == AF_INET6 ? "IPv6" : "IPv4",
+				 sb_str(&why));
+		sb_free(&why);
+	}
 	if (r < 0 && pr.code) {
 		sb_free(&err);
 		plugin_fail(p, pr.code, pr.msg, pr.details);
@@ -546,18 +647,21 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 	if (r < 0) {
 		char *details = arena_strdup(p->a, sb_str(&err));
 		sb_free(&err);
-		plugin_fail(p, plugin_ipam_code(r), "IPAM could not assign an address", details);
+		plugin_fail(p, plugin_ipam_code(r),
+			    nf > 1 ? (req[k].family == AF_INET6
+					      ? "IPAM could not assign an IPv6 address"
+					      : "IPAM could not assign an IPv4 address")
+				   : "IPAM could not assign an address",
+			    details);
 	}
 	sb_free(&err);
-	/* What the handle held before, so that a failed ADD gives back only what it added. */
-	if (added) {
-		*added = (struct plugin_added){ .new_handle = out->held == 0 };
-		for (size_t i = out->held; i < out->n && added->n < CNI_MAX_IPS; i++)
-			added->ips[added->n++] = out->ips[i];
+	if (added)
+		*added = add;
+	for (size_t i = 0; i < out->n; i++) {
+		char ip[IP_STRLEN];
+		log_info("%s: %s %s for %s/%s on %s", p->handle, out->reused ? "kept" : "assigned",
+			 ip_str(&out->ips[i], ip), p->id.namespace, p->id.pod, p->node);
 	}
-	char ip[IP_STRLEN];
-	log_info("%s: %s %s for %s/%s on %s", p->handle, out->reused ? "kept" : "assigned",
-		 ip_str(&out->ips[0], ip), p->id.namespace, p->id.pod, p->node);
 }
 
 int plugin_unassign(struct plugin *p, const struct plugin_added *added, struct strbuf *err)

@@ -4,7 +4,11 @@
  * ee:ee:ee:ee:ee:ee, proxy ARP) answers for 169.254.1.1, the pod end in the
  * container's namespace with the /32 and the routes, and the host's
  * "<ip>/32 dev caliX scope link" route with protocol 80, which felix
- * recognises as ours. The plugin runs in the host namespace (whatever
+ * recognises as ours. An IPv6 address is a /128 (no duplicate detection: the
+ * link has two ends, both ours) whose default route goes via the host end's
+ * link-local address fe80::ecee:eeff:feee:eeee (its MAC's, written by us so
+ * that it does not depend on the host's address generation mode), with the
+ * host's "<ip>/128 dev caliX" route. The plugin runs in the host namespace (whatever
  * namespace the runtime runs it in); the container's is reached through
  * CNI_NETNS, opened once and checked to be a network namespace.
  *
@@ -35,6 +39,22 @@ static const uint8_t host_mac[6] = { 0xee, 0xee, 0xee, 0xee, 0xee, 0xee };
 static struct br_ip gateway(void)
 {
 	return ip4_from_u32(0xa9fe0101u); /* 169.254.1.1 */
+}
+
+static struct br_ip gateway6(void)
+{
+	struct br_ip ip;
+	int r = ip_parse(CNI_GATEWAY6, &ip);
+	(void)r; /* a constant */
+	return ip;
+}
+
+static bool has_family(const struct dp_spec *s, int family)
+{
+	for (size_t i = 0; i < s->n_ips; i++)
+		if (s->ips[i].family == family)
+			return true;
+	return false;
 }
 
 static void mac_str(const uint8_t m[6], char out[18])
@@ -85,11 +105,11 @@ static int dump_routes(struct nl *nl, const struct nl_route_filter *f, struct nl
 	return r;
 }
 
-static int dump_addrs(struct nl *nl, struct nl_addr_list *out)
+static int dump_addrs(struct nl *nl, uint8_t family, struct nl_addr_list *out)
 {
 	int r = -EINTR;
 	for (int i = 0; i < DUMP_RETRIES && r == -EINTR; i++)
-		r = nl_dump_addrs(nl, AF_INET, out);
+		r = nl_dump_addrs(nl, family, out);
 	return r;
 }
 
@@ -217,6 +237,35 @@ static void route_str(const struct nl_route *rt, const struct nl_link_list *link
 	}
 }
 
+/* A default route of the family of @routes, or IPv4's route to the gateway. */
+static int route_conflicts(const struct nl_route_list *routes, const struct nl_link_list *links,
+			   const struct dp_spec *s, struct strbuf *err)
+{
+	struct br_ip gw = gateway();
+	for (size_t i = 0; i < routes->n; i++) {
+		const struct nl_route *rt = &routes->v[i];
+		if (rt->table != RT_TABLE_MAIN)
+			continue;
+		if (rt->dst.len == 0) {
+			sb_adds(err, rt->dst.ip.family == AF_INET6
+					     ? "the container already has an IPv6 default route"
+					     : "the container already has a default route");
+		} else if (rt->dst.ip.family == AF_INET && rt->dst.len == 32 &&
+			   ip_equal(&rt->dst.ip, &gw)) {
+			sb_adds(err, "the container already has a route to " CNI_GATEWAY);
+		} else {
+			continue;
+		}
+		route_str(rt, links, err);
+		sb_addf(err,
+			"; brindle-cni connects a pod's only (default) network and does not "
+			"replace its routes, so it cannot add %s as a second network",
+			s->ifname);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 /*
  * What dp_setup would add must not be there yet: the interface, a default or
  * gateway route; and the host interface it replaces must not be the one that
@@ -246,30 +295,18 @@ static int pod_conflicts(struct nl *host, struct nl *pod, const struct dp_spec *
 		r = pair ? -EALREADY : -EEXIST;
 		goto out;
 	}
-	r = dump_routes(pod, &f, &routes);
-	if (r < 0) {
-		sb_addf(err, "listing the container's routes: %s", strerror(-r));
-		goto out;
-	}
-	struct br_ip gw = gateway();
-	for (size_t i = 0; i < routes.n; i++) {
-		const struct nl_route *rt = &routes.v[i];
-		if (rt->table != RT_TABLE_MAIN || rt->dst.ip.family != AF_INET)
-			continue;
-		if (rt->dst.len == 0) {
-			sb_adds(err, "the container already has a default route");
-		} else if (rt->dst.len == 32 && ip_equal(&rt->dst.ip, &gw)) {
-			sb_adds(err, "the container already has a route to " CNI_GATEWAY);
-		} else {
-			continue;
+	/* IPv4's routes, and IPv6's when the pod gets an IPv6 address */
+	for (int fam = 0; fam < 2 && r == 0; fam++) {
+		if (fam && !has_family(s, AF_INET6))
+			break;
+		f.family = fam ? AF_INET6 : AF_INET;
+		r = dump_routes(pod, &f, &routes);
+		if (r < 0) {
+			sb_addf(err, "listing the container's routes: %s", strerror(-r));
+			goto out;
 		}
-		route_str(rt, &links, err);
-		sb_addf(err,
-			"; brindle-cni connects a pod's only (default) network and does not "
-			"replace its routes, so it cannot add %s as a second network",
-			s->ifname);
-		r = -EEXIST;
-		break;
+		r = route_conflicts(&routes, &links, s, err);
+		nl_route_list_free(&routes);
 	}
 	if (r < 0)
 		goto out;
@@ -310,7 +347,7 @@ int dp_precheck(const struct dp_spec *s, struct strbuf *err)
 
 static struct nl_route host_route(const struct br_ip *ip, int oif)
 {
-	struct nl_route r = { .family = AF_INET,
+	struct nl_route r = { .family = ip->family,
 			      .protocol = NL_PROTO_BRINDLE,
 			      .scope = RT_SCOPE_LINK,
 			      .type = RTN_UNICAST,
@@ -326,7 +363,7 @@ static int find_route(struct nl *nl, const struct br_cidr *dst, uint8_t protocol
 		      struct nl_route *out)
 {
 	struct nl_route_list routes = { 0 };
-	struct nl_route_filter f = { .family = AF_INET,
+	struct nl_route_filter f = { .family = dst->ip.family,
 				     .table = RT_TABLE_MAIN,
 				     .protocol = protocol };
 	int r = dump_routes(nl, &f, &routes);
@@ -363,7 +400,26 @@ static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], s
 		struct nl_addr a = { .ifindex = l.ifindex, .scope = RT_SCOPE_UNIVERSE };
 		a.addr.ip = s->ips[i];
 		a.addr.len = (uint8_t)ip_bits(&s->ips[i]);
+		if (s->ips[i].family == AF_INET6)
+			a.flags = IFA_F_NODAD; /* usable at once: no one else is on the link */
 		nl_batch_addr(b, NL_ADD, &a);
+	}
+	if (has_family(s, AF_INET6)) {
+		struct nl_route def6 = { .family = AF_INET6,
+					 .protocol = RTPROT_BOOT,
+					 .scope = RT_SCOPE_UNIVERSE,
+					 .type = RTN_UNICAST,
+					 .table = RT_TABLE_MAIN,
+					 .oif = l.ifindex,
+					 .gw = gateway6(),
+					 .onlink = true };
+		def6.dst.ip = (struct br_ip){ .family = AF_INET6 };
+		nl_batch_route(b, NL_ADD, &def6);
+	}
+	if (!has_family(s, AF_INET)) {
+		r = apply(pod, b, err);
+		nl_batch_free(b);
+		return r;
 	}
 	struct nl_route gw = { .family = AF_INET,
 			       .protocol = RTPROT_BOOT,
@@ -478,6 +534,14 @@ int dp_setup(const struct dp_spec *s, char pod_mac[18], struct dp_made *made, st
 		goto out;
 	}
 	b = nl_batch_new();
+	if (has_family(s, AF_INET6)) {
+		/* the pods' IPv6 gateway, whatever the host's address generation mode */
+		struct nl_addr ll = { .ifindex = hl.ifindex,
+				      .scope = RT_SCOPE_LINK,
+				      .flags = IFA_F_NODAD,
+				      .addr = { .ip = gateway6(), .len = 64 } };
+		nl_batch_addr(b, NL_ADD, &ll);
+	}
 	struct nl_link up;
 	nl_link_init(&up);
 	up.ifindex = hl.ifindex;
@@ -574,7 +638,7 @@ static int check_pod(struct nl *pod, const struct dp_spec *s, struct strbuf *err
 	if (!(l.flags & IFF_UP))
 		return check_fail(err, "%s in the container is down", s->ifname);
 	struct nl_addr_list addrs = { 0 };
-	int r = dump_addrs(pod, &addrs);
+	int r = dump_addrs(pod, AF_UNSPEC, &addrs);
 	if (r < 0)
 		return check_fail(err, "listing the container's addresses: %s", strerror(-r));
 	for (size_t i = 0; i < s->n_ips && r == 0; i++) {
@@ -585,14 +649,25 @@ static int check_pod(struct nl *pod, const struct dp_spec *s, struct strbuf *err
 				 addrs.v[k].addr.len == ip_bits(&s->ips[i]);
 		char ip[IP_STRLEN];
 		if (!found)
-			r = check_fail(err, "%s in the container lacks %s/32", s->ifname,
-				       ip_str(&s->ips[i], ip));
+			r = check_fail(err, "%s in the container lacks %s/%u", s->ifname,
+				       ip_str(&s->ips[i], ip), ip_bits(&s->ips[i]));
 	}
 	nl_addr_list_free(&addrs);
 	if (r < 0)
 		return r;
-	struct br_cidr gwdst = { .ip = gateway(), .len = 32 }, def = { .ip = ip4_from_u32(0) };
 	struct nl_route rt;
+	if (has_family(s, AF_INET6)) {
+		struct br_cidr def6 = { .ip = { .family = AF_INET6 } };
+		struct br_ip gw6 = gateway6();
+		if (find_route(pod, &def6, 0, &rt) < 0 || rt.oif != l.ifindex ||
+		    !ip_equal(&rt.gw, &gw6))
+			return check_fail(err,
+					  "the container's IPv6 default route is not via %s dev %s",
+					  CNI_GATEWAY6, s->ifname);
+	}
+	if (!has_family(s, AF_INET))
+		return 0;
+	struct br_cidr gwdst = { .ip = gateway(), .len = 32 }, def = { .ip = ip4_from_u32(0) };
 	if (find_route(pod, &gwdst, 0, &rt) < 0 || rt.oif != l.ifindex || rt.scope != RT_SCOPE_LINK)
 		return check_fail(err, "the container lacks the route %s dev %s scope link",
 				  CNI_GATEWAY, s->ifname);
@@ -625,8 +700,10 @@ int dp_check(const struct dp_spec *s, struct strbuf *err)
 	for (size_t i = 0; i < s->n_ips && r == 0; i++) {
 		struct nl_route want = host_route(&s->ips[i], hl.ifindex), have;
 		char c[CIDR_STRLEN];
+		/* (IPv6 routes have no scope: the kernel reports them all universe) */
 		if (find_route(host, &want.dst, NL_PROTO_BRINDLE, &have) < 0 ||
-		    have.oif != hl.ifindex || have.scope != RT_SCOPE_LINK)
+		    have.oif != hl.ifindex ||
+		    (want.family == AF_INET && have.scope != RT_SCOPE_LINK))
 			r = check_fail(err,
 				       "the host lacks the route %s dev %s scope link proto %d",
 				       cidr_str(&want.dst, c), s->host_if, NL_PROTO_BRINDLE);

@@ -107,7 +107,8 @@ int dp_netns_open(const char *path, int *fd, struct strbuf *err) must_check;
 /*
  * Whether the container is free for what dp_setup() adds: no interface
  * @ifname, no IPv4 default route and no route to 169.254.1.1 in its main
- * table (whichever interface they use), and the host interface @host_if, if
+ * table (whichever interface they use), no IPv6 default route when @s has an
+ * IPv6 address, and the host interface @host_if, if
  * there is one, is not the other end of one of the container's veths.
  * -EEXIST with a sentence in @err when it is not; -EALREADY when @ifname is
  * a veth joined to @host_if (this plugin made it for this pod: a completed

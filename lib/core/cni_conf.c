@@ -130,6 +130,44 @@ static const struct jv *arr_field(struct parser *p, const struct jv *obj, const 
 	return v;
 }
 
+/* ipam.<key>: pool names or CIDRs. */
+static int pool_list(struct parser *p, const struct jv *ipam, const char *key, const char ***out,
+		     size_t *n)
+{
+	int r = 0;
+	const struct jv *pools = arr_field(p, ipam, key, "ipam.", &r);
+	if (r < 0 || !pools)
+		return r;
+	*out = arena_new_array(p->c->a, const char *, pools->arr.n + 1);
+	for (size_t i = 0; i < pools->arr.n; i++) {
+		const struct jv *v = pools->arr.items[i];
+		const char *s = v->type == JV_STRING ? jv_as_string(v) : NULL;
+		if (!s || !*s || strlen(s) != v->s.len)
+			return bad(p, CNI_ERR_INVALID_CONFIG,
+				   "ipam.%s[%zu]: must be a pool name or CIDR", key, i);
+		(*out)[(*n)++] = arena_strdup(p->c->a, s);
+	}
+	return 0;
+}
+
+/* ipam.assign_ipv4 / assign_ipv6: true or false, or Calico's strings "true" and "false". */
+static int family_switch(struct parser *p, const struct jv *ipam, const char *key, bool dflt,
+			 bool *out)
+{
+	const struct jv *v = jv_get(ipam, key);
+	*out = dflt;
+	if (!v)
+		return 0;
+	const char *s = v->type == JV_STRING ? jv_as_string(v) : NULL;
+	if (v->type == JV_BOOL && jv_as_bool(v, out))
+		return 0;
+	if (s && (streq(s, "true") || streq(s, "false"))) {
+		*out = streq(s, "true");
+		return 0;
+	}
+	return bad(p, CNI_ERR_INVALID_CONFIG, "ipam.%s: must be true or false", key);
+}
+
 static int parse_ipam(struct parser *p, const struct jv *ipam)
 {
 	struct cni_conf *c = p->c;
@@ -140,25 +178,15 @@ static int parse_ipam(struct parser *p, const struct jv *ipam)
 			   &c->empty_block_grace_s)) < 0 ||
 	    (r = int_field(p, ipam, "timeout_seconds", "ipam.", 1, 3600, &c->ipam_timeout_s)) < 0)
 		return r;
-	const struct jv *pools = arr_field(p, ipam, "ipv4_pools", "ipam.", &r);
-	if (r < 0)
+	if ((r = pool_list(p, ipam, "ipv4_pools", &c->ipv4_pools, &c->n_ipv4_pools)) < 0 ||
+	    (r = pool_list(p, ipam, "ipv6_pools", &c->ipv6_pools, &c->n_ipv6_pools)) < 0 ||
+	    (r = family_switch(p, ipam, "assign_ipv4", true, &c->assign_ipv4)) < 0 ||
+	    (r = family_switch(p, ipam, "assign_ipv6", false, &c->assign_ipv6)) < 0)
 		return r;
-	if (pools) {
-		c->ipv4_pools = arena_new_array(c->a, const char *, pools->arr.n + 1);
-		for (size_t i = 0; i < pools->arr.n; i++) {
-			const struct jv *v = pools->arr.items[i];
-			const char *s = v->type == JV_STRING ? jv_as_string(v) : NULL;
-			if (!s || !*s || strlen(s) != v->s.len)
-				return bad(p, CNI_ERR_INVALID_CONFIG,
-					   "ipam.ipv4_pools[%zu]: must be a pool name or CIDR", i);
-			c->ipv4_pools[c->n_ipv4_pools++] = arena_strdup(c->a, s);
-		}
-	}
-	/* Calico spells "assign_ipv6"; we hand out IPv4 only and say so. */
-	const struct jv *v6 = jv_get(ipam, "assign_ipv6");
-	bool want6 = false;
-	if (v6 && jv_as_bool(v6, &want6) && want6)
-		return bad(p, CNI_ERR_UNSUPPORTED_FIELD, "ipam.assign_ipv6: IPv6 is not supported");
+	if (!c->assign_ipv4 && !c->assign_ipv6)
+		return bad(p, CNI_ERR_INVALID_CONFIG,
+			   "ipam.assign_ipv4 and ipam.assign_ipv6 are both false: a pod would get "
+			   "no address");
 	return 0;
 }
 
@@ -170,8 +198,11 @@ static int add_ip(struct parser *p, const struct jv *v, const char *path, size_t
 	if (!s || strlen(s) != v->s.len || cidr_parse(s, true, &cidr) < 0)
 		return bad(p, CNI_ERR_INVALID_CONFIG, "%s[%zu]: \"%s\" is not an IP address", path,
 			   i, s ? s : "");
-	if (cidr.ip.family != AF_INET)
-		return bad(p, CNI_ERR_UNSUPPORTED_FIELD, "%s[%zu]: only IPv4 addresses", path, i);
+	bool v6 = cidr.ip.family == AF_INET6;
+	if (v6 ? !c->assign_ipv6 : !c->assign_ipv4)
+		return bad(p, CNI_ERR_INVALID_CONFIG,
+			   "%s[%zu]: an %s address, but ipam.assign_%s is not true", path, i,
+			   v6 ? "IPv6" : "IPv4", v6 ? "ipv6" : "ipv4");
 	for (size_t k = 0; k < c->n_ips; k++)
 		if (ip_equal(&c->ips[k], &cidr.ip))
 			return 0;
@@ -272,7 +303,7 @@ static int parse_prev(struct parser *p, const struct jv *prev)
 	c->has_prev_result = true;
 	c->prev_ips = arena_new_array(c->a, struct br_ip, CNI_MAX_IPS);
 	const struct jv *ips = jv_get(prev, "ips");
-	const struct jv *ip4 = jv_get(prev, "ip4");
+	const struct jv *ip4 = jv_get(prev, "ip4"), *ip6 = jv_get(prev, "ip6");
 	const struct jv *list[CNI_MAX_IPS];
 	size_t n = 0;
 	if (ips && ips->type == JV_ARRAY)
@@ -281,6 +312,8 @@ static int parse_prev(struct parser *p, const struct jv *prev)
 				list[n++] = jv_get(ips->arr.items[i], "address");
 	if (ip4 && ip4->type == JV_OBJECT && n < CNI_MAX_IPS)
 		list[n++] = jv_get(ip4, "ip");
+	if (ip6 && ip6->type == JV_OBJECT && n < CNI_MAX_IPS)
+		list[n++] = jv_get(ip6, "ip");
 	for (size_t i = 0; i < n; i++) {
 		const char *s =
 			list[i] && list[i]->type == JV_STRING ? jv_as_string(list[i]) : NULL;
@@ -330,6 +363,7 @@ static int parse_root(struct parser *p, const struct jv *root)
 	    (kube && (r = str_field(p, kube, "kubeconfig", "kubernetes.", &c->kubeconfig, false)) < 0))
 		return r;
 	c->ips = arena_new_array(c->a, struct br_ip, CNI_MAX_IPS);
+	c->assign_ipv4 = true;
 	const struct jv *ipam = obj_field(p, root, "ipam", "", &r);
 	if (r < 0 || (ipam && (r = parse_ipam(p, ipam)) < 0))
 		return r;
@@ -608,6 +642,11 @@ static void write_text(struct strbuf *out, const char *s)
 	sb_free(&clean);
 }
 
+static const char *gateway_of(bool v6)
+{
+	return v6 ? CNI_GATEWAY6 : CNI_GATEWAY;
+}
+
 static void write_ip(struct strbuf *out, const struct br_ip *ip)
 {
 	char b[IP_STRLEN];
@@ -618,15 +657,25 @@ void cni_result_write(struct strbuf *out, const char *version, const struct cni_
 {
 	sb_adds(out, "{\"cniVersion\":");
 	json_write_string(out, version);
+	bool has[2] = { false, false }; /* IPv4, IPv6 */
+	for (size_t i = 0; i < r->n_ips; i++)
+		has[r->ips[i].family == AF_INET6] = true;
 	if (cni_version_cmp(version, "0.3.0") < 0) {
-		/* 0.1.0 / 0.2.0: one IPv4 address with its routes. */
-		if (r->n_ips) {
-			sb_adds(out, ",\"ip4\":{\"ip\":");
-			write_ip(out, &r->ips[0]);
+		/* 0.1.0 / 0.2.0: the first address of each family, with its routes. */
+		for (int v6 = 0; v6 < 2; v6++) {
+			const struct br_ip *ip = NULL;
+			for (size_t i = 0; i < r->n_ips && !ip; i++)
+				if ((r->ips[i].family == AF_INET6) == v6)
+					ip = &r->ips[i];
+			if (!ip)
+				continue;
+			sb_adds(out, v6 ? ",\"ip6\":{\"ip\":" : ",\"ip4\":{\"ip\":");
+			write_ip(out, ip);
 			if (r->gateway)
-				sb_adds(out,
-					",\"gateway\":\"" CNI_GATEWAY "\",\"routes\":[{\"dst\":"
-					"\"0.0.0.0/0\",\"gw\":\"" CNI_GATEWAY "\"}]");
+				sb_addf(out,
+					",\"gateway\":\"%s\",\"routes\":[{\"dst\":\"%s\",\"gw\":\"%"
+					"s\"}]",
+					gateway_of(v6), v6 ? "::/0" : "0.0.0.0/0", gateway_of(v6));
 			sb_addc(out, '}');
 		}
 		sb_adds(out, ",\"dns\":{}}\n");
@@ -652,20 +701,28 @@ void cni_result_write(struct strbuf *out, const char *version, const struct cni_
 	}
 	sb_adds(out, ",\"ips\":[");
 	for (size_t i = 0; i < r->n_ips; i++) {
+		bool v6 = r->ips[i].family == AF_INET6;
 		sb_adds(out, i ? ",{" : "{");
 		if (versioned)
-			sb_adds(out, "\"version\":\"4\",");
+			sb_adds(out, v6 ? "\"version\":\"6\"," : "\"version\":\"4\",");
 		sb_adds(out, "\"address\":");
 		write_ip(out, &r->ips[i]);
 		if (r->gateway)
-			sb_adds(out, ",\"gateway\":\"" CNI_GATEWAY "\"");
+			sb_addf(out, ",\"gateway\":\"%s\"", gateway_of(v6));
 		if (r->ip_iface >= 0)
 			sb_addf(out, ",\"interface\":%d", r->ip_iface);
 		sb_addc(out, '}');
 	}
 	sb_addc(out, ']');
-	if (r->gateway)
-		sb_adds(out, ",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"" CNI_GATEWAY "\"}]");
+	if (r->gateway && (has[0] || has[1])) {
+		sb_adds(out, ",\"routes\":[");
+		if (has[0])
+			sb_adds(out, "{\"dst\":\"0.0.0.0/0\",\"gw\":\"" CNI_GATEWAY "\"}");
+		if (has[1])
+			sb_adds(out, has[0] ? ",{\"dst\":\"::/0\",\"gw\":\"" CNI_GATEWAY6 "\"}"
+					    : "{\"dst\":\"::/0\",\"gw\":\"" CNI_GATEWAY6 "\"}");
+		sb_addc(out, ']');
+	}
 	sb_adds(out, ",\"dns\":{}}\n");
 }
 

@@ -918,6 +918,31 @@ static const char *obj_name(struct arena *a, const char *kind, const struct jv *
 		   : arena_printf(a, "%s %s", kind, name);
 }
 
+/* The pools of annotation @key: the pod's, else its namespace's. */
+static int pod_pools(struct arena *a, const struct jv *pod, const struct jv *ns,
+		     const char *pod_name, const char *key, const char ***out, size_t *n,
+		     const char **from, struct strbuf *err)
+{
+	int r;
+	const struct jv *pools = annotation_list(a, pod, pod_name, key, &r, err);
+	*from = pod_name;
+	if (r == 0 && !pools && ns) {
+		*from = obj_name(a, "namespace", ns);
+		pools = annotation_list(a, ns, *from, key, &r, err);
+	}
+	if (r < 0)
+		return r;
+	if (!pools || !pools->arr.n) {
+		*from = NULL;
+		return 0;
+	}
+	*out = arena_alloc(a, sizeof(**out) * pools->arr.n);
+	for (size_t i = 0; i < pools->arr.n; i++)
+		(*out)[(*n)++] =
+			arena_strndup(a, pools->arr.items[i]->s.text, pools->arr.items[i]->s.len);
+	return 0;
+}
+
 int kdd_pod_ipam(struct arena *a, const struct jv *pod, const struct jv *ns,
 		 struct kdd_pod_ipam *out, struct strbuf *err)
 {
@@ -935,8 +960,6 @@ int kdd_pod_ipam(struct arena *a, const struct jv *pod, const struct jv *ns,
 			why = arena_printf(a, "more than %d addresses", KDD_POD_MAX_IPS);
 		else if (ip_parse(text, &ip) < 0)
 			why = arena_printf(a, "\"%s\" is not an IP address", text);
-		else if (ip.family != AF_INET)
-			why = "IPv6 addresses are not assigned yet (IPv4 only)";
 		if (why) {
 			sb_addf(err, "%s: metadata.annotations[" ANN_CNI "ipAddrs][%zu]: %s", pod_name,
 				i, why);
@@ -946,23 +969,12 @@ int kdd_pod_ipam(struct arena *a, const struct jv *pod, const struct jv *ns,
 	}
 	if (out->n_ips)
 		return 0;
-	const struct jv *pools = annotation_list(a, pod, pod_name, ANN_CNI "ipv4pools", &r, err);
-	out->pools_from = pod_name;
-	if (r == 0 && !pools && ns) {
-		out->pools_from = obj_name(a, "namespace", ns);
-		pools = annotation_list(a, ns, out->pools_from, ANN_CNI "ipv4pools", &r, err);
-	}
-	if (r < 0)
-		return r;
-	if (!pools || !pools->arr.n) {
-		out->pools_from = NULL;
-		return 0;
-	}
-	out->pools = arena_alloc(a, sizeof(*out->pools) * pools->arr.n);
-	for (size_t i = 0; i < pools->arr.n; i++)
-		out->pools[out->n_pools++] =
-			arena_strndup(a, pools->arr.items[i]->s.text, pools->arr.items[i]->s.len);
-	return 0;
+	r = pod_pools(a, pod, ns, pod_name, ANN_CNI "ipv4pools", &out->pools, &out->n_pools,
+		      &out->pools_from, err);
+	if (r == 0)
+		r = pod_pools(a, pod, ns, pod_name, ANN_CNI "ipv6pools", &out->pools6,
+			      &out->n_pools6, &out->pools6_from, err);
+	return r;
 }
 
 struct jv *kdd_native_encode(struct arena *a, const struct br_object *o, bool for_update)

@@ -208,8 +208,11 @@ void nl_batch_addr(struct nl_batch *b, enum nl_op op, const struct nl_addr *a)
 	ifa->ifa_prefixlen = a->addr.len;
 	ifa->ifa_scope = a->scope;
 	ifa->ifa_index = (uint32_t)a->ifindex;
+	ifa->ifa_flags = (uint8_t)a->flags;
 	put_ip(h, IFA_LOCAL, &a->addr.ip);
 	put_ip(h, IFA_ADDRESS, &a->addr.ip);
+	if (a->flags)
+		mnl_attr_put_u32(h, IFA_FLAGS, a->flags);
 	push(b, h);
 }
 

@@ -77,7 +77,7 @@ conf() {
 {"cniVersion": "1.0.0", "name": "k8s-pod-network", "type": "brindle-cni", "nodename": "node-a",
  "datastore_type": "kubernetes", "kubernetes": {"kubeconfig": "$CNICFG"},
  "log_file_path": "$BT_DIR/cni.log", "log_level": "debug",
- "ipam": {"type": "brindle-ipam", "ipam_lock_file": "$BT_DIR/ipam.lock"}}
+ "ipam": {"type": "brindle-ipam", "ipam_lock_file": "$BT_DIR/ipam.lock"${IPAM_EXTRA:+, $IPAM_EXTRA}}}
 JSON
 }
 
@@ -206,6 +206,42 @@ cni ADD "$(cid f9)" "${BT_PREFIX}p6" nowhere ghost
 [ "$rc" -ne 0 ] || bt_fail "ADD in a namespace that does not exist succeeded: $out"
 bt_expect_eq "nothing assigned by the failed ADDs" "$n_handles" "$(handles)"
 bt_expect_eq "no interface in the failed pods' namespace" "1" "$(ip -n "${BT_PREFIX}p6" -o link | wc -l)"
+
+# --- dual stack: the pod's ipv6pools, fixed addresses of both families ----------------------------
+actl apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-6}
+spec: {cidr: 'fd00:20::/120'}
+---
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool-6b}
+spec: {cidr: 'fd00:21::/120'}
+YAML
+export IPAM_EXTRA='"assign_ipv4": "true", "assign_ipv6": "true"'
+pod shop dual '{cni.projectcalico.org/ipv6pools: "[\"pool-6b\"]"}'
+new_pod_ns "${BT_PREFIX}p7"
+cni ADD "$(cid g7)" "${BT_PREFIX}p7" shop dual
+[ "$rc" -eq 0 ] || bt_fail "dual-stack ADD failed: $out"
+bt_expect_contains "the IPv6 address from the pod's ipv6pools" '"address":"fd00:21::/128"' "$out"
+ips=$(annotation shop dual cni.projectcalico.org/podIPs)
+bt_expect_contains "podIPs has the IPv6 address" "fd00:21::/128" "$ips"
+bt_expect_contains "podIPs has an IPv4 address" "/32," "$ips"
+pod shop dual-fixed '{cni.projectcalico.org/ipAddrs: "[\"10.246.0.88\", \"fd00:20::88\"]"}'
+new_pod_ns "${BT_PREFIX}p8"
+cni ADD "$(cid g8)" "${BT_PREFIX}p8" shop dual-fixed
+[ "$rc" -eq 0 ] || bt_fail "dual-stack ADD of fixed addresses failed: $out"
+bt_expect_eq "both fixed addresses" "10.246.0.88/32,fd00:20::88/128" \
+	"$(annotation shop dual-fixed cni.projectcalico.org/podIPs)"
+n_handles=$(handles)
+pod shop half-fixed '{cni.projectcalico.org/ipAddrs: "[\"10.246.0.89\"]"}'
+new_pod_ns "${BT_PREFIX}p9"
+cni ADD "$(cid g9)" "${BT_PREFIX}p9" shop half-fixed
+[ "$rc" -ne 0 ] || bt_fail "a dual-stack ADD with only an IPv4 fixed address succeeded: $out"
+bt_expect_contains "the missing family named" "no IPv6 address, and the network assigns IPv6" "$out"
+bt_expect_eq "nothing assigned by the refused ADD" "$n_handles" "$(handles)"
+unset IPAM_EXTRA
 
 # --- DEL ----------------------------------------------------------------------------------------
 cni DEL "$C1" "$P1" shop web-1 </dev/null

@@ -78,6 +78,26 @@ static void test_full_config(void **state)
 	assert_string_equal(c->cni_version, CNI_DEFAULT_VERSION);
 	assert_int_equal(c->empty_block_grace_s, 300);
 	assert_null(c->ipam_lock_file);
+	assert_true(c->assign_ipv4); /* IPv4 only unless asked, as Calico */
+	assert_false(c->assign_ipv6);
+	cni_conf_free(c);
+
+	/* dual stack, in Calico's spelling (strings) and as booleans; IPv6 addresses requested */
+	c = parse_ok(
+		"{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv4\": "
+		"\"true\", \"assign_ipv6\": \"true\", \"ipv6_pools\": [\"fd00:1::/64\", \"p6\"]},"
+		" \"args\": {\"cni\": {\"ips\": [\"10.0.0.7\", \"fd00:1::7\"]}}}");
+	assert_true(c->assign_ipv4);
+	assert_true(c->assign_ipv6);
+	assert_int_equal(c->n_ipv6_pools, 2);
+	assert_string_equal(c->ipv6_pools[1], "p6");
+	assert_int_equal(c->n_ips, 2);
+	assert_int_equal(c->ips[1].family, AF_INET6);
+	cni_conf_free(c);
+	c = parse_ok(
+		"{\"name\": \"n\", \"ipam\": {\"assign_ipv4\": false, \"assign_ipv6\": true}}");
+	assert_false(c->assign_ipv4);
+	assert_true(c->assign_ipv6);
 	cni_conf_free(c);
 }
 
@@ -94,15 +114,24 @@ static void test_config_errors(void **state)
 	parse_bad("{\"name\": \"n\", \"args\": {\"cni\": {\"ips\": [\"10.0.0.300\"]}}}",
 		  CNI_ERR_INVALID_CONFIG, "args.cni.ips[0]");
 	parse_bad("{\"name\": \"n\", \"args\": {\"cni\": {\"ips\": [\"fd00::1\"]}}}",
-		  CNI_ERR_UNSUPPORTED_FIELD, "only IPv4");
+		  CNI_ERR_INVALID_CONFIG, "an IPv6 address, but ipam.assign_ipv6 is not true");
+	parse_bad("{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv4\": "
+		  "\"false\", \"assign_ipv6\": true}, \"args\": {\"cni\": {\"ips\": "
+		  "[\"10.0.0.1\"]}}}",
+		  CNI_ERR_INVALID_CONFIG, "an IPv4 address, but ipam.assign_ipv4 is not true");
 	parse_bad("{\"name\": \"n\", \"args\": {\"cni\": {\"labels\": [{\"key\": \"a\"}]}}}",
 		  CNI_ERR_INVALID_CONFIG, "args.cni.labels[0]");
 	parse_bad("{\"name\": \"n\", \"args\": {\"brindle\": {\"ports\": [{\"name\": \"x\", "
 		  "\"port\": 70000}]}}}",
 		  CNI_ERR_INVALID_CONFIG, "args.brindle.ports[0].port");
+	parse_bad("{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv6\": "
+		  "\"yes\"}}",
+		  CNI_ERR_INVALID_CONFIG, "ipam.assign_ipv6: must be true or false");
 	parse_bad(
-		"{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv6\": true}}",
-		CNI_ERR_UNSUPPORTED_FIELD, "IPv6");
+		"{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv4\": false}}",
+		CNI_ERR_INVALID_CONFIG, "both false");
+	parse_bad("{\"name\": \"n\", \"ipam\": {\"ipv6_pools\": [\"\"]}}", CNI_ERR_INVALID_CONFIG,
+		  "ipam.ipv6_pools[0]: must be a pool name or CIDR");
 	parse_bad("{\"name\": \"n\", \"ipam\": []}", CNI_ERR_INVALID_CONFIG,
 		  "ipam: must be an object");
 }
@@ -263,6 +292,31 @@ static void test_results(void **state)
 			    "{\"cniVersion\":\"0.2.0\",\"ip4\":{\"ip\":\"10.0.0.5/32\",\"gateway\":"
 			    "\"169.254.1.1\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":"
 			    "\"169.254.1.1\"}]},\"dns\":{}}\n");
+	/* dual stack: each address with its family's gateway, a default route per family */
+	r.n_ips = 2;
+	assert_int_equal(ip_parse("fd00::5", &r.ips[1]), 0);
+	sb_reset(&sb);
+	cni_result_write(&sb, "1.0.0", &r);
+	assert_non_null(strstr(
+		sb_str(&sb),
+		"{\"address\":\"fd00::5/128\",\"gateway\":\"fe80::ecee:eeff:feee:eeee\","
+		"\"interface\":1}],\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"169.254.1.1\"},"
+		"{\"dst\":\"::/0\",\"gw\":\"fe80::ecee:eeff:feee:eeee\"}]"));
+	sb_reset(&sb);
+	cni_result_write(&sb, "0.4.0", &r);
+	assert_non_null(strstr(sb_str(&sb), "{\"version\":\"6\",\"address\":\"fd00::5/128\""));
+	sb_reset(&sb);
+	cni_result_write(&sb, "0.2.0", &r);
+	assert_non_null(strstr(sb_str(&sb),
+			       ",\"ip6\":{\"ip\":\"fd00::5/128\",\"gateway\":"
+			       "\"fe80::ecee:eeff:feee:eeee\",\"routes\":[{\"dst\":\"::/0\""));
+	/* IPv6 only */
+	r.ips[0] = r.ips[1];
+	r.n_ips = 1;
+	sb_reset(&sb);
+	cni_result_write(&sb, "1.0.0", &r);
+	assert_non_null(strstr(sb_str(&sb), "\"routes\":[{\"dst\":\"::/0\",\"gw\":"));
+	assert_null(strstr(sb_str(&sb), "0.0.0.0/0"));
 	sb_reset(&sb);
 	cni_error_write(&sb, "0.4.0", 7, "bad \"config\"", NULL);
 	assert_string_equal(

@@ -7,8 +7,9 @@
  * Network configuration (docs/cni.md has the full table):
  *   cniVersion, name, type, mtu, nodename, log_level, log_file_path,
  *   datastore_type, etcd_endpoints, etcd_ca_cert_file, etcd_cert_file,
- *   etcd_key_file, kubernetes {kubeconfig}, ipam {type, ipv4_pools, empty_block_grace_seconds,
- *   ipam_lock_file, timeout_seconds}, prevResult, runtimeConfig.ips, and
+ *   etcd_key_file, kubernetes {kubeconfig}, ipam {type, assign_ipv4, assign_ipv6, ipv4_pools,
+ *   ipv6_pools, empty_block_grace_seconds, ipam_lock_file, timeout_seconds}, prevResult,
+ *   runtimeConfig.ips, and
  *   the CNI conventions' args:
  *     args.cni.labels  [{key, value}]        pod labels for the WorkloadEndpoint
  *     args.cni.ips     ["10.0.0.5", ...]     requested addresses (prefix ignored)
@@ -48,6 +49,7 @@ enum cni_error_code {
 #define CNI_DEFAULT_VERSION  "0.2.0" /* a configuration without cniVersion */
 #define CNI_LATEST_VERSION   "1.0.0"
 #define CNI_GATEWAY	     "169.254.1.1"
+#define CNI_GATEWAY6	     "fe80::ecee:eeff:feee:eeee" /* the host veth's, from its MAC */
 #define CNI_HOST_MAC	     "ee:ee:ee:ee:ee:ee"
 #define CNI_DEFAULT_LOG_FILE "/var/log/brindle/cni/cni.log"
 #define CNI_DEFAULT_LOCK     "/run/brindle/ipam.lock"
@@ -83,8 +85,12 @@ struct cni_conf {
 	const char *kubeconfig; /* kubernetes.kubeconfig (Calico's), for datastore_type kubernetes */
 	/* ipam */
 	const char *ipam_type;
+	bool assign_ipv4,
+		assign_ipv6; /* the families a pod gets (Calico's: IPv4 only unless set) */
 	const char **ipv4_pools;
 	size_t n_ipv4_pools;
+	const char **ipv6_pools;
+	size_t n_ipv6_pools;
 	int64_t empty_block_grace_s;
 	const char *ipam_lock_file; /* "" disables the host lock */
 	int64_t ipam_timeout_s;

@@ -142,18 +142,21 @@ struct jv *kdd_native_encode(struct arena *a, const struct br_object *o, bool fo
 /*
  * Calico's IPAM annotations, for the CNI plugin on the Kubernetes datastore:
  * fixed addresses from the pod's cni.projectcalico.org/ipAddrs (a JSON list
- * of IPv4 addresses; when set, the pools annotations do not apply), else
- * the pools to assign from: the pod's cni.projectcalico.org/ipv4pools, else
- * its namespace's (a JSON list of pool names or CIDRs). ipv6pools is not
- * read (pods get IPv4 addresses only). @ns may be NULL. Strings live in @a.
+ * of IPv4 and IPv6 addresses; when set, the pools annotations do not apply),
+ * else the pools to assign from, per family: the pod's
+ * cni.projectcalico.org/ipv4pools (ipv6pools), else its namespace's (a JSON
+ * list of pool names or CIDRs). @ns may be NULL. Strings live in @a.
  * -EINVAL when an annotation cannot be used, @err naming the object and
  * annotation; nothing set is not an error (n_pools and n_ips 0).
  */
 #define KDD_POD_MAX_IPS 16
 struct kdd_pod_ipam {
-	const char **pools;
+	const char **pools; /* ipv4pools */
 	size_t n_pools;
 	const char *pools_from; /* "pod <ns>/<name>" or "namespace <ns>": for messages */
+	const char **pools6;	/* ipv6pools */
+	size_t n_pools6;
+	const char *pools6_from;
 	struct br_ip ips[KDD_POD_MAX_IPS];
 	size_t n_ips;
 };

@@ -46,7 +46,8 @@ struct nl_link {
 struct nl_addr {
 	int ifindex;
 	struct br_cidr addr;
-	uint8_t scope; /* RT_SCOPE_UNIVERSE, RT_SCOPE_LINK, ... */
+	uint8_t scope;	/* RT_SCOPE_UNIVERSE, RT_SCOPE_LINK, ... */
+	uint32_t flags; /* IFA_F_NODAD (an IPv6 address usable at once), ...; written only */
 };
 
 struct nl_route {
