@@ -560,6 +560,18 @@ static size_t ips_of(const struct br_ip *ips, size_t n, int family, struct br_ip
 void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_added *added)
 {
 	const struct cni_conf *c = p->conf;
+	/*
+	 * Felix does not police IPv6 yet: an IPv6 pod would be open to every peer
+	 * whatever its policies say. Only where that is wanted (a lab, a test) and
+	 * said so in the plugin's environment.
+	 */
+	const char *unpoliced = getenv("BRINDLE_IPV6_WITHOUT_POLICY");
+	if (c->assign_ipv6 && !(unpoliced && streq(unpoliced, "1")))
+		plugin_fail(p, CNI_ERR_UNSUPPORTED_FIELD,
+			    "ipam.assign_ipv6: IPv6 pods are not protected by policy yet",
+			    "felix does not police IPv6 traffic yet, so an IPv6 address would "
+			    "bypass the pod's network policies; set BRINDLE_IPV6_WITHOUT_POLICY=1 "
+			    "in the plugin's environment to accept that (labs, tests)");
 	struct br_labels secondary = { 0 };
 	int64_t now = time(NULL);
 	labels_set(p->a, &secondary, IPAM_ATTR_NAMESPACE, p->id.namespace);

@@ -124,6 +124,8 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 		c->wep_min_prefix_v4 = (uint8_t)s->workload_ipv4_min_prefix_length.v;
 	if (s->workload_ipv6_min_prefix_length.set)
 		c->wep_min_prefix_v6 = (uint8_t)s->workload_ipv6_min_prefix_length.v;
+	if (s->more.ipv6_support.set)
+		c->ipv6_support = s->more.ipv6_support.v;
 	if (s->route_refresh_interval.text)
 		c->route_refresh_ms = (uint64_t)s->route_refresh_interval.ms;
 	if (s->iptables_refresh_interval.text)
@@ -292,6 +294,7 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 		{ "FELIX_PROMETHEUSMETRICSENABLED", &c->metrics_enabled },
 		{ "FELIX_POLICYEVENTLOGENABLED", &c->event_log_enabled },
 		{ "FELIX_POLICYEVENTLOGALLOWED", &c->event_log_allowed },
+		{ "FELIX_IPV6SUPPORT", &c->ipv6_support },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bools); i++)
 		if ((v = getenv_in(env, bools[i].name))) {

@@ -77,6 +77,12 @@ struct felix_config {
 	/* the widest network a workload endpoint may claim, per family */
 	uint8_t wep_min_prefix_v4; /* workloadIPv4MinPrefixLength, default 32 */
 	uint8_t wep_min_prefix_v6; /* workloadIPv6MinPrefixLength, default 128 */
+	/*
+	 * ipv6Support (FELIX_IPV6SUPPORT): routes and blackholes for workloads' IPv6
+	 * addresses. Off by default, unlike Calico's: felix does not police IPv6 yet,
+	 * and routing IPv6 to pods whose IPv6 no policy covers would fail open.
+	 */
+	bool ipv6_support;
 };
 
 /* Built-in defaults. */

@@ -765,6 +765,9 @@ int main(int argc, char **argv)
 	log_set_level(f.cfg.log_severity);
 	calc_set_config(f.calc, &f.cfg);
 	log_info("brindle-felix %s starting on node %s", BRINDLE_VERSION, node);
+	if (f.cfg.ipv6_support)
+		log_warn("ipv6Support: workloads' IPv6 addresses are routed, but felix does not "
+			 "police IPv6 yet: no policy covers their IPv6 traffic");
 
 	struct ds_config dcfg = { 0 };
 	struct ds_config_storage storage = { 0 };
@@ -778,7 +781,8 @@ int main(int argc, char **argv)
 	int r;
 	if ((r = nl_open_kernel(&f.nl)) < 0 ||
 	    (r = nl_monitor_open(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
-					 RTMGRP_IPV4_ROUTE | 1u << (RTNLGRP_IPV4_NETCONF - 1),
+					 RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE |
+					 1u << (RTNLGRP_IPV4_NETCONF - 1),
 				 &f.mon)) < 0) {
 		log_error("netlink: %s", strerror(-r));
 		goto out;

@@ -349,7 +349,7 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 		for (size_t i = 0; i < w->spec.n_ip_networks; i++) {
 			struct br_cidr net;
 			if (cidr_parse(w->spec.ip_networks[i], true, &net) < 0 ||
-			    net.ip.family != AF_INET)
+			    (net.ip.family == AF_INET6 && !c->cfg.ipv6_support))
 				continue;
 			struct desired_item r = { .kind = DESIRED_ROUTE };
 			r.route.dst = net;
@@ -357,7 +357,8 @@ static void recompute_wep(struct calc *c, const char *key, const struct br_workl
 			snprintf(r.route.ifname, sizeof(r.route.ifname), "%s", ifname);
 			r.route.link_scope = true;
 			items[n++] = r;
-			if (has_mac && net.len == 32) {
+			/* (IPv6 neighbours are left to neighbour discovery) */
+			if (has_mac && net.ip.family == AF_INET && net.len == 32) {
 				struct desired_item nb = { .kind = DESIRED_NEIGH };
 				snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), "%s", ifname);
 				nb.neigh.ip = net.ip;
@@ -389,14 +390,19 @@ static void recompute_affinity(struct calc *c, const char *node, const char *nam
 	if (!pool)
 		goto out;
 	it.route.dst = block;
+	if (block.ip.family == AF_INET6 && !c->cfg.ipv6_support)
+		goto out; /* (config.h: ipv6_support) */
 	if (strcmp(node, c->nodename) == 0) {
 		/* Unallocated addresses of our own blocks go nowhere. */
-		if (block.len < 32) {
+		if (block.len < ip_bits(&block.ip)) {
 			it.route.blackhole = true;
 			n = 1;
 		}
 		goto out;
 	}
+	/* Tunnels carry IPv4 (no vxlan-v6.calico yet): IPv6 blocks elsewhere come from BGP. */
+	if (block.ip.family != AF_INET)
+		goto out;
 	const struct cnode *remote = node_get(c, node);
 	if (!remote || !remote->has_ip)
 		goto out;
@@ -608,8 +614,7 @@ void calc_update(struct calc *c, const struct ds_update *u)
 			strcpy(a->name, u->name);
 			a->confirmed = !ba->spec.deleted &&
 				       strcmp(ba->spec.state, "confirmed") == 0 &&
-				       cidr_parse(ba->spec.cidr, false, &a->cidr) == 0 &&
-				       a->cidr.ip.family == AF_INET;
+				       cidr_parse(ba->spec.cidr, false, &a->cidr) == 0;
 			/* Most nodes have one block: grow from one, not eight. */
 			if (n->n_affs == n->cap_affs) {
 				n->cap_affs = n->cap_affs ? n->cap_affs * 2 : 1;

@@ -1,6 +1,6 @@
 /*
- * The routes writer: felix's IPv4 routes in the main table, recognised by
- * protocol 80. The mirror holds what the kernel has of ours; a route of ours
+ * The routes writer: felix's IPv4 and IPv6 routes in the main table,
+ * recognised by protocol 80. The mirror holds what the kernel has of ours; a route of ours
  * that nobody wants is deleted, except that a route on a workload interface
  * felix never wanted (the CNI plugin's, for an endpoint felix has not heard
  * of yet) survives a grace period first. Routes of other protocols are never
@@ -76,9 +76,15 @@ static void mirror_clear(struct hmap *m)
 	hmap_clear(m);
 }
 
+/* The interface a route goes out of; none for a blackhole (IPv6's say "lo"). */
+static int route_oif(const struct nl_route *r)
+{
+	return r->type == RTN_BLACKHOLE ? 0 : r->oif;
+}
+
 static void mirror_set(struct mirror_route *m, const struct nl_route *r)
 {
-	m->oif = r->oif;
+	m->oif = route_oif(r);
 	m->gw = r->gw;
 	m->type = r->type;
 	m->scope = r->scope;
@@ -88,11 +94,17 @@ static void mirror_set(struct mirror_route *m, const struct nl_route *r)
 
 #define ROUTE_KEY_LEN (CIDR_STRLEN + 12)
 
+/*
+ * The metric the kernel gives an IPv6 route written without one: felix's (and the
+ * CNI plugin's) IPv6 routes carry it, and it counts as none.
+ */
+#define IP6_DEFAULT_METRIC 1024
+
 /* A route's key in the mirror: its destination, "#<metric>" after it when not 0. */
 static void route_key(const struct nl_route *r, char key[ROUTE_KEY_LEN])
 {
 	char c[CIDR_STRLEN];
-	if (r->priority)
+	if (r->priority && !(r->dst.ip.family == AF_INET6 && r->priority == IP6_DEFAULT_METRIC))
 		snprintf(key, ROUTE_KEY_LEN, "%s#%u", cidr_str(&r->dst, c), r->priority);
 	else
 		snprintf(key, ROUTE_KEY_LEN, "%s", cidr_str(&r->dst, c));
@@ -111,7 +123,7 @@ static bool mirror_route_of(const char *key, const struct mirror_route *m, struc
 	}
 	if (cidr_parse(dst, false, &r->dst) < 0)
 		return false;
-	r->family = AF_INET;
+	r->family = r->dst.ip.family;
 	r->protocol = NL_PROTO_BRINDLE;
 	r->table = RT_TABLE_MAIN;
 	r->oif = m->oif;
@@ -160,17 +172,41 @@ static void describe(const struct routes *rt, const struct nl_route *r, struct s
 
 /* --- read --------------------------------------------------------------------------------- */
 
+/* The main table's routes of both families (of @protocol, when not 0) into @out. */
+static int dump_main(struct routes *rt, uint8_t protocol, struct nl_route_list *out)
+{
+	static const uint8_t families[] = { AF_INET, AF_INET6 };
+	struct nl_route_list one = { 0 };
+	int r = 0;
+	out->n = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(families) && r == 0; k++) {
+		struct nl_route_filter f = { .family = families[k],
+					     .table = RT_TABLE_MAIN,
+					     .protocol = protocol };
+		int tries = 0;
+		do
+			r = nl_dump_routes(rt->nl, &f, &one);
+		while (r == -EINTR && ++tries < DP_DUMP_TRIES);
+		/* a host without IPv6 has no IPv6 routes to read */
+		if (r == -EAFNOSUPPORT && families[k] == AF_INET6) {
+			r = 0;
+			one.n = 0;
+		}
+		if (r == 0 && one.n) {
+			GROW(out->v, out->cap, out->n + one.n);
+			memcpy(out->v + out->n, one.v, one.n * sizeof(*one.v));
+			out->n += one.n;
+		}
+	}
+	nl_route_list_free(&one);
+	return r;
+}
+
 static int routes_read(struct dp_writer *w, const struct dp_input *in)
 {
 	struct routes *rt = routes_of(w);
 	struct nl_route_list list = { 0 };
-	struct nl_route_filter f = { .family = AF_INET,
-				     .table = RT_TABLE_MAIN,
-				     .protocol = NL_PROTO_BRINDLE };
-	int r, tries = 0;
-	do
-		r = nl_dump_routes(rt->nl, &f, &list);
-	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
+	int r = dump_main(rt, NL_PROTO_BRINDLE, &list);
 	if (r < 0) {
 		nl_route_list_free(&list);
 		dp_report_error(w->report, DP_ERR_DUMP, "reading the kernel's routes: %s",
@@ -233,12 +269,14 @@ static void plan_key(struct routes *rt, const struct dp_input *in, const char *k
 	struct mirror_route *m = hmap_get(&rt->mirror, key);
 	if (w) {
 		const struct desired_route *dr = &w->route;
+		bool v6 = dr->dst.ip.family == AF_INET6;
 		struct nl_route want = {
-			.family = AF_INET,
+			.family = dr->dst.ip.family,
 			.protocol = NL_PROTO_BRINDLE,
 			.table = RT_TABLE_MAIN,
 			.type = dr->blackhole ? RTN_BLACKHOLE : RTN_UNICAST,
-			.scope = dr->link_scope ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
+			/* IPv6 routes have no scope: the kernel keeps them all universe */
+			.scope = dr->link_scope && !v6 ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
 			.dst = dr->dst,
 			.gw = dr->gw,
 			.onlink = dr->onlink,
@@ -368,11 +406,7 @@ static int resolve_conflicts(struct routes *rt, const struct desired *d)
 	if (!rt->conflicts.n)
 		return 0;
 	struct nl_route_list list = { 0 };
-	struct nl_route_filter f = { .family = AF_INET, .table = RT_TABLE_MAIN };
-	int r, tries = 0;
-	do
-		r = nl_dump_routes(rt->nl, &f, &list);
-	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
+	int r = dump_main(rt, 0, &list);
 	if (r < 0) {
 		dp_report_error(rep, DP_ERR_DUMP, "reading the main routing table: %s",
 				strerror(-r));
@@ -385,8 +419,9 @@ static int resolve_conflicts(struct routes *rt, const struct desired *d)
 	for (struct hmap_iter it = hmap_iter(&rt->conflicts); hmap_next(&it);) {
 		const struct nl_route *found = NULL;
 		for (size_t i = 0; i < list.n && !found; i++) {
-			char c[CIDR_STRLEN];
-			if (!list.v[i].priority && streq(cidr_str(&list.v[i].dst, c), it.key))
+			char key[ROUTE_KEY_LEN];
+			route_key(&list.v[i], key);
+			if (streq(key, it.key))
 				found = &list.v[i];
 		}
 		if (!found || found->protocol == NL_PROTO_BRINDLE) {
@@ -500,7 +535,7 @@ static bool routes_route_changed(struct dp_writer *w, const struct nl_route *r, 
 				 uint64_t now_ms)
 {
 	struct routes *rt = routes_of(w);
-	if (r->family != AF_INET || r->table != RT_TABLE_MAIN)
+	if ((r->family != AF_INET && r->family != AF_INET6) || r->table != RT_TABLE_MAIN)
 		return false;
 	char key[ROUTE_KEY_LEN];
 	route_key(r, key);
@@ -510,7 +545,7 @@ static bool routes_route_changed(struct dp_writer *w, const struct nl_route *r, 
 		return false; /* someone else's route where we have none */
 	if (m && ours) {
 		struct nl_route have;
-		bool same = mirror_route_of(key, m, &have) && have.oif == r->oif &&
+		bool same = mirror_route_of(key, m, &have) && have.oif == route_oif(r) &&
 			    have.type == r->type && have.mtu == r->mtu &&
 			    ip_equal(&have.gw, &r->gw);
 		if (same && !deleted)

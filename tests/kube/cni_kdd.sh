@@ -219,7 +219,7 @@ kind: IPPool
 metadata: {name: pool-6b}
 spec: {cidr: 'fd00:21::/120'}
 YAML
-export IPAM_EXTRA='"assign_ipv4": "true", "assign_ipv6": "true"'
+export IPAM_EXTRA='"assign_ipv4": "true", "assign_ipv6": "true"' BRINDLE_IPV6_WITHOUT_POLICY=1
 pod shop dual '{cni.projectcalico.org/ipv6pools: "[\"pool-6b\"]"}'
 new_pod_ns "${BT_PREFIX}p7"
 cni ADD "$(cid g7)" "${BT_PREFIX}p7" shop dual
@@ -241,7 +241,7 @@ cni ADD "$(cid g9)" "${BT_PREFIX}p9" shop half-fixed
 [ "$rc" -ne 0 ] || bt_fail "a dual-stack ADD with only an IPv4 fixed address succeeded: $out"
 bt_expect_contains "the missing family named" "no IPv6 address, and the network assigns IPv6" "$out"
 bt_expect_eq "nothing assigned by the refused ADD" "$n_handles" "$(handles)"
-unset IPAM_EXTRA
+unset IPAM_EXTRA BRINDLE_IPV6_WITHOUT_POLICY
 
 # --- DEL ----------------------------------------------------------------------------------------
 cni DEL "$C1" "$P1" shop web-1 </dev/null

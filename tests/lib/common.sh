@@ -153,8 +153,9 @@ bt_etcd_del() {
 
 # bt_affinity NODE CIDR: a confirmed block affinity, as IPAM writes it.
 bt_affinity() {
-	local name=${2/\//-}
-	bt_etcd_put "/calico/ipam/v2/host/$1/ipv4/block/$name" \
+	local name=${2/\//-} family=ipv4
+	case $2 in *:*) family=ipv6 ;; esac
+	bt_etcd_put "/calico/ipam/v2/host/$1/$family/block/$name" \
 		"{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"BlockAffinity\",\"metadata\":{\"name\":\"$name\"},\"spec\":{\"node\":\"$1\",\"cidr\":\"$2\",\"state\":\"confirmed\"}}"
 }
 

@@ -60,6 +60,14 @@ new_pod_ns() {
 veth_of() { echo "cali$(printf '%s' "shop.$1" | sha1sum | cut -c1-11)"; }
 handles() { "$BRINDLECTL" get ipamhandles 2>/dev/null | grep -c 'testnet\.' || true; }
 
+# --- refused unless accepted: felix does not police IPv6 yet ----------------------------------------
+new_pod_ns "${BT_PREFIX}p0"
+cni ADD c0 "${BT_PREFIX}p0" web-0 < <(conf "$DUAL")
+[ "$rc" -ne 0 ] || bt_fail "an IPv6 ADD without BRINDLE_IPV6_WITHOUT_POLICY=1 succeeded: $out"
+bt_expect_contains "the refusal says why" "IPv6 pods are not protected by policy yet" "$out"
+bt_expect_eq "nothing assigned by the refused ADD" 0 "$(handles)"
+export BRINDLE_IPV6_WITHOUT_POLICY=1
+
 # --- dual stack ----------------------------------------------------------------------------------
 for i in 1 2; do
 	new_pod_ns "${BT_PREFIX}p$i"

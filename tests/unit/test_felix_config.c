@@ -43,6 +43,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.failsafe_in[0].port, 22);
 	assert_int_equal(c.n_failsafe_out, 9);
 	assert_int_equal(c.route_grace_ms, 10000);
+	assert_false(c.ipv6_support); /* no IPv6 policy yet: routing IPv6 to pods would fail open */
 }
 
 /* The rule backend: nftablesMode Enabled/Disabled decides, else iptablesBackend; each of the
@@ -125,6 +126,7 @@ static void test_environment(void **state)
 		"FELIX_FAILSAFEINBOUNDHOSTPORTS=tcp:22,udp:68,tcp:10.0.0.0/8:443",
 		"FELIX_FAILSAFEOUTBOUNDHOSTPORTS=none",
 		"FELIX_LOGSEVERITYSCREEN=warning",
+		"FELIX_IPV6SUPPORT=true",
 		NULL,
 	};
 	struct felix_config c;
@@ -141,6 +143,7 @@ static void test_environment(void **state)
 	assert_int_equal(c.failsafe_in[2].port, 443);
 	assert_int_equal(c.n_failsafe_out, 0);
 	assert_int_equal(c.log_severity, LOG_WARNING);
+	assert_true(c.ipv6_support);
 }
 
 static void test_bad_environment_ignored(void **state)
