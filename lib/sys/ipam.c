@@ -19,6 +19,7 @@
 #include <brindle/core/hash.h>
 #include <brindle/sys/ipam.h>
 #include <brindle/sys/clock.h>
+#include "ipam_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,23 +34,13 @@
 
 void (*ipam_test_hook)(const char *step);
 
-static void step_done(const char *step)
+void ipam_step_done(const char *step)
 {
 	if (ipam_test_hook)
 		ipam_test_hook(step);
 }
 
-struct op {
-	struct ds *d;
-	struct strbuf *err;
-	uint64_t deadline;
-	int attempt;
-	bool fresh; /* read nothing from the API server's cache (ds_read.cached) */
-	bool stop;  /* the caller's prepare failed: no retry */
-	unsigned seed;
-};
-
-static void op_init(struct op *op, struct ds *d, long timeout_ms, struct strbuf *err)
+void ipam_op_init(struct ipam_op *op, struct ds *d, long timeout_ms, struct strbuf *err)
 {
 	op->d = d;
 	op->err = err;
@@ -95,7 +86,7 @@ static long backoff_ms(int attempt)
  * After a failed attempt: wait and return true to try again, or false when
  * out of time or attempts. The error text of the last failure is kept.
  */
-static bool op_again(struct op *op, int r)
+bool ipam_op_again(struct ipam_op *op, int r)
 {
 	if (!retryable(r))
 		return false;
@@ -116,7 +107,7 @@ static bool op_again(struct op *op, int r)
 	return true;
 }
 
-static int op_give_up(struct op *op, int r, const char *what)
+int ipam_op_give_up(struct ipam_op *op, int r, const char *what)
 {
 	if (retryable(r)) {
 		sb_reset(op->err);
@@ -127,7 +118,7 @@ static int op_give_up(struct op *op, int r, const char *what)
 	return r;
 }
 
-static int op_ds_error(struct op *op, int r)
+int ipam_op_ds_error(struct ipam_op *op, int r)
 {
 	sb_reset(op->err);
 	sb_adds(op->err, ds_last_error(op->d));
@@ -136,12 +127,12 @@ static int op_ds_error(struct op *op, int r)
 
 /* --- reading ------------------------------------------------------------------------------- */
 
-static int get_block(struct op *op, const char *name, struct br_ipamblock **out)
+int ipam_get_block(struct ipam_op *op, const char *name, struct br_ipamblock **out)
 {
 	struct br_object *o;
 	int r = ds_get(op->d, model_kind(KIND_IPAMBLOCK), NULL, name, &o);
 	if (r < 0)
-		return op_ds_error(op, r);
+		return ipam_op_ds_error(op, r);
 	struct br_ipamblock *b = (struct br_ipamblock *)o;
 	sb_reset(op->err);
 	if (ipam_block_validate(b, NULL, op->err) < 0) {
@@ -152,32 +143,27 @@ static int get_block(struct op *op, const char *name, struct br_ipamblock **out)
 	return 0;
 }
 
-static int get_handle(struct op *op, const char *handle, struct br_ipamhandle **out)
+int ipam_get_handle(struct ipam_op *op, const char *handle, struct br_ipamhandle **out)
 {
 	struct br_object *o;
 	int r = ds_get(op->d, model_kind(KIND_IPAMHANDLE), NULL, handle, &o);
 	if (r < 0)
-		return r == -ENOENT ? r : op_ds_error(op, r);
+		return r == -ENOENT ? r : ipam_op_ds_error(op, r);
 	*out = (struct br_ipamhandle *)o;
 	return 0;
 }
 
-struct objs {
-	struct br_object **v;
-	size_t n;
-};
-
-static void objs_free(struct objs *l)
+void ipam_objs_free(struct ipam_objs *l)
 {
 	model_free_all(l->v, l->n);
 	l->v = NULL;
 	l->n = 0;
 }
 
-static int list(struct op *op, enum br_kind_id k, const char *scope, struct objs *out)
+int ipam_list(struct ipam_op *op, enum br_kind_id k, const char *scope, struct ipam_objs *out)
 {
 	int r = ds_list(op->d, model_kind(k), scope, &out->v, &out->n);
-	return r < 0 ? op_ds_error(op, r) : 0;
+	return r < 0 ? ipam_op_ds_error(op, r) : 0;
 }
 
 struct ipam_cfg {
@@ -186,7 +172,7 @@ struct ipam_cfg {
 	int64_t max_blocks;
 };
 
-static int read_config(struct op *op, struct ipam_cfg *cfg)
+static int read_config(struct ipam_op *op, struct ipam_cfg *cfg)
 {
 	*cfg = (struct ipam_cfg){ .auto_allocate = true };
 	struct br_object *o;
@@ -194,7 +180,7 @@ static int read_config(struct op *op, struct ipam_cfg *cfg)
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
-		return op_ds_error(op, r);
+		return ipam_op_ds_error(op, r);
 	const struct br_ipamconfig *c = (const struct br_ipamconfig *)o;
 	cfg->strict = c->spec.strict_affinity;
 	cfg->auto_allocate = !c->spec.auto_allocate_blocks.set || c->spec.auto_allocate_blocks.v;
@@ -204,14 +190,14 @@ static int read_config(struct op *op, struct ipam_cfg *cfg)
 }
 
 /* The node's labels (none when there is no Node resource, as with a bare runtime). */
-static int read_node(struct op *op, const char *node, struct br_object **out)
+static int read_node(struct ipam_op *op, const char *node, struct br_object **out)
 {
 	int r = ds_get(op->d, model_kind(KIND_NODE), NULL, node, out);
 	if (r == -ENOENT) {
 		*out = NULL;
 		return 0;
 	}
-	return r < 0 ? op_ds_error(op, r) : 0;
+	return r < 0 ? ipam_op_ds_error(op, r) : 0;
 }
 
 static bool pool_named(const struct br_ippool *p, const char *want)
@@ -241,9 +227,9 @@ static const char *family_name(int family)
  * (then an unknown or unusable name, or a pool of the other family, is an error). Pointers
  * into @all.
  */
-static int usable_pools(struct op *op, const struct ipam_request *req, const struct objs *all,
-			const struct br_labels *node_labels, const struct br_ippool ***out,
-			size_t *n)
+static int usable_pools(struct ipam_op *op, const struct ipam_request *req,
+			const struct ipam_objs *all, const struct br_labels *node_labels,
+			const struct br_ippool ***out, size_t *n)
 {
 	const struct br_ippool **v = xcalloc(all->n + 1, sizeof(*v));
 	size_t m = 0;
@@ -324,7 +310,7 @@ static bool handle_key_is(const char *key, const char *block)
 }
 
 /* The block name of a handle's key, in @buf. */
-static const char *handle_key_block(const char *key, char buf[IPAM_BLOCK_NAME_LEN])
+const char *ipam_handle_key_block(const char *key, char buf[IPAM_BLOCK_NAME_LEN])
 {
 	snprintf(buf, IPAM_BLOCK_NAME_LEN, "%s", key);
 	char *slash = strrchr(buf, '/');
@@ -333,7 +319,7 @@ static const char *handle_key_block(const char *key, char buf[IPAM_BLOCK_NAME_LE
 	return buf;
 }
 
-static int64_t handle_count(const struct br_ipamhandle *h, const char *block)
+int64_t ipam_handle_count(const struct br_ipamhandle *h, const char *block)
 {
 	for (size_t i = 0; i < h->spec.block.n; i++)
 		if (handle_key_is(h->spec.block.v[i].key, block))
@@ -341,7 +327,7 @@ static int64_t handle_count(const struct br_ipamhandle *h, const char *block)
 	return -1;
 }
 
-static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count)
+void ipam_handle_set(struct br_ipamhandle *h, const char *block, int64_t count)
 {
 	struct arena *a = h->o.arena;
 	size_t n = h->spec.block.n, m = 0;
@@ -377,14 +363,14 @@ static void handle_set(struct br_ipamhandle *h, const char *block, int64_t count
  * harmless (addresses are found through the blocks, and releasing the
  * handle deletes it) and ipam check reports it. Keeps op->err as it was.
  */
-static void uncount_handle(struct op *op, const char *handle, const char *block, int64_t n)
+static void uncount_handle(struct ipam_op *op, const char *handle, const char *block, int64_t n)
 {
 	for (int i = 0; i < 3; i++) {
 		struct br_object *o;
 		if (ds_get(op->d, model_kind(KIND_IPAMHANDLE), NULL, handle, &o) < 0)
 			return;
 		struct br_ipamhandle *h = (struct br_ipamhandle *)o;
-		handle_set(h, block, handle_count(h, block) - n);
+		ipam_handle_set(h, block, ipam_handle_count(h, block) - n);
 		int r = h->spec.block.n ? ds_update(op->d, o)
 					: ds_delete(op->d, o->kind, NULL, handle, o->revision);
 		model_free(o);
@@ -401,12 +387,12 @@ static void uncount_handle(struct op *op, const char *handle, const char *block,
  * racing creator makes the write fail, and the attempt starts over);
  * cleared once it exists.
  */
-static int commit_with_handle(struct op *op, const char *handle, struct br_ipamblock *b,
+static int commit_with_handle(struct ipam_op *op, const char *handle, struct br_ipamblock *b,
 			      int64_t add, bool *absent)
 {
 	const char *block = b->o.meta.name;
 	struct br_ipamhandle *h;
-	int r = *absent ? -ENOENT : get_handle(op, handle, &h);
+	int r = *absent ? -ENOENT : ipam_get_handle(op, handle, &h);
 	enum ds_write_op hop = DS_WRITE_UPDATE;
 	if (r == -ENOENT) {
 		h = (struct br_ipamhandle *)model_new(model_kind(KIND_IPAMHANDLE), NULL, handle);
@@ -415,8 +401,8 @@ static int commit_with_handle(struct op *op, const char *handle, struct br_ipamb
 	} else if (r < 0) {
 		return r;
 	}
-	int64_t have = handle_count(h, block);
-	handle_set(h, block, (have > 0 ? have : 0) + add);
+	int64_t have = ipam_handle_count(h, block);
+	ipam_handle_set(h, block, (have > 0 ? have : 0) + add);
 	struct ds_write w[2] = { { hop, &h->o }, { DS_WRITE_UPDATE, &b->o } };
 	size_t done;
 	r = ds_write_seq(op->d, w, 2, &done);
@@ -424,7 +410,7 @@ static int commit_with_handle(struct op *op, const char *handle, struct br_ipamb
 	if (done >= 1)
 		*absent = false;
 	if (r < 0) {
-		r = op_ds_error(op, r);
+		r = ipam_op_ds_error(op, r);
 		if (done == 1)
 			uncount_handle(op, handle, block, add);
 	}
@@ -432,14 +418,14 @@ static int commit_with_handle(struct op *op, const char *handle, struct br_ipamb
 }
 
 /* Addresses a handle holds, found through the blocks it lists. */
-static int handle_ips(struct op *op, const struct br_ipamhandle *h, struct br_ip *out, size_t max,
-		      size_t *n)
+static int handle_ips(struct ipam_op *op, const struct br_ipamhandle *h, struct br_ip *out,
+		      size_t max, size_t *n)
 {
 	size_t got = 0;
 	for (size_t i = 0; i < h->spec.block.n; i++) {
 		struct br_ipamblock *b;
 		char name[IPAM_BLOCK_NAME_LEN];
-		int r = get_block(op, handle_key_block(h->spec.block.v[i].key, name), &b);
+		int r = ipam_get_block(op, ipam_handle_key_block(h->spec.block.v[i].key, name), &b);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
@@ -455,11 +441,11 @@ static int handle_ips(struct op *op, const struct br_ipamhandle *h, struct br_ip
 int ipam_handle_ips(struct ds *d, const char *handle, struct br_ip *out, size_t max, size_t *n,
 		    struct strbuf *err)
 {
-	struct op op;
-	op_init(&op, d, 0, err);
+	struct ipam_op op;
+	ipam_op_init(&op, d, 0, err);
 	for (;;) {
 		struct br_ipamhandle *h;
-		int r = get_handle(&op, handle, &h);
+		int r = ipam_get_handle(&op, handle, &h);
 		if (r == -ENOENT) {
 			*n = 0;
 			return 0;
@@ -470,32 +456,32 @@ int ipam_handle_ips(struct ds *d, const char *handle, struct br_ip *out, size_t 
 			if (r == 0)
 				return 0;
 		}
-		if (r == -ENOENT || !op_again(&op, r))
-			return op_give_up(&op, r, "reading the handle");
+		if (r == -ENOENT || !ipam_op_again(&op, r))
+			return ipam_op_give_up(&op, r, "reading the handle");
 	}
 }
 
 /* --- claiming blocks ---------------------------------------------------------------------- */
 
-static int set_affinity_state(struct op *op, struct br_blockaffinity *a, const char *state)
+int ipam_set_affinity_state(struct ipam_op *op, struct br_blockaffinity *a, const char *state)
 {
 	a->spec.state = arena_strdup(a->o.arena, state);
 	int r = ds_update(op->d, &a->o);
-	return r < 0 ? op_ds_error(op, r) : 0;
+	return r < 0 ? ipam_op_ds_error(op, r) : 0;
 }
 
 /* Delete affinity @a if unchanged. */
-static int withdraw(struct op *op, struct br_blockaffinity *a)
+int ipam_withdraw(struct ipam_op *op, struct br_blockaffinity *a)
 {
 	int r = ds_delete(op->d, model_kind(KIND_BLOCKAFFINITY), a->spec.node, a->o.meta.name,
 			  a->o.revision);
-	return r < 0 ? op_ds_error(op, r) : 0;
+	return r < 0 ? ipam_op_ds_error(op, r) : 0;
 }
 
 /* Withdraw a claim that cannot be finished: -ECANCELED once done, so the caller decides again. */
-static int give_up_claim(struct op *op, struct br_blockaffinity *a)
+static int give_up_claim(struct ipam_op *op, struct br_blockaffinity *a)
 {
-	int r = withdraw(op, a);
+	int r = ipam_withdraw(op, a);
 	return r < 0 ? r : -ECANCELED;
 }
 
@@ -506,30 +492,30 @@ static int give_up_claim(struct op *op, struct br_blockaffinity *a)
  */
 struct claim_view {
 	struct br_ipamhandle *marker; /* NULL when there is none yet */
-	struct objs blocks;
+	struct ipam_objs blocks;
 	struct br_cidr *cidrs; /* blocks.v[i]'s CIDR (from its name); len 0 when damaged */
 };
 
 static void claim_view_free(struct claim_view *v)
 {
 	model_free(v->marker ? &v->marker->o : NULL);
-	objs_free(&v->blocks);
+	ipam_objs_free(&v->blocks);
 	free(v->cidrs);
 	*v = (struct claim_view){ 0 };
 }
 
-static int claim_view_read(struct op *op, struct claim_view *v)
+static int claim_view_read(struct ipam_op *op, struct claim_view *v)
 {
 	*v = (struct claim_view){ 0 };
 	/* Without transactions the marker cannot serialise claims: see claim_without_txn. */
-	int r = ds_has_transactions(op->d) ? get_handle(op, IPAM_CLAIMS_MARKER, &v->marker)
+	int r = ds_has_transactions(op->d) ? ipam_get_handle(op, IPAM_CLAIMS_MARKER, &v->marker)
 					   : -ENOENT;
 	if (r == -ENOENT) {
 		v->marker = NULL;
 		r = 0;
 	}
 	if (r == 0)
-		r = list(op, KIND_IPAMBLOCK, NULL, &v->blocks);
+		r = ipam_list(op, KIND_IPAMBLOCK, NULL, &v->blocks);
 	if (r < 0) {
 		claim_view_free(v);
 		return r;
@@ -574,15 +560,15 @@ static struct br_cidr *view_taken(const struct claim_view *v, size_t *n)
  * Stopped half way, the pending affinity is finished or withdrawn by the
  * node's next operation or a sweep (finish_claim, settle_pending).
  */
-static int claim_without_txn(struct op *op, struct br_blockaffinity *a, struct br_ipamblock *b,
+static int claim_without_txn(struct ipam_op *op, struct br_blockaffinity *a, struct br_ipamblock *b,
 			     const struct br_cidr *c)
 {
 	int r = ds_create(op->d, &b->o);
 	if (r < 0)
-		return op_ds_error(op, r);
-	step_done("claim-created");
-	struct objs blocks;
-	if ((r = list(op, KIND_IPAMBLOCK, NULL, &blocks)) < 0)
+		return ipam_op_ds_error(op, r);
+	ipam_step_done("claim-created");
+	struct ipam_objs blocks;
+	if ((r = ipam_list(op, KIND_IPAMBLOCK, NULL, &blocks)) < 0)
 		return r;
 	bool clash = false;
 	for (size_t i = 0; i < blocks.n && !clash; i++) {
@@ -591,14 +577,14 @@ static int claim_without_txn(struct op *op, struct br_blockaffinity *a, struct b
 			ipam_block_name_parse(blocks.v[i]->meta.name, &o) == 0 &&
 			cidr_overlaps(&o, c);
 	}
-	objs_free(&blocks);
+	ipam_objs_free(&blocks);
 	if (clash) {
 		r = ds_delete(op->d, b->o.kind, NULL, b->o.meta.name, b->o.revision);
 		if (r < 0)
-			return op_ds_error(op, r);
+			return ipam_op_ds_error(op, r);
 		return give_up_claim(op, a);
 	}
-	r = set_affinity_state(op, a, "confirmed");
+	r = ipam_set_affinity_state(op, a, "confirmed");
 	if (r == -ECANCELED || r == -ENOENT) {
 		/*
 		 * Withdrawn meanwhile (a sweep took it for stale): the block is
@@ -618,7 +604,7 @@ static int claim_without_txn(struct op *op, struct br_blockaffinity *a, struct b
  * written (-ECANCELED, -EEXIST), and the claim is decided again. Without
  * transactions: claim_without_txn.
  */
-static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaffinity *a,
+static int create_claimed(struct ipam_op *op, struct claim_view *v, struct br_blockaffinity *a,
 			  const struct br_cidr *c, bool strict, struct br_ipamblock **out)
 {
 	char name[IPAM_BLOCK_NAME_LEN];
@@ -654,7 +640,7 @@ static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaf
 	int r = ds_write_seq(op->d, w, 3, NULL);
 	if (r < 0 || !out) {
 		model_free(&b->o);
-		return r < 0 ? op_ds_error(op, r) : 0;
+		return r < 0 ? ipam_op_ds_error(op, r) : 0;
 	}
 	*out = b;
 	return 0;
@@ -668,21 +654,22 @@ static int create_claimed(struct op *op, struct claim_view *v, struct br_blockaf
  * read before @a was written; NULL to read one. Returns 0 when confirmed
  * (*block, optional, gets the block), -ECANCELED when withdrawn.
  */
-static int finish_claim(struct op *op, struct claim_view *v, struct br_blockaffinity *a,
+static int finish_claim(struct ipam_op *op, struct claim_view *v, struct br_blockaffinity *a,
 			bool strict, struct br_ipamblock **block)
 {
 	struct br_cidr c;
 	if (ipam_block_name_parse(a->o.meta.name, &c) < 0)
 		return -EINVAL;
 	struct br_ipamblock *b = NULL;
-	int r = get_block(op, a->o.meta.name, &b);
+	int r = ipam_get_block(op, a->o.meta.name, &b);
 	if (r == 0) {
 		char host[256];
 		if (!streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)) {
 			model_free(&b->o);
 			return give_up_claim(op, a);
 		}
-		r = streq(a->spec.state, "confirmed") ? 0 : set_affinity_state(op, a, "confirmed");
+		r = streq(a->spec.state, "confirmed") ? 0
+						      : ipam_set_affinity_state(op, a, "confirmed");
 		if (r < 0 || !block)
 			model_free(&b->o);
 		else
@@ -700,7 +687,7 @@ static int finish_claim(struct op *op, struct claim_view *v, struct br_blockaffi
 	if (view_overlap(v, &c) >= 0) {
 		r = give_up_claim(op, a);
 	} else {
-		step_done("claim-checked");
+		ipam_step_done("claim-checked");
 		r = create_claimed(op, v, a, &c, strict, block);
 	}
 	if (v == &own)
@@ -709,7 +696,7 @@ static int finish_claim(struct op *op, struct claim_view *v, struct br_blockaffi
 }
 
 /* Claim @c for @node, decided from @v: a pending affinity, then the block with it confirmed. */
-static int claim_cidr(struct op *op, struct claim_view *v, const struct br_cidr *c,
+static int claim_cidr(struct ipam_op *op, struct claim_view *v, const struct br_cidr *c,
 		      const char *node, bool strict, struct br_ipamblock **out)
 {
 	char name[IPAM_BLOCK_NAME_LEN], cbuf[CIDR_STRLEN];
@@ -733,9 +720,9 @@ static int claim_cidr(struct op *op, struct claim_view *v, const struct br_cidr 
 	if (r < 0) {
 		if (a)
 			model_free(&a->o);
-		return op_ds_error(op, r);
+		return ipam_op_ds_error(op, r);
 	}
-	step_done("claim-pending");
+	ipam_step_done("claim-pending");
 	r = finish_claim(op, v, a, strict, out);
 	model_free(&a->o);
 	return r;
@@ -743,10 +730,10 @@ static int claim_cidr(struct op *op, struct claim_view *v, const struct br_cidr 
 
 /* --- assigning ------------------------------------------------------------------------------ */
 
-static int commit_block(struct op *op, struct br_ipamblock *b)
+int ipam_commit_block(struct ipam_op *op, struct br_ipamblock *b)
 {
 	int r = ds_update(op->d, &b->o);
-	return r < 0 ? op_ds_error(op, r) : 0;
+	return r < 0 ? ipam_op_ds_error(op, r) : 0;
 }
 
 struct assign_ctx {
@@ -755,7 +742,7 @@ struct assign_ctx {
 	struct ipam_cfg cfg;
 	bool have_cfg;
 	bool handle_absent;
-	struct objs pools, affs;
+	struct ipam_objs pools, affs;
 	struct br_object *node;
 	const struct br_ippool **usable;
 	size_t n_usable;
@@ -764,7 +751,7 @@ struct assign_ctx {
 };
 
 /* IPAMConfiguration matters only to claims and borrowing: read it when they come up. */
-static int need_cfg(struct op *op, struct assign_ctx *c)
+static int need_cfg(struct ipam_op *op, struct assign_ctx *c)
 {
 	if (c->have_cfg)
 		return 0;
@@ -793,7 +780,7 @@ static void reserved_of(struct assign_ctx *c, struct br_object **objs, size_t n)
 }
 
 /* Take one address from @b for the request; the handle first, then the block. */
-static int assign_from(struct op *op, struct assign_ctx *c, struct br_ipamblock *b,
+static int assign_from(struct ipam_op *op, struct assign_ctx *c, struct br_ipamblock *b,
 		       struct ipam_assigned *out)
 {
 	const struct ipam_request *req = c->req;
@@ -825,7 +812,7 @@ static void set_pool(struct ipam_assigned *out, const struct br_ippool *p)
 }
 
 /* From the node's own confirmed blocks; leftover pending claims are settled first. */
-static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assigned *out,
+static int assign_affine(struct ipam_op *op, struct assign_ctx *c, struct ipam_assigned *out,
 			 size_t *n_confirmed)
 {
 	*n_confirmed = 0;
@@ -857,7 +844,7 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 		if (b && streq(b->o.meta.name, a->o.meta.name))
 			c->hinted = NULL; /* read with the first round: taken */
 		else
-			r = get_block(op, a->o.meta.name, &b);
+			r = ipam_get_block(op, a->o.meta.name, &b);
 		if (r == -ENOENT || r == -EUCLEAN)
 			continue; /* being released, or damaged: ipam check reports it */
 		if (r < 0)
@@ -878,7 +865,7 @@ static int assign_affine(struct op *op, struct assign_ctx *c, struct ipam_assign
 }
 
 /* Claim the first block of a usable pool that overlaps no existing block. */
-static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
+static int assign_new_block(struct ipam_op *op, struct assign_ctx *c, struct ipam_assigned *out)
 {
 	struct claim_view v;
 	int r = claim_view_read(op, &v);
@@ -898,7 +885,7 @@ static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_ass
 		}
 		if (f < 0)
 			continue;
-		step_done("claim-listed");
+		ipam_step_done("claim-listed");
 		struct br_ipamblock *b;
 		r = claim_cidr(op, &v, &bc, c->req->node, c->cfg.strict, &b);
 		if (r < 0) {
@@ -920,10 +907,10 @@ static int assign_new_block(struct op *op, struct assign_ctx *c, struct ipam_ass
  * start. A block that overlaps another (made before overlaps were refused)
  * is left alone: its addresses may be the other block's too.
  */
-static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
+static int assign_borrowed(struct ipam_op *op, struct assign_ctx *c, struct ipam_assigned *out)
 {
-	struct objs blocks = { 0 };
-	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
+	struct ipam_objs blocks = { 0 };
+	int r = ipam_list(op, KIND_IPAMBLOCK, NULL, &blocks);
 	if (r < 0)
 		return r;
 	struct br_cidr *cidrs = xcalloc(blocks.n + 1, sizeof(*cidrs));
@@ -953,7 +940,7 @@ static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assi
 	}
 	free(cidrs);
 	free(valid);
-	objs_free(&blocks);
+	ipam_objs_free(&blocks);
 	return r;
 }
 
@@ -961,7 +948,7 @@ static int assign_borrowed(struct op *op, struct assign_ctx *c, struct ipam_assi
  * The existing block for requested address @ip, in @v: -ENOENT when there
  * is none, -EINVAL (with the reason) when blocks that overlap both hold it.
  */
-static int requested_block(struct op *op, const struct claim_view *v, const struct br_ip *ip,
+static int requested_block(struct ipam_op *op, const struct claim_view *v, const struct br_ip *ip,
 			   struct br_ipamblock **out)
 {
 	struct br_ipamblock *found = NULL;
@@ -982,7 +969,7 @@ static int requested_block(struct op *op, const struct claim_view *v, const stru
 	if (!found)
 		return -ENOENT;
 	/* Read again: the view's copy is shared by the other requested addresses. */
-	return get_block(op, found->o.meta.name, out);
+	return ipam_get_block(op, found->o.meta.name, out);
 }
 
 /*
@@ -990,7 +977,7 @@ static int requested_block(struct op *op, const struct claim_view *v, const stru
  * holds @ip and serves the node whose block for it overlaps no existing
  * block. -EINVAL with the reason when there is none.
  */
-static int requested_claim(struct op *op, struct assign_ctx *c, const struct claim_view *v,
+static int requested_claim(struct ipam_op *op, struct assign_ctx *c, const struct claim_view *v,
 			   const struct br_ip *ip, struct br_cidr *out,
 			   const struct br_ippool **pool)
 {
@@ -1034,7 +1021,7 @@ static int requested_claim(struct op *op, struct assign_ctx *c, const struct cla
 	return -EINVAL;
 }
 
-static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_assigned *out)
+static int assign_requested(struct ipam_op *op, struct assign_ctx *c, struct ipam_assigned *out)
 {
 	const struct ipam_request *req = c->req;
 	const struct br_labels *nl = c->node ? &c->node->meta.labels : NULL;
@@ -1078,7 +1065,7 @@ static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_ass
 			struct br_cidr bc;
 			r = requested_claim(op, c, &v, ip, &bc, &p);
 			if (r == 0) {
-				step_done("claim-listed");
+				ipam_step_done("claim-listed");
 				r = claim_cidr(op, &v, &bc, req->node, c->cfg.strict, &b);
 				if (r == -ECANCELED)
 					r = -EAGAIN;
@@ -1119,7 +1106,7 @@ static int assign_requested(struct op *op, struct assign_ctx *c, struct ipam_ass
 }
 
 /* Whether every pool selects all nodes, so the Node's labels need not be read. */
-static bool selectors_trivial(const struct objs *pools)
+static bool selectors_trivial(const struct ipam_objs *pools)
 {
 	for (size_t i = 0; i < pools->n; i++) {
 		const char *s = ((const struct br_ippool *)pools->v[i])->spec.node_selector;
@@ -1135,8 +1122,8 @@ static bool selectors_trivial(const struct objs *pools)
 
 static void assign_ctx_free(struct assign_ctx *c)
 {
-	objs_free(&c->pools);
-	objs_free(&c->affs);
+	ipam_objs_free(&c->pools);
+	ipam_objs_free(&c->affs);
 	model_free(c->node);
 	c->node = NULL;
 	if (c->hinted)
@@ -1195,7 +1182,7 @@ static int check_request(const struct ipam_request *req, struct strbuf *err)
 	return 0;
 }
 
-static int assign_attempt(struct op *op, struct ipam_request *req, struct ipam_assigned *out)
+static int assign_attempt(struct ipam_op *op, struct ipam_request *req, struct ipam_assigned *out)
 {
 	*out = (struct ipam_assigned){ 0 };
 	/*
@@ -1267,7 +1254,7 @@ static int assign_attempt(struct op *op, struct ipam_request *req, struct ipam_a
 	if (r < 0) {
 		model_free(handle);
 		if (r != -ESTALE && !op->stop)
-			r = op_ds_error(op, r);
+			r = ipam_op_ds_error(op, r);
 		goto out;
 	}
 	size_t want = req->n_ips ? req->n_ips : 1;
@@ -1352,8 +1339,8 @@ int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assign
 	if (r < 0)
 		return r;
 	struct ipam_request rq = *req; /* the caller's prepare may change it */
-	struct op op;
-	op_init(&op, d, req->timeout_ms, err);
+	struct ipam_op op;
+	ipam_op_init(&op, d, req->timeout_ms, err);
 	for (;;) {
 		r = assign_attempt(&op, &rq, out);
 		if (r == 0)
@@ -1366,435 +1353,7 @@ int ipam_assign(struct ds *d, const struct ipam_request *req, struct ipam_assign
 		}
 		if (r == -ENOSPC || r == -EINVAL || r == -EADDRINUSE || r == -EUCLEAN)
 			return r;
-		if (!op_again(&op, r))
-			return op_give_up(&op, r, "assigning an address");
-	}
-}
-
-/* --- releasing ------------------------------------------------------------------------------ */
-
-/*
- * Every block of the handle freed, then the handle deleted (one transaction
- * on etcd). Stopped half way, the handle still leads to what is left.
- */
-static int release_attempt(struct op *op, const char *handle, int64_t now, size_t *released)
-{
-	struct br_ipamhandle *h;
-	int r = get_handle(op, handle, &h);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return r;
-	size_t nb = h->spec.block.n, nw = 0, n = 0;
-	struct br_ipamblock **blocks = xcalloc(nb + 1, sizeof(*blocks));
-	struct ds_write *w = xcalloc(nb + 1, sizeof(*w));
-	for (size_t i = 0; i < nb && r == 0; i++) {
-		struct br_ipamblock *b;
-		char name[IPAM_BLOCK_NAME_LEN];
-		r = get_block(op, handle_key_block(h->spec.block.v[i].key, name), &b);
-		if (r == -ENOENT) {
-			r = 0;
-			continue;
-		}
-		if (r < 0)
-			break;
-		blocks[i] = b;
-		size_t k = ipam_block_release_handle(b, handle, now);
-		if (k) {
-			w[nw++] = (struct ds_write){ DS_WRITE_UPDATE, &b->o };
-			n += k;
-		}
-	}
-	if (r == 0) {
-		w[nw++] = (struct ds_write){ DS_WRITE_DELETE, &h->o };
-		r = ds_write_seq(op->d, w, nw, NULL);
-		if (r < 0)
-			r = op_ds_error(op, r);
-		else
-			*released += n;
-	}
-	for (size_t i = 0; i < nb; i++)
-		model_free(blocks[i] ? &blocks[i]->o : NULL);
-	free(blocks);
-	free(w);
-	model_free(&h->o);
-	return r;
-}
-
-int ipam_release_handle(struct ds *d, const char *handle, int64_t now, long timeout_ms,
-			size_t *released, struct strbuf *err)
-{
-	struct op op;
-	size_t n = 0;
-	if (!handle || !*handle || strchr(handle, '/')) {
-		sb_addf(err, "invalid handle");
-		return -EINVAL;
-	}
-	op_init(&op, d, timeout_ms, err);
-	for (;;) {
-		int r = release_attempt(&op, handle, now, &n);
-		if (r == 0) {
-			if (released)
-				*released = n;
-			return 0;
-		}
-		if (!op_again(&op, r))
-			return op_give_up(&op, r, "releasing the handle");
-	}
-}
-
-/*
- * Free @ip in @b (read just now), then count it off its handle (one
- * transaction on etcd); the handle goes when it holds nothing more. *hid
- * gets the handle (caller frees).
- */
-static int release_in_block(struct op *op, struct br_ipamblock *b, const struct br_ip *ip,
-			    int64_t now, char **hid)
-{
-	const char *h = NULL;
-	int r = ipam_block_release_ip(b, ip, now, &h);
-	if (r < 0)
-		return r == -ENOENT ? -ECANCELED : r; /* freed since it was read */
-	*hid = xstrdup(h);
-	struct br_ipamhandle *hd = NULL;
-	r = get_handle(op, *hid, &hd);
-	if (r < 0 && r != -ENOENT)
-		return r;
-	struct ds_write w[2] = { { DS_WRITE_UPDATE, &b->o } };
-	size_t nw = 1;
-	if (hd) {
-		handle_set(hd, b->o.meta.name, handle_count(hd, b->o.meta.name) - 1);
-		w[nw++] = (struct ds_write){ hd->spec.block.n ? DS_WRITE_UPDATE : DS_WRITE_DELETE,
-					     &hd->o };
-	}
-	r = ds_write_seq(op->d, w, nw, NULL);
-	model_free(hd ? &hd->o : NULL);
-	return r < 0 ? op_ds_error(op, r) : 0;
-}
-
-/*
- * Every block that holds @ip for @holder (anyone when NULL). -ENXIO when no
- * block holds it, -EBUSY (*busy: the holder) when only others do.
- */
-static int release_ip_attempt(struct op *op, const struct br_ip *ip, const char *holder,
-			      int64_t now, char **handle, char **busy)
-{
-	struct objs blocks = { 0 };
-	int r = list(op, KIND_IPAMBLOCK, NULL, &blocks);
-	if (r < 0)
-		return r;
-	size_t done = 0;
-	for (size_t i = 0; i < blocks.n && r == 0; i++) {
-		struct br_ipamblock *b = (struct br_ipamblock *)blocks.v[i];
-		struct br_cidr c;
-		if (ipam_block_name_parse(b->o.meta.name, &c) < 0 || !cidr_contains_ip(&c, ip))
-			continue;
-		sb_reset(op->err);
-		if (ipam_block_validate(b, NULL, op->err) < 0) {
-			r = -EUCLEAN;
-			break;
-		}
-		const char *h = ipam_block_handle_of(b, ip);
-		if (!h)
-			continue;
-		if (holder && !streq(h, holder)) {
-			free(*busy);
-			*busy = xstrdup(h);
-			continue;
-		}
-		char *hid = NULL;
-		r = release_in_block(op, b, ip, now, &hid);
-		if (r == 0 && !done++ && handle) {
-			free(*handle);
-			*handle = hid;
-			hid = NULL;
-		}
-		free(hid);
-	}
-	objs_free(&blocks);
-	if (r == 0 && !done)
-		r = *busy ? -EBUSY : -ENXIO;
-	return r;
-}
-
-int ipam_release_ip(struct ds *d, const struct br_ip *ip, const char *holder, int64_t now,
-		    char **handle, struct strbuf *err)
-{
-	struct op op;
-	op_init(&op, d, 0, err);
-	char *got = NULL, *busy = NULL;
-	for (;;) {
-		free(busy);
-		busy = NULL;
-		int r = release_ip_attempt(&op, ip, holder, now, &got, &busy);
-		char b[IP_STRLEN];
-		if (r == -ENXIO || r == -EBUSY) {
-			/* An earlier attempt may have done it, its answer lost. */
-			if (got)
-				r = 0;
-			sb_reset(err);
-			if (r == -ENXIO)
-				sb_addf(err, "%s is not assigned", ip_str(ip, b));
-			else if (r == -EBUSY)
-				sb_addf(err, "%s is now held by handle %s, not %s", ip_str(ip, b),
-					busy, holder);
-			r = r == -ENXIO ? -ENOENT : r;
-		}
-		if (r == 0 || !op_again(&op, r)) {
-			free(busy);
-			if (r == 0 && handle)
-				*handle = got;
-			else
-				free(got);
-			return r == 0 || r == -ENOENT || r == -EBUSY || r == -EUCLEAN
-				       ? r
-				       : op_give_up(&op, r, "releasing the address");
-		}
-	}
-}
-
-/* --- empty blocks, orphans and pending claims ------------------------------------------------ */
-
-struct sweep {
-	struct op *op;
-	const struct ipam_sweep *s;
-	struct ipam_swept *out;
-	struct objs blocks, affs; /* blocks: all (without by_node) */
-	bool *overlapped;	  /* per block: it overlaps another */
-};
-
-static bool sweep_overlapped(const struct sweep *w, const char *block)
-{
-	for (size_t i = 0; i < w->blocks.n; i++)
-		if (streq(w->blocks.v[i]->meta.name, block))
-			return w->overlapped[i];
-	return false;
-}
-
-/* "2006-01-02T15:04:05Z" → seconds; -1 when it is not that. */
-static int64_t parse_time(const char *s)
-{
-	struct tm tm = { 0 };
-	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-	return end && !*end ? (int64_t)timegm(&tm) : -1;
-}
-
-/*
- * A pending claim is stale — no claim in progress will finish it — when its
- * node sweeps (its own claims run under the same host lock, and a racing one
- * only loses its compare-and-swap), when its node has no Node resource, or
- * when it is older than the grace period (a claim takes seconds).
- */
-static int pending_stale(struct sweep *w, const struct br_blockaffinity *a, bool *stale)
-{
-	const struct ipam_sweep *s = w->s;
-	if (s->by_node && streq(s->node, a->spec.node)) {
-		*stale = true;
-		return 0;
-	}
-	int64_t born = parse_time(a->o.meta.creation_timestamp);
-	if (born < 0 || s->now - born >= s->grace_s) {
-		*stale = true;
-		return 0;
-	}
-	struct br_object *n;
-	int r = ds_get(w->op->d, model_kind(KIND_NODE), NULL, a->spec.node, &n);
-	if (r == -ENOENT) {
-		*stale = true;
-		return 0;
-	}
-	if (r < 0)
-		return op_ds_error(w->op, r);
-	model_free(n);
-	*stale = false;
-	return 0;
-}
-
-/* Withdraw a stale pending claim, or confirm it when its block is the node's already. */
-static int settle_pending(struct sweep *w, struct br_blockaffinity *a)
-{
-	bool stale;
-	int r = pending_stale(w, a, &stale);
-	if (r < 0 || !stale)
-		return r;
-	struct br_ipamblock *b;
-	r = get_block(w->op, a->o.meta.name, &b);
-	if (r == -ENOENT) {
-		r = withdraw(w->op, a);
-	} else if (r == 0) {
-		char host[256];
-		r = streq(ipam_block_host(b, host, sizeof(host)), a->spec.node)
-			    ? set_affinity_state(w->op, a, "confirmed")
-			    : withdraw(w->op, a);
-		model_free(&b->o);
-	}
-	if (r == 0)
-		w->out->claims++;
-	return r;
-}
-
-static int sweep_one(struct sweep *w, struct br_blockaffinity *a)
-{
-	struct op *op = w->op;
-	const struct ipam_sweep *s = w->s;
-	if (streq(a->spec.state, "pending"))
-		return settle_pending(w, a);
-	struct br_ipamblock *b;
-	int r = get_block(op, a->o.meta.name, &b);
-	char host[256];
-	if (r == -ENOENT ||
-	    (r == 0 && !streq(ipam_block_host(b, host, sizeof(host)), a->spec.node))) {
-		/* Nothing to route (or a lost claim's leftover: the block is another's). */
-		if (r == 0)
-			model_free(&b->o);
-		return withdraw(op, a);
-	}
-	if (r < 0)
-		return r;
-	if (ipam_block_used(b) > 0) {
-		r = streq(a->spec.state, "pendingDeletion") ? set_affinity_state(op, a, "confirmed")
-							    : 0;
-		model_free(&b->o);
-		return r;
-	}
-	/* An empty block overlapping another goes at once: it must not hand out addresses. */
-	bool at_once = sweep_overlapped(w, b->o.meta.name);
-	int64_t since = ipam_block_empty_since(b);
-	if (!at_once && since < 0) {
-		ipam_block_mark_empty(b, s->now);
-		r = commit_block(op, b);
-		model_free(&b->o);
-		return r;
-	}
-	if (!at_once && s->now - since < s->grace_s) {
-		model_free(&b->o);
-		return 0;
-	}
-	/*
-	 * Withdraw the route first, then the block and the claim if both are
-	 * unchanged (one transaction on etcd; the block first elsewhere: an
-	 * affinity left without its block is withdrawn by the next sweep).
-	 */
-	step_done("sweep-decided");
-	if (!streq(a->spec.state, "pendingDeletion"))
-		r = set_affinity_state(op, a, "pendingDeletion");
-	if (r == 0) {
-		step_done("sweep-withdrawn");
-		struct ds_write wr[2] = { { DS_WRITE_DELETE, &b->o }, { DS_WRITE_DELETE, &a->o } };
-		r = ds_write_seq(op->d, wr, 2, NULL);
-		r = r < 0 ? op_ds_error(op, r) : 0;
-		if (r == 0)
-			w->out->empty++;
-	}
-	model_free(&b->o);
-	return r;
-}
-
-/* Whether @w's affinities include @node's for @block. */
-static bool sweep_has_affinity(const struct sweep *w, const char *node, const char *block)
-{
-	for (size_t i = 0; i < w->affs.n; i++) {
-		const struct br_blockaffinity *a = (const struct br_blockaffinity *)w->affs.v[i];
-		if (streq(a->spec.node, node) && streq(a->o.meta.name, block))
-			return true;
-	}
-	return false;
-}
-
-/*
- * An empty block that no affinity of its node backs (or that has no node)
- * routes nowhere and is nobody's to reuse: delete it if still unchanged.
- * Blocks were listed before affinities and a block is created together
- * with its affinity, so a block listed without one is an orphan unless an
- * affinity appeared since: asked again before the delete.
- */
-static int sweep_orphan(struct sweep *w, struct br_ipamblock *b)
-{
-	char host[256];
-	const char *node = ipam_block_host(b, host, sizeof(host));
-	if (w->s->node && !streq(node, w->s->node))
-		return 0;
-	if (ipam_block_validate(b, NULL, NULL) < 0 || ipam_block_used(b) > 0)
-		return 0;
-	if (node && sweep_has_affinity(w, node, b->o.meta.name))
-		return 0;
-	if (node) {
-		struct br_object *a;
-		int r = ds_get(w->op->d, model_kind(KIND_BLOCKAFFINITY), node, b->o.meta.name, &a);
-		if (r == 0) {
-			model_free(a);
-			return 0;
-		}
-		if (r != -ENOENT)
-			return op_ds_error(w->op, r);
-	}
-	int r = ds_delete(w->op->d, model_kind(KIND_IPAMBLOCK), NULL, b->o.meta.name,
-			  b->o.revision);
-	if (r == 0)
-		w->out->orphans++;
-	return r < 0 && r != -ENOENT ? op_ds_error(w->op, r) : 0;
-}
-
-static void sweep_free(struct sweep *w)
-{
-	objs_free(&w->blocks);
-	objs_free(&w->affs);
-	free(w->overlapped);
-	w->overlapped = NULL;
-}
-
-static int sweep_attempt(struct sweep *w)
-{
-	int r = 0;
-	/* The node's own sweep (every CNI DEL) reads only its affinities; the rest is maintenance.
-	 */
-	if (!w->s->by_node) {
-		r = list(w->op, KIND_IPAMBLOCK, NULL, &w->blocks);
-		if (r < 0)
-			return r;
-		struct br_cidr *c = xcalloc(w->blocks.n + 1, sizeof(*c));
-		for (size_t i = 0; i < w->blocks.n; i++)
-			if (ipam_block_name_parse(w->blocks.v[i]->meta.name, &c[i]) < 0)
-				c[i] = (struct br_cidr){ 0 };
-		struct ipam_pair *pairs;
-		size_t np = ipam_overlaps(c, w->blocks.n, &pairs);
-		w->overlapped = xcalloc(w->blocks.n + 1, sizeof(*w->overlapped));
-		for (size_t i = 0; i < np; i++)
-			w->overlapped[pairs[i].i] = w->overlapped[pairs[i].j] = true;
-		free(pairs);
-		free(c);
-	}
-	r = list(w->op, KIND_BLOCKAFFINITY, w->s->node, &w->affs);
-	for (size_t i = 0; i < w->affs.n && r == 0; i++) {
-		r = sweep_one(w, (struct br_blockaffinity *)w->affs.v[i]);
-		if (r == -EUCLEAN)
-			r = 0; /* damaged blocks are for ipam check, not for us */
-	}
-	for (size_t i = 0; i < w->blocks.n && r == 0; i++)
-		r = sweep_orphan(w, (struct br_ipamblock *)w->blocks.v[i]);
-	sweep_free(w);
-	return r;
-}
-
-int ipam_release_empty_blocks(struct ds *d, const struct ipam_sweep *s, struct ipam_swept *out,
-			      struct strbuf *err)
-{
-	struct op op;
-	struct ipam_swept n = { 0 };
-	if (s->by_node && (!s->node || !*s->node)) {
-		sb_addf(err, "a node's own sweep needs the node");
-		return -EINVAL;
-	}
-	op_init(&op, d, s->timeout_ms, err);
-	struct sweep w = { .op = &op, .s = s, .out = &n };
-	for (;;) {
-		int r = sweep_attempt(&w);
-		if (r == 0) {
-			if (out)
-				*out = n;
-			return 0;
-		}
-		if (!op_again(&op, r))
-			return op_give_up(&op, r, "releasing empty blocks");
+		if (!ipam_op_again(&op, r))
+			return ipam_op_give_up(&op, r, "assigning an address");
 	}
 }
