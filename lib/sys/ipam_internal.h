@@ -1,8 +1,8 @@
 /*
- * What lib/sys/ipam.c (reading, handles, claims, assigning) shares with
- * lib/sys/ipam_release.c (releasing, empty blocks, orphans): the attempt loop
- * of every operation (ipam.c's comment at the top tells it) and the reads and
- * writes both sides make. Not for use outside these two files.
+ * What lib/sys/ipam.c (reading, handles, assigning), ipam_claim.c (claiming
+ * blocks) and ipam_release.c (releasing, empty blocks, orphans) share: the
+ * attempt loop of every operation (ipam.c's comment at the top tells it), the
+ * reads and writes they all make, and claims. Not for use outside them.
  */
 #ifndef BRINDLE_IPAM_INTERNAL_H
 #define BRINDLE_IPAM_INTERNAL_H
@@ -53,5 +53,27 @@ const char *ipam_handle_key_block(const char *key, char buf[IPAM_BLOCK_NAME_LEN]
 int ipam_set_affinity_state(struct ipam_op *op, struct br_blockaffinity *a, const char *state);
 /* Delete affinity @a if unchanged. */
 int ipam_withdraw(struct ipam_op *op, struct br_blockaffinity *a);
+
+/* --- claims (ipam_claim.c) --- */
+
+/*
+ * What a claim decides from: the claims marker, then every block. Creating a
+ * block moves the marker, so a creation decided from a view fails when any
+ * block was created after the view was read.
+ */
+struct ipam_claim_view {
+	struct br_ipamhandle *marker; /* NULL when there is none yet */
+	struct ipam_objs blocks;
+	struct br_cidr *cidrs; /* blocks.v[i]'s CIDR (from its name); len 0 when damaged */
+};
+
+void ipam_claim_view_free(struct ipam_claim_view *v);
+int ipam_claim_view_read(struct ipam_op *op, struct ipam_claim_view *v);
+ssize_t ipam_view_overlap(const struct ipam_claim_view *v, const struct br_cidr *c);
+struct br_cidr *ipam_view_taken(const struct ipam_claim_view *v, size_t *n);
+int ipam_finish_claim(struct ipam_op *op, struct ipam_claim_view *v, struct br_blockaffinity *a,
+		      bool strict, struct br_ipamblock **block);
+int ipam_claim_cidr(struct ipam_op *op, struct ipam_claim_view *v, const struct br_cidr *c,
+		    const char *node, bool strict, struct br_ipamblock **out);
 
 #endif
