@@ -32,7 +32,8 @@ void policy_scenario_iface(int j, char out[16])
 	snprintf(out, 16, "cali%011llx", (unsigned long long)(x & 0xfffffffffffull));
 }
 
-void policy_scenario_ip(int j, char out[20])
+/* Endpoint j's address: 10.(64 + j / 65536).(j / 256 % 256).(j % 256), in 10.64.0.0/10. */
+static void policy_scenario_ip(int j, char out[20])
 {
 	snprintf(out, 20, "10.%d.%d.%d", 64 + j / 65536, j / 256 % 256, j % 256);
 }

@@ -17,8 +17,6 @@
 
 /* Local endpoint j's interface: "cali" + 11 hex digits of a hash of j (as the CNI names them). */
 void policy_scenario_iface(int j, char out[16]);
-/* Endpoint j's address: 10.(64 + j / 65536).(j / 256 % 256).(j % 256), in 10.64.0.0/10. */
-void policy_scenario_ip(int j, char out[20]);
 
 /* Every object of the scenario, to @emit (which owns it). */
 void policy_scenario(int local, int remote, int policies,

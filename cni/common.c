@@ -171,6 +171,9 @@ static void open_netns(struct plugin *p)
 	sb_free(&err);
 }
 
+/* The first line of @path ("" or unreadable: NULL), in the plugin's arena. */
+static const char *plugin_file_line(struct plugin *p, const char *path);
+
 void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 {
 	memset(p, 0, sizeof(*p));
@@ -268,7 +271,7 @@ void plugin_start(struct plugin *p, const char *prog, int argc, char **argv)
 		  p->netns ? p->netns : "", p->ifname, p->node);
 }
 
-const char *plugin_file_line(struct plugin *p, const char *path)
+static const char *plugin_file_line(struct plugin *p, const char *path)
 {
 	FILE *f = *path ? fopen(path, "re") : NULL;
 	char line[256];

@@ -49,8 +49,6 @@ struct plugin {
 void plugin_start(struct plugin *p, const char *prog, int argc, char **argv);
 /* Open the datastore from the configuration (falling back to BRINDLE_* variables). */
 void plugin_open_ds(struct plugin *p);
-/* The first line of @path ("" or unreadable: NULL), in the plugin's arena. */
-const char *plugin_file_line(struct plugin *p, const char *path);
 /* The pods' MTU: the configuration's, else the MTU file's (brindle-node startup), else 0. */
 unsigned plugin_mtu(struct plugin *p);
 /* Answer with a CNI error (and log it) and exit non-zero. */

@@ -95,11 +95,6 @@ int lab_write_file(const char *path, const char *text, int mode) must_check;
 int lab_run(const char *ns, char *const argv[], const char *input, struct strbuf *out);
 
 /*
- * Whether this kernel has SCTP sockets (the project's machines: no; Debian's own kernel, as
- * in the VM tier: yes). Without them SCTP ports are not served and SCTP probes are skipped.
- */
-bool lab_sctp(void);
-/*
  * felix's rule backend in the lab ("Legacy", "NFT", "Auto"): the topology's ruleBackend, else
  * BRINDLE_LAB_RULE_BACKEND (legacy, nft, auto: how the test tiers run the lab tests on each),
  * else NULL (felix's default).
@@ -165,8 +160,6 @@ int lab_state_drop(struct lab *l, const char *file, const char *prefix) must_che
 void lab_kill_log(struct lab *l, const char *log);
 /* The lab's datastore, through brindlectl's own configuration; ctl_close frees it. */
 struct ds *lab_ds(struct lab *l, struct ctl *c);
-/* The same as @who on the Kubernetes datastore (lab_kubeconfig); on etcd @who is ignored. */
-struct ds *lab_ds_as(struct lab *l, struct ctl *c, const char *who);
 void lab_ctl_close(struct ctl *c);
 
 /* --- lab_up.c ------------------------------------------------------------- */

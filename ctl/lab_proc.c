@@ -621,7 +621,11 @@ const char *lab_rule_backend(const struct lab_topology *t)
 	return strcasecmp(v, "nft") == 0 ? "NFT" : strcasecmp(v, "legacy") == 0 ? "Legacy" : "Auto";
 }
 
-bool lab_sctp(void)
+/*
+ * Whether this kernel has SCTP sockets (the project's machines: no; Debian's own kernel, as
+ * in the VM tier: yes). Without them SCTP ports are not served and SCTP probes are skipped.
+ */
+static bool lab_sctp(void)
 {
 	static int have = -1;
 	if (have < 0) {

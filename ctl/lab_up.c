@@ -100,7 +100,8 @@ int lab_ctl_cmd(struct lab *l, int (*fn)(struct ctl *, int, char **), int argc, 
 	return r;
 }
 
-struct ds *lab_ds_as(struct lab *l, struct ctl *c, const char *who)
+/* The lab's datastore as @who on Kubernetes (lab_kubeconfig); on etcd @who is ignored. */
+static struct ds *lab_ds_as(struct lab *l, struct ctl *c, const char *who)
 {
 	return lab_ds_config(l, c, who) < 0 ? NULL : ctl_ds(c);
 }

@@ -22,6 +22,8 @@ void notice_add(struct notices *q, enum notice_level level, const char *fmt, ...
 	q->v[q->n++] = (struct notice){ .level = level, .text = sb_detach(&sb) };
 }
 
+static void notices_clear(struct notices *q);
+
 void notices_drain(struct notices *q, void (*fn)(void *ctx, const struct notice *n), void *ctx)
 {
 	for (size_t i = 0; i < q->n; i++)
@@ -39,7 +41,7 @@ void notices_drain(struct notices *q, void (*fn)(void *ctx, const struct notice 
 	notices_clear(q);
 }
 
-void notices_clear(struct notices *q)
+static void notices_clear(struct notices *q)
 {
 	for (size_t i = 0; i < q->n; i++)
 		free(q->v[i].text);

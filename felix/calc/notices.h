@@ -33,7 +33,6 @@ struct notices {
 void notice_add(struct notices *q, enum notice_level level, const char *fmt, ...) printf_like(3, 4);
 /* Hand every queued notice to @fn (in order) and empty the queue. */
 void notices_drain(struct notices *q, void (*fn)(void *ctx, const struct notice *n), void *ctx);
-void notices_clear(struct notices *q);
 /* Frees what the queue holds (it can be used again). */
 void notices_free(struct notices *q);
 

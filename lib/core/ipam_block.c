@@ -253,7 +253,7 @@ static void clear_empty_mark(struct br_ipamblock *b)
 	labels_del(&b->o.meta.annotations, IPAM_EMPTY_SINCE_ANNOTATION);
 }
 
-bool ipam_is_reserved(const struct ipam_reserved *r, const struct br_ip *ip)
+static bool ipam_is_reserved(const struct ipam_reserved *r, const struct br_ip *ip)
 {
 	for (size_t i = 0; r && i < r->n; i++)
 		if (cidr_contains_ip(&r->v[i], ip))

@@ -255,7 +255,7 @@ static int pending_stale(struct sweep *w, const struct br_blockaffinity *a, bool
 /* Withdraw a stale pending claim, or confirm it when its block is the node's already. */
 static int settle_pending(struct sweep *w, struct br_blockaffinity *a)
 {
-	bool stale;
+	bool stale = false;
 	int r = pending_stale(w, a, &stale);
 	if (r < 0 || !stale)
 		return r;

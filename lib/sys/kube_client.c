@@ -92,11 +92,6 @@ const char *kube_last_error(const struct kube_client *c)
 	return sb_str(&c->error);
 }
 
-const char *kube_server(const struct kube_client *c)
-{
-	return c->server;
-}
-
 /*
  * The errno of a non-2xx answer whose body (a Status, or anything) is
  * @body; appends "<prefix>: <message>" to @why.

@@ -10,12 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sb_read_fd(struct strbuf *sb, int fd)
-{
-	return sb_read_fd_max(sb, fd, SIZE_MAX - 1);
-}
-
-int sb_read_fd_max(struct strbuf *sb, int fd, size_t max)
+/* As sb_read_fd, refusing (-EFBIG, having read at most @max + 1 bytes) what is longer. */
+static int sb_read_fd_max(struct strbuf *sb, int fd, size_t max)
 {
 	size_t start = sb->len;
 	for (;;) {
@@ -35,6 +31,11 @@ int sb_read_fd_max(struct strbuf *sb, int fd, size_t max)
 		sb->buf[sb->len] = '\0';
 	}
 	return 0;
+}
+
+int sb_read_fd(struct strbuf *sb, int fd)
+{
+	return sb_read_fd_max(sb, fd, SIZE_MAX - 1);
 }
 
 int sb_read_file(struct strbuf *sb, const char *path)

@@ -113,7 +113,6 @@ struct ipam_reserved {
 	const struct br_cidr *v;
 	size_t n;
 };
-bool ipam_is_reserved(const struct ipam_reserved *r, const struct br_ip *ip);
 /*
  * Hand out the free ordinal that has been free longest (FIFO) and is not in
  * @reserved (NULL: none) to @handle, with @secondary (node, namespace, pod)

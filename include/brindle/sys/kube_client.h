@@ -30,7 +30,6 @@ int kube_client_new(struct loop *l, const char *server, const struct http_auth *
 		    long timeout_ms, struct kube_client **out, struct strbuf *err) must_check;
 void kube_client_free(struct kube_client *c);
 const char *kube_last_error(const struct kube_client *c);
-const char *kube_server(const struct kube_client *c);
 
 /*
  * One blocking request. @path starts with "/" and may carry a query. @body

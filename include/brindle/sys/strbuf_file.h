@@ -10,7 +10,6 @@ int sb_read_file(struct strbuf *sb, const char *path) must_check;
 int sb_read_fd(struct strbuf *sb, int fd) must_check;
 /* The same, refusing (-EFBIG, having read at most @max + 1 bytes) what is longer than @max. */
 int sb_read_file_max(struct strbuf *sb, const char *path, size_t max) must_check;
-int sb_read_fd_max(struct strbuf *sb, int fd, size_t max) must_check;
 
 #include <sys/types.h>
 
