@@ -380,6 +380,21 @@ static int find_route(struct nl *nl, const struct br_cidr *dst, uint8_t protocol
 	return r;
 }
 
+/* The pod's default route of @gw's family, via @gw on the link (no on-link prefix needed). */
+static struct nl_route default_via(struct br_ip gw, int oif)
+{
+	struct nl_route r = { .family = gw.family,
+			      .protocol = RTPROT_BOOT,
+			      .scope = RT_SCOPE_UNIVERSE,
+			      .type = RTN_UNICAST,
+			      .table = RT_TABLE_MAIN,
+			      .oif = oif,
+			      .gw = gw,
+			      .onlink = true };
+	r.dst.ip = (struct br_ip){ .family = gw.family };
+	return r;
+}
+
 static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], struct strbuf *err)
 {
 	struct nl_link l;
@@ -405,15 +420,7 @@ static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], s
 		nl_batch_addr(b, NL_ADD, &a);
 	}
 	if (has_family(s, AF_INET6)) {
-		struct nl_route def6 = { .family = AF_INET6,
-					 .protocol = RTPROT_BOOT,
-					 .scope = RT_SCOPE_UNIVERSE,
-					 .type = RTN_UNICAST,
-					 .table = RT_TABLE_MAIN,
-					 .oif = l.ifindex,
-					 .gw = gateway6(),
-					 .onlink = true };
-		def6.dst.ip = (struct br_ip){ .family = AF_INET6 };
+		struct nl_route def6 = default_via(gateway6(), l.ifindex);
 		nl_batch_route(b, NL_ADD, &def6);
 	}
 	if (!has_family(s, AF_INET)) {
@@ -431,16 +438,7 @@ static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], s
 	gw.dst.len = 32;
 	/* Added, never replaced: a route the container has is not ours to take. */
 	nl_batch_route(b, NL_ADD, &gw);
-	struct nl_route def = { .family = AF_INET,
-				.protocol = RTPROT_BOOT,
-				.scope = RT_SCOPE_UNIVERSE,
-				.type = RTN_UNICAST,
-				.table = RT_TABLE_MAIN,
-				.oif = l.ifindex,
-				.gw = gateway(),
-				.onlink = true };
-	def.dst.ip = ip4_from_u32(0);
-	def.dst.len = 0;
+	struct nl_route def = default_via(gateway(), l.ifindex);
 	nl_batch_route(b, NL_ADD, &def);
 	r = apply(pod, b, err);
 	nl_batch_free(b);
