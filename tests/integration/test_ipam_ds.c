@@ -241,6 +241,47 @@ static void test_prepare_and_hint(void **state)
 	(void)state;
 }
 
+/*
+ * maxBlocksPerHost caps a node's blocks per family: a node whose one IPv4 block is full gets
+ * no second one (and, with StrictAffinity, borrows none), yet still claims its first IPv6 block.
+ */
+static void test_max_blocks_per_host(void **state)
+{
+	struct ds *d = open_ds();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	add_pool(d, "four", "10.50.0.0/28", 30, NULL); /* blocks of 4 */
+	apply(d, "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: six}\n"
+		 "spec: {cidr: 'fd00:50::/120'}\n");
+	apply(d, "apiVersion: projectcalico.org/v3\nkind: IPAMConfiguration\n"
+		 "metadata: {name: default}\nspec: {strictAffinity: true, maxBlocksPerHost: 1}\n");
+	struct br_ip ip;
+	char h[32];
+	for (int i = 0; i < 4; i++) {
+		snprintf(h, sizeof(h), "net.m%d", i);
+		assert_int_equal(assign(d, "node-a", h, &ip, &err), 0);
+	}
+	assert_string_equal(addr_text(&ip), "10.50.0.3");
+	/* the node's one IPv4 block is full: no second block, no borrowing */
+	assert_int_equal(assign(d, "node-a", "net.m4", &ip, &err), -ENOSPC);
+	assert_null(get_aff(d, "node-a", "10.50.0.4-30"));
+	/* its IPv4 block does not count against its IPv6 ones */
+	struct ipam_request r6 = {
+		.handle = "net.m6", .node = "node-a", .family = AF_INET6, .now = time(NULL)
+	};
+	struct ipam_assigned out;
+	sb_reset(&err);
+	assert_int_equal(ipam_assign(d, &r6, &out, &err), 0);
+	assert_string_equal(addr_text(&out.ips[0]), "fd00:50::");
+	/* another node is not held back by node-a's blocks */
+	assert_int_equal(assign(d, "node-b", "net.b0", &ip, &err), 0);
+	assert_string_equal(addr_text(&ip), "10.50.0.4");
+	check_invariants(d, "after the limits");
+	sb_free(&err);
+	ds_close(d);
+	(void)state;
+}
+
 static void test_borrow_and_strict(void **state)
 {
 	struct ds *d = open_ds();
@@ -758,6 +799,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_claim_assign_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dual_stack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepare_and_hint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_blocks_per_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_borrow_and_strict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requested_and_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_block_grace, setup, teardown),
