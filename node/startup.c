@@ -7,7 +7,9 @@
  *   2. its IPv4 address: IP=<address>[/len] | autodetect | none; unset, the
  *      address already stored is kept, else autodetected with
  *      IP_AUTODETECTION_METHOD (lib/core/autodetect.c); refused when another
- *      Node has it (DISABLE_NODE_IP_CHECK=true allows it);
+ *      Node has it (DISABLE_NODE_IP_CHECK=true allows it). Its IPv6 address
+ *      the same way with IP6 and IP6_AUTODETECTION_METHOD, except that IP6
+ *      unset and nothing stored is none (as calico-node: IPv6 when asked);
  *   3. the Node: created on etcd when missing (on Kubernetes the kubelet
  *      registers it: it must exist), its BGP address and AS (AS=) set, every
  *      other field left as the user set it;
@@ -142,25 +144,28 @@ static int host_read(struct host *h, struct strbuf *err)
 	return 0;
 }
 
-/* The source address the kernel would use towards @target (no packet is sent). */
-static int can_reach_source(const char *target, struct br_ip *out, struct strbuf *err)
+/* The source address of @family the kernel would use towards @target (no packet is sent). */
+static int can_reach_source(const char *target, int family, struct br_ip *out, struct strbuf *err)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res;
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_DGRAM }, *res;
 	int g = getaddrinfo(target, "80", &hints, &res);
 	if (g != 0) {
 		sb_addf(err, "can-reach=%s: %s", target, gai_strerror(g));
 		return -ENOENT;
 	}
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
-	struct sockaddr_in sa;
+	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+	struct sockaddr_storage sa;
 	socklen_t len = sizeof(sa);
 	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
 		r = -errno;
 		sb_addf(err, "can-reach=%s: no route: %s", target, strerror(errno));
 	} else {
-		char buf[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, &sa.sin_addr, buf, sizeof(buf));
+		char buf[INET6_ADDRSTRLEN];
+		const void *a = family == AF_INET6
+					? (const void *)&((struct sockaddr_in6 *)&sa)->sin6_addr
+					: (const void *)&((struct sockaddr_in *)&sa)->sin_addr;
+		inet_ntop(family, a, buf, sizeof(buf));
 		r = ip_parse(buf, out);
 	}
 	if (fd >= 0)
@@ -170,39 +175,60 @@ static int can_reach_source(const char *target, struct br_ip *out, struct strbuf
 }
 
 /* kubernetes-internal-ip: the Node's InternalIP, with the prefix of the interface holding it. */
-static int internal_ip(const struct br_node *n, const struct host *h, struct br_cidr *out,
-		       struct strbuf *err)
+static int internal_ip(const struct br_node *n, const struct host *h, int family,
+		       struct br_cidr *out, struct strbuf *err)
 {
 	for (size_t i = 0; n && i < n->spec.n_addresses; i++) {
 		struct br_ip ip;
 		if (!streq(n->spec.addresses[i].type ?: "", "InternalIP") ||
-		    ip_parse(n->spec.addresses[i].address, &ip) < 0 || ip.family != AF_INET)
+		    ip_parse(n->spec.addresses[i].address, &ip) < 0 || ip.family != family)
 			continue;
-		*out = (struct br_cidr){ .ip = ip, .len = 32 };
+		*out = (struct br_cidr){ .ip = ip, .len = (uint8_t)ip_bits(&ip) };
 		for (size_t j = 0; j < h->n; j++)
 			for (size_t k = 0; k < h->ifs[j].n_addrs; k++)
 				if (ip_equal(&h->ifs[j].addrs[k].ip, &ip))
 					*out = h->ifs[j].addrs[k];
 		return 0;
 	}
-	sb_adds(err, "kubernetes-internal-ip: the Node has no IPv4 InternalIP (on etcd there is "
-		     "no Kubernetes Node: use another method)");
+	sb_addf(err,
+		"kubernetes-internal-ip: the Node has no %s InternalIP (on etcd there is no "
+		"Kubernetes Node: use another method)",
+		family == AF_INET6 ? "IPv6" : "IPv4");
 	return -ENOENT;
 }
 
-/* 2. The address to store, or *none. */
-static int node_address(struct node_run *s, const struct host *h, const struct br_node *cur,
-			struct br_cidr *out, bool *none)
+/* The settings of the node's address of one family. */
+struct family_env {
+	int family;
+	const char *ip, *method, *name; /* IP, IP_AUTODETECTION_METHOD, "IPv4" */
+	bool autodetect;		/* unset with nothing stored: autodetect (else none) */
+};
+static const struct family_env ENV4 = { AF_INET, "IP", "IP_AUTODETECTION_METHOD", "IPv4", true };
+static const struct family_env ENV6 = { AF_INET6, "IP6", "IP6_AUTODETECTION_METHOD", "IPv6",
+					false };
+
+static const char *stored_address(const struct br_node *n, int family)
 {
-	const char *ip = node_env_or("IP", NULL);
+	if (!n || !n->spec.bgp)
+		return NULL;
+	return family == AF_INET6 ? n->spec.bgp->ipv6_address : n->spec.bgp->ipv4_address;
+}
+
+/* 2. The address of @f's family to store, or *none. */
+static int node_address(struct node_run *s, const struct host *h, const struct br_node *cur,
+			const struct family_env *f, struct br_cidr *out, bool *none)
+{
+	const char *ip = node_env_or(f->ip, NULL);
+	const char *stored = stored_address(cur, f->family);
 	*none = false;
-	if (ip && streq(ip, "none")) {
+	if ((ip && streq(ip, "none")) || (!ip && !stored && !f->autodetect)) {
 		*none = true;
 		return 0;
 	}
 	if (ip && !streq(ip, "autodetect")) {
-		if (cidr_parse(ip, true, out) < 0 || out->ip.family != AF_INET) {
-			sb_addf(&s->err, "IP=%s: not an IPv4 address (or autodetect, none)", ip);
+		if (cidr_parse(ip, true, out) < 0 || out->ip.family != f->family) {
+			sb_addf(&s->err, "%s=%s: not an %s address (or autodetect, none)", f->ip,
+				ip, f->name);
 			return -EINVAL;
 		}
 		if (!strchr(ip, '/')) /* the prefix of the interface that has it */
@@ -212,31 +238,32 @@ static int node_address(struct node_run *s, const struct host *h, const struct b
 						out->len = h->ifs[j].addrs[k].len;
 		return 0;
 	}
-	const char *stored = cur && cur->spec.bgp ? cur->spec.bgp->ipv4_address : NULL;
 	if (!ip && stored && cidr_parse(stored, true, out) == 0) {
-		log_info("keeping the stored address %s (IP is not set)", stored);
+		log_info("keeping the stored address %s (%s is not set)", stored, f->ip);
 		return 0;
 	}
-	const char *method = node_env_or("IP_AUTODETECTION_METHOD", "first-found");
+	const char *method = node_env_or(f->method, "first-found");
 	struct ad_method m;
 	struct strbuf why = STRBUF_INIT;
 	sb_init(&why);
-	int r = ad_method_parse(method, AF_INET, &m, &why);
+	int r = ad_method_parse(method, f->family, &m, &why);
 	if (r < 0) {
-		sb_addf(&s->err, "IP_AUTODETECTION_METHOD: %s", sb_str(&why));
+		sb_addf(&s->err, "%s: %s", f->method, sb_str(&why));
 		sb_free(&why);
 		return r;
 	}
 	struct br_ip source;
 	if (m.kind == AD_K8S_INTERNAL_IP)
-		r = internal_ip(cur, h, out, &why);
-	else if (m.kind == AD_CAN_REACH && (r = can_reach_source(m.target, &source, &why)) == 0)
-		r = ad_choose(&m, h->ifs, h->n, AF_INET, &source, out, &why);
+		r = internal_ip(cur, h, f->family, out, &why);
+	else if (m.kind == AD_CAN_REACH &&
+		 (r = can_reach_source(m.target, f->family, &source, &why)) == 0)
+		r = ad_choose(&m, h->ifs, h->n, f->family, &source, out, &why);
 	else if (m.kind != AD_CAN_REACH)
-		r = ad_choose(&m, h->ifs, h->n, AF_INET, NULL, out, &why);
+		r = ad_choose(&m, h->ifs, h->n, f->family, NULL, out, &why);
 	ad_method_free(&m);
 	if (r < 0)
-		sb_addf(&s->err, "autodetecting the node's address (%s): %s", method, sb_str(&why));
+		sb_addf(&s->err, "autodetecting the node's %s address (%s): %s", f->name, method,
+			sb_str(&why));
 	else
 		log_info("autodetected %s with %s", cidr_str(out, (char[CIDR_STRLEN]){ 0 }),
 			 method);
@@ -255,8 +282,9 @@ static const char *ip_owner(struct node_run *s, const struct br_ip *ip)
 	for (size_t i = 0; i < n && !owner; i++) {
 		const struct br_node *o = (const struct br_node *)v[i];
 		struct br_cidr c;
-		if (!streq(o->o.meta.name, s->name) && o->spec.bgp && o->spec.bgp->ipv4_address &&
-		    cidr_parse(o->spec.bgp->ipv4_address, true, &c) == 0 && ip_equal(&c.ip, ip))
+		const char *addr = stored_address(o, ip->family);
+		if (!streq(o->o.meta.name, s->name) && addr && cidr_parse(addr, true, &c) == 0 &&
+		    ip_equal(&c.ip, ip))
 			owner = arena_strdup(s->a, o->o.meta.name);
 	}
 	model_free_all(v, n);
@@ -282,16 +310,21 @@ static int write_node(struct node_run *s, const struct host *h, struct br_node *
 	}
 	struct br_node *n =
 		(struct br_node *)(cur ? cur : model_new(model_kind(KIND_NODE), NULL, s->name));
-	struct br_cidr addr;
-	bool none;
-	r = node_address(s, h, cur ? n : NULL, &addr, &none);
-	const char *owner = r == 0 && !none ? ip_owner(s, &addr.ip) : NULL;
-	if (owner && !env_true("DISABLE_NODE_IP_CHECK")) {
-		sb_addf(&s->err,
-			"the address %s is already Node %s's: two nodes with one BGP address break "
-			"both (DISABLE_NODE_IP_CHECK=true allows it)",
-			cidr_str(&addr, (char[CIDR_STRLEN]){ 0 }), owner);
-		r = -EADDRINUSE;
+	/* the IPv4 address, then the IPv6 one */
+	const struct family_env *fams[2] = { &ENV4, &ENV6 };
+	struct br_cidr addr[2];
+	bool none[2] = { true, true };
+	r = 0;
+	for (int k = 0; k < 2 && r == 0; k++) {
+		r = node_address(s, h, cur ? n : NULL, fams[k], &addr[k], &none[k]);
+		const char *owner = r == 0 && !none[k] ? ip_owner(s, &addr[k].ip) : NULL;
+		if (owner && !env_true("DISABLE_NODE_IP_CHECK")) {
+			sb_addf(&s->err,
+				"the address %s is already Node %s's: two nodes with one BGP "
+				"address break both (DISABLE_NODE_IP_CHECK=true allows it)",
+				cidr_str(&addr[k], (char[CIDR_STRLEN]){ 0 }), owner);
+			r = -EADDRINUSE;
+		}
 	}
 	const char *as = node_env_or("AS", NULL);
 	char *end = NULL;
@@ -305,12 +338,15 @@ static int write_node(struct node_run *s, const struct host *h, struct br_node *
 		return r;
 	}
 	struct br_object *before = model_clone(&n->o);
-	if (!none || as) {
+	if (!none[0] || !none[1] || as) {
 		if (!n->spec.bgp)
 			n->spec.bgp = arena_alloc(n->o.arena, sizeof(*n->spec.bgp));
-		if (!none)
-			n->spec.bgp->ipv4_address =
-				arena_strdup(n->o.arena, cidr_str(&addr, (char[CIDR_STRLEN]){ 0 }));
+		if (!none[0])
+			n->spec.bgp->ipv4_address = arena_strdup(
+				n->o.arena, cidr_str(&addr[0], (char[CIDR_STRLEN]){ 0 }));
+		if (!none[1])
+			n->spec.bgp->ipv6_address = arena_strdup(
+				n->o.arena, cidr_str(&addr[1], (char[CIDR_STRLEN]){ 0 }));
 		if (as)
 			n->spec.bgp->as_number =
 				(struct opt_asn){ .set = true, .v = (uint32_t)asn };
@@ -322,11 +358,12 @@ static int write_node(struct node_run *s, const struct host *h, struct br_node *
 	if (r < 0)
 		sb_addf(&s->err, "writing Node %s: %s", s->name, ds_last_error(s->ds));
 	else
-		log_info("Node %s: %s, BGP address %s", s->name,
+		log_info("Node %s: %s, BGP address %s, IPv6 %s", s->name,
 			 !cur				     ? "created"
 			 : model_same_content(before, &n->o) ? "unchanged"
 							     : "updated",
-			 none ? "none" : n->spec.bgp->ipv4_address);
+			 none[0] ? "none" : n->spec.bgp->ipv4_address,
+			 none[1] ? "none" : n->spec.bgp->ipv6_address);
 	model_free(before);
 	if (r < 0) {
 		model_free(&n->o);

@@ -25,6 +25,9 @@ in_ns ip link add veth0 type veth peer name cali12345
 in_ns ip addr add 169.254.1.1/32 dev veth0
 for dev in docker0 veth0 cali12345 ens3 ens4; do in_ns ip link set "$dev" up; done
 in_ns ip link set ens4 mtu 1480 # the smallest host NIC sets the pod MTU; eth9 stays down
+for dev in docker0:fd00:17::1/64 ens3:fd00:3::11/64 ens4:fd00:4::11/64; do
+	in_ns ip addr add "${dev#*:}" dev "${dev%%:*}" nodad
+done
 
 # startup NODE [VAR=VALUE...]: one run in the namespace; its log in $BT_DIR/startup.log
 startup() {
@@ -38,6 +41,7 @@ field() { # NODE JSONPATH-ish jq filter
 	"$BRINDLECTL" get node "$1" -o json | jq -r "$2 // \"\""
 }
 addr() { field "$1" .spec.bgp.ipv4Address; }
+addr6() { field "$1" .spec.bgp.ipv6Address; }
 
 # --- first start: first-found, the Node, the default pool, the files ----------------------------
 startup n1 || bt_fail "startup failed: $(cat "$BT_DIR/startup.log")"
@@ -64,6 +68,28 @@ for case in "interface=ens4|192.168.1.11/24" "skip-interface=ens3|192.168.1.11/2
 done
 startup n1 IP=10.0.0.11 || bt_fail "IP=10.0.0.11: $(cat "$BT_DIR/startup.log")"
 bt_expect_eq "IP without a length takes its interface's" "10.0.0.11/24" "$(addr n1)"
+
+# --- IPv6: none unless asked (IP6), then as IPv4 -------------------------------------------------
+bt_expect_eq "IP6 unset, nothing stored: no IPv6 address" "" "$(addr6 n1)"
+startup n1 IP6=autodetect || bt_fail "IP6=autodetect: $(cat "$BT_DIR/startup.log")"
+bt_expect_eq "IPv6 first-found skips docker0 and takes ens3's" "fd00:3::11/64" "$(addr6 n1)"
+bt_expect_eq "the IPv4 address stays" "10.0.0.11/24" "$(addr n1)"
+startup n1 IP6_AUTODETECTION_METHOD=interface=ens4 || bt_fail "$(cat "$BT_DIR/startup.log")"
+bt_expect_eq "IP6 unset: the stored IPv6 address stays" "fd00:3::11/64" "$(addr6 n1)"
+for case in "interface=ens4|fd00:4::11/64" "cidr=fd00:4::/32|fd00:4::11/64" \
+	"can-reach=fd00:3::1|fd00:3::11/64" "skip-interface=ens3|fd00:4::11/64"; do
+	startup n1 IP6=autodetect IP6_AUTODETECTION_METHOD="${case%%|*}" ||
+		bt_fail "IPv6 ${case%%|*}: $(cat "$BT_DIR/startup.log")"
+	bt_expect_eq "IP6_AUTODETECTION_METHOD=${case%%|*}" "${case#*|}" "$(addr6 n1)"
+done
+startup n1 IP6=fd00:3::11 || bt_fail "IP6=fd00:3::11: $(cat "$BT_DIR/startup.log")"
+bt_expect_eq "IP6 without a length takes its interface's" "fd00:3::11/64" "$(addr6 n1)"
+if startup n2 IP=none IP6=fd00:3::11/64; then bt_fail "a second node took n1's IPv6 address"; fi
+bt_expect_contains "the IPv6 refusal names the owner" "fd00:3::11/64 is already Node n1's" \
+	"$(cat "$BT_DIR/startup.log")"
+if startup n1 IP6=10.0.0.11; then bt_fail "an IPv4 address was taken as IP6"; fi
+bt_expect_contains "the bad IP6 is named" "IP6=10.0.0.11: not an IPv6 address" "$(cat "$BT_DIR/startup.log")"
+bt_expect_eq "and the IPv6 address is as it was" "fd00:3::11/64" "$(addr6 n1)"
 
 # --- what a user set survives a start --------------------------------------------------------------
 "$BRINDLECTL" apply -f - >/dev/null <<'YAML'
