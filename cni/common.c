@@ -380,6 +380,16 @@ static void plugin_unlock(struct plugin *p)
 	}
 }
 
+/* The addresses of @family among @ips, into @out. */
+static size_t ips_of(const struct br_ip *ips, size_t n, int family, struct br_ip *out)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ips[i].family == family)
+			out[k++] = ips[i];
+	return k;
+}
+
 /*
  * On the Kubernetes datastore the pod must exist (a runtime's ADD for a pod
  * the API does not know is an error, not an address for nobody), and its
@@ -457,10 +467,8 @@ static int pod_prepare(void *ctx, const struct ds_read *rd, size_t n, struct ipa
 	}
 	sb_free(&err);
 	/* Fixed addresses: one or more of each family the network assigns, none of another. */
-	for (size_t i = 0; i < want->n_ips; i++) {
-		bool v6 = want->ips[i].family == AF_INET6;
-		pr->ips[v6][pr->n_ips[v6]++] = want->ips[i];
-	}
+	pr->n_ips[0] = ips_of(want->ips, want->n_ips, AF_INET, pr->ips[0]);
+	pr->n_ips[1] = ips_of(want->ips, want->n_ips, AF_INET6, pr->ips[1]);
 	const struct cni_conf *c = p->conf;
 	for (int v6 = 0; want->n_ips && v6 < 2; v6++) {
 		bool assigned = v6 ? c->assign_ipv6 : c->assign_ipv4;
@@ -544,16 +552,6 @@ static void hint_write(struct plugin *p, const char *block)
 	/* Only a hint: a failed write costs the next ADD one read. */
 	if (pwrite(p->lock_fd, buf, (size_t)n, 0) != n || ftruncate(p->lock_fd, n) < 0)
 		log_debug("cannot keep the block hint in the IPAM lock file: %s", strerror(errno));
-}
-
-/* The addresses of @family among @ips, into @out. */
-static size_t ips_of(const struct br_ip *ips, size_t n, int family, struct br_ip *out)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (ips[i].family == family)
-			out[k++] = ips[i];
-	return k;
 }
 
 /*
@@ -648,9 +646,8 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 		struct strbuf why = STRBUF_INIT;
 		sb_init(&why);
 		if (plugin_unassign(p, &add, &why) < 0)
-			log_warn("releasing %s after the %s assignment failed: %s (the runtime's "
-				 "DEL "
-				 "will retry)",
+			log_warn("releasing %s after the %s assignment failed: %s "
+				 "(the runtime's DEL will retry)",
 				 p->handle, req[k].family == AF_INET6 ? "IPv6" : "IPv4",
 				 sb_str(&why));
 		sb_free(&why);

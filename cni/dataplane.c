@@ -347,9 +347,10 @@ int dp_precheck(const struct dp_spec *s, struct strbuf *err)
 
 static struct nl_route host_route(const struct br_ip *ip, int oif)
 {
+	/* (IPv6 routes have no scope: the kernel keeps them all universe) */
 	struct nl_route r = { .family = ip->family,
 			      .protocol = NL_PROTO_BRINDLE,
-			      .scope = RT_SCOPE_LINK,
+			      .scope = ip->family == AF_INET6 ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK,
 			      .type = RTN_UNICAST,
 			      .table = RT_TABLE_MAIN,
 			      .oif = oif };
@@ -423,23 +424,20 @@ static int pod_side(struct nl *pod, const struct dp_spec *s, char pod_mac[18], s
 		struct nl_route def6 = default_via(gateway6(), l.ifindex);
 		nl_batch_route(b, NL_ADD, &def6);
 	}
-	if (!has_family(s, AF_INET)) {
-		r = apply(pod, b, err);
-		nl_batch_free(b);
-		return r;
+	if (has_family(s, AF_INET)) {
+		struct nl_route gw = { .family = AF_INET,
+				       .protocol = RTPROT_BOOT,
+				       .scope = RT_SCOPE_LINK,
+				       .type = RTN_UNICAST,
+				       .table = RT_TABLE_MAIN,
+				       .oif = l.ifindex };
+		gw.dst.ip = gateway();
+		gw.dst.len = 32;
+		/* Added, never replaced: a route the container has is not ours to take. */
+		nl_batch_route(b, NL_ADD, &gw);
+		struct nl_route def = default_via(gateway(), l.ifindex);
+		nl_batch_route(b, NL_ADD, &def);
 	}
-	struct nl_route gw = { .family = AF_INET,
-			       .protocol = RTPROT_BOOT,
-			       .scope = RT_SCOPE_LINK,
-			       .type = RTN_UNICAST,
-			       .table = RT_TABLE_MAIN,
-			       .oif = l.ifindex };
-	gw.dst.ip = gateway();
-	gw.dst.len = 32;
-	/* Added, never replaced: a route the container has is not ours to take. */
-	nl_batch_route(b, NL_ADD, &gw);
-	struct nl_route def = default_via(gateway(), l.ifindex);
-	nl_batch_route(b, NL_ADD, &def);
 	r = apply(pod, b, err);
 	nl_batch_free(b);
 	return r;
@@ -698,10 +696,8 @@ int dp_check(const struct dp_spec *s, struct strbuf *err)
 	for (size_t i = 0; i < s->n_ips && r == 0; i++) {
 		struct nl_route want = host_route(&s->ips[i], hl.ifindex), have;
 		char c[CIDR_STRLEN];
-		/* (IPv6 routes have no scope: the kernel reports them all universe) */
 		if (find_route(host, &want.dst, NL_PROTO_BRINDLE, &have) < 0 ||
-		    have.oif != hl.ifindex ||
-		    (want.family == AF_INET && have.scope != RT_SCOPE_LINK))
+		    have.oif != hl.ifindex || have.scope != want.scope)
 			r = check_fail(err,
 				       "the host lacks the route %s dev %s scope link proto %d",
 				       cidr_str(&want.dst, c), s->host_if, NL_PROTO_BRINDLE);

@@ -647,6 +647,12 @@ static const char *gateway_of(bool v6)
 	return v6 ? CNI_GATEWAY6 : CNI_GATEWAY;
 }
 
+/* The family's default route via its gateway: {"dst": ..., "gw": ...}. */
+static void write_default_route(struct strbuf *out, bool v6)
+{
+	sb_addf(out, "{\"dst\":\"%s\",\"gw\":\"%s\"}", v6 ? "::/0" : "0.0.0.0/0", gateway_of(v6));
+}
+
 static void write_ip(struct strbuf *out, const struct br_ip *ip)
 {
 	char b[IP_STRLEN];
@@ -671,11 +677,11 @@ void cni_result_write(struct strbuf *out, const char *version, const struct cni_
 				continue;
 			sb_adds(out, v6 ? ",\"ip6\":{\"ip\":" : ",\"ip4\":{\"ip\":");
 			write_ip(out, ip);
-			if (r->gateway)
-				sb_addf(out,
-					",\"gateway\":\"%s\",\"routes\":[{\"dst\":\"%s\",\"gw\":\"%"
-					"s\"}]",
-					gateway_of(v6), v6 ? "::/0" : "0.0.0.0/0", gateway_of(v6));
+			if (r->gateway) {
+				sb_addf(out, ",\"gateway\":\"%s\",\"routes\":[", gateway_of(v6));
+				write_default_route(out, v6);
+				sb_addc(out, ']');
+			}
 			sb_addc(out, '}');
 		}
 		sb_adds(out, ",\"dns\":{}}\n");
@@ -717,10 +723,11 @@ void cni_result_write(struct strbuf *out, const char *version, const struct cni_
 	if (r->gateway && (has[0] || has[1])) {
 		sb_adds(out, ",\"routes\":[");
 		if (has[0])
-			sb_adds(out, "{\"dst\":\"0.0.0.0/0\",\"gw\":\"" CNI_GATEWAY "\"}");
+			write_default_route(out, false);
+		if (has[0] && has[1])
+			sb_addc(out, ',');
 		if (has[1])
-			sb_adds(out, has[0] ? ",{\"dst\":\"::/0\",\"gw\":\"" CNI_GATEWAY6 "\"}"
-					    : "{\"dst\":\"::/0\",\"gw\":\"" CNI_GATEWAY6 "\"}");
+			write_default_route(out, true);
 		sb_addc(out, ']');
 	}
 	sb_adds(out, ",\"dns\":{}}\n");
