@@ -8,6 +8,8 @@
 # Kubernetes NetworkPolicies, all programmed as chains and ip sets.
 #   sudo bench/felix-rss.sh [NODES] [LOCAL] [REMOTE POLICIES]
 #   sudo bench/felix-rss.sh 5000 250 10000 500   # the policy issue's scale
+# FELIX_WRAP runs the scaled felix under a tool, e.g. FELIX_WRAP="heaptrack -o /tmp/felix"
+# (its RSS figures then include the tool's own).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 # BRINDLE_BUILD_DIR: a release build to measure (default: build/release, built first).
@@ -35,9 +37,11 @@ fi | awk '{printf "link add %s type veth peer name p%d\nlink set %s up\n", $1, N
 ip -n "$NODE" -batch "$BT_DIR/links"
 
 rss() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
-run_felix() { # NAME: start, wait until ready, print RSS and high-water mark in kB
-	bt_run_bg "$1" ip netns exec "$NODE" env NODENAME=node1 \
-		BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" FELIX_LOGSEVERITYSCREEN=warning "$FELIX"
+run_felix() { # NAME [WRAPPER...]: start, wait until ready, print RSS and high-water mark in kB
+	local name=$1
+	shift
+	bt_run_bg "$name" ip netns exec "$NODE" env NODENAME=node1 \
+		BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" FELIX_LOGSEVERITYSCREEN=warning "$@" "$FELIX"
 	local pid=${bt_pids[-1]} fpid
 	bt_wait_for 120 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
 	sleep 1
@@ -52,7 +56,8 @@ read -r idle_rss idle_hwm < <(run_felix felix-idle)
 start=$SECONDS
 "$BT_BUILD_DIR/bench/bench_felix_populate" "$NODES" "$LOCAL" $REMOTE $POLICIES
 echo "datastore populated in $((SECONDS - start)) s" >&2
-read -r rss hwm < <(run_felix felix-scale)
+# shellcheck disable=SC2086 # FELIX_WRAP is a command line
+read -r rss hwm < <(run_felix felix-scale ${FELIX_WRAP:-})
 routes=$(ip -n "$NODE" route show proto 80 | wc -l)
 fdbs=$(bridge -n "$NODE" fdb show dev vxlan.calico | grep -c permanent || true)
 printf 'felix memory (release build)\n'

@@ -579,8 +579,12 @@ struct nft_batch {
 	struct nft *n;
 	struct nftnl_batch *nb;
 	uint32_t first_seq;
-	char **what; /* each message's description, by seq - first_seq - 1 */
-	long *slot;  /* each message's rule slot (-1: not a rule) */
+	/* each message's description, by seq - first_seq - 1: texts + what[i], all in one
+	 * buffer (a string each would be 12,000 small blocks in a full program's batch, which
+	 * stay as holes in the heap after it) */
+	struct strbuf texts;
+	size_t *what;
+	long *slot; /* each message's rule slot (-1: not a rule) */
 	size_t n_what, cap_what;
 	uint64_t *handles; /* each added rule's handle, by slot (0 until the kernel says) */
 	size_t n_rules, cap_rules;
@@ -597,6 +601,7 @@ struct nft_batch *nft_batch_new(struct nft *n)
 	struct nft_batch *b = xcalloc(1, sizeof(*b));
 	b->n = n;
 	sb_init(&b->errs);
+	sb_init(&b->texts);
 	b->nb = nftnl_batch_alloc(BATCH_PAGE, BATCH_OVERRUN);
 	if (!b->nb)
 		abort();
@@ -610,8 +615,7 @@ void nft_batch_free(struct nft_batch *b)
 {
 	if (!b)
 		return;
-	for (size_t i = 0; i < b->n_what; i++)
-		free(b->what[i]);
+	sb_free(&b->texts);
 	free(b->what);
 	free(b->slot);
 	free(b->handles);
@@ -636,13 +640,12 @@ static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t fl
 	if (cap != b->cap_what)
 		b->slot = xrealloc(b->slot, sizeof(*b->slot) * b->cap_what);
 	b->slot[b->n_what] = -1;
-	struct strbuf d = STRBUF_INIT;
-	sb_init(&d);
+	b->what[b->n_what++] = b->texts.len;
 	va_list ap;
 	va_start(ap, fmt);
-	sb_vaddf(&d, fmt, ap);
+	sb_vaddf(&b->texts, fmt, ap);
 	va_end(ap);
-	b->what[b->n_what++] = sb_detach(&d);
+	sb_addc(&b->texts, '\0');
 	return nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b->nb), type, NFPROTO_IPV4, flags,
 				     ++b->n->seq);
 }
@@ -1095,7 +1098,8 @@ static bool commit_answer(struct nft_batch *b, const struct nlmsghdr *h, uint32_
 		const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
 		if (e->error && !b->err) {
 			b->err = e->error;
-			sb_addf(&b->errs, "%s: %s", at < b->n_what ? b->what[at] : "the batch",
+			sb_addf(&b->errs, "%s: %s",
+				at < b->n_what ? b->texts.buf + b->what[at] : "the batch",
 				strerror(-e->error));
 		}
 	}
