@@ -102,7 +102,7 @@ static void felix_open(struct felix *f, int local, int remote, int policies)
 	f->c = calc_new("node1");
 	calc_set_config(f->c, &f->cfg);
 	feed(f->c, local, remote, policies);
-	if (ipt_open_kernel(NULL, 10000, &f->ipt) < 0 || ips_open_kernel(&f->ips) < 0) {
+	if (ipt_open_kernel(AF_INET, NULL, 10000, &f->ipt) < 0 || ips_open_kernel(&f->ips) < 0) {
 		fprintf(stderr, "cannot open iptables / ip sets\n");
 		exit(1);
 	}

@@ -225,7 +225,7 @@ static double load_ours(void)
 	struct ipt *t;
 	struct ipt_table_state st;
 	uint64_t t0 = now_ns();
-	ok(NULL, ipt_open_kernel(lock_path, 10000, &t), "open");
+	ok(NULL, ipt_open_kernel(AF_INET, lock_path, 10000, &t), "open");
 	ok(t, ipt_begin(t, "filter", &st), "begin");
 	ipt_table_state_free(&st);
 	for (size_t i = 0; i < nchains; i++)
@@ -275,7 +275,7 @@ static double bare_libiptc(int run)
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	replacement(run, text, sizeof(text));
-	must(ipt_rule_parse(text, NULL, &entry, &len, &err) == 0, "parse");
+	must(ipt_rule_parse(AF_INET, text, NULL, &entry, &len, &err) == 0, "parse");
 	sb_free(&err);
 	uint64_t t0 = now_ns();
 	struct xtc_handle *h = iptc_init("filter");
@@ -346,7 +346,7 @@ static double replace_one(int run)
 	char text[256];
 	replacement(run, text, sizeof(text));
 	uint64_t t0 = now_ns();
-	ok(NULL, ipt_open_kernel(lock_path, 10000, &t), "open");
+	ok(NULL, ipt_open_kernel(AF_INET, lock_path, 10000, &t), "open");
 	ok(t, ipt_begin(t, "filter", &st), "begin");
 	ok(t, ipt_replace(t, r->chain, pos, text), "replace");
 	ok(t, ipt_commit(t), "commit");
@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 	       nrules, runs);
 	double a[100], b[100], c[100], d[100], c0[100], e[100], r[100], k[100];
 	struct ipt *fpt;
-	ok(NULL, ipt_open_kernel(lock_path, 10000, &fpt), "open");
+	ok(NULL, ipt_open_kernel(AF_INET, lock_path, 10000, &fpt), "open");
 	for (int i = 0; i < runs; i++) {
 		empty_table();
 		a[i] = load_ours();

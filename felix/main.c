@@ -723,7 +723,7 @@ static int open_rule_backend(struct felix *f)
 	if (!nft) {
 		nft_close(f->nft);
 		f->nft = NULL;
-		if ((r = ipt_open_kernel(f->cfg.iptables_lock_path, 10000, &f->ipt)) < 0 ||
+		if ((r = ipt_open_kernel(AF_INET, f->cfg.iptables_lock_path, 10000, &f->ipt)) < 0 ||
 		    (r = ips_open_kernel(&f->ips)) < 0) {
 			log_error("%s: %s", f->ipt ? "ip sets" : "iptables", strerror(-r));
 			return r;

@@ -124,6 +124,30 @@ static void put_ip(struct strbuf *out, const char *opt, struct in_addr a, struct
 			hm & 0xff);
 }
 
+static void put_ip6(struct strbuf *out, const char *opt, const struct in6_addr *a,
+		    const struct in6_addr *m, bool inv)
+{
+	static const struct in6_addr zero;
+	if (!memcmp(a, &zero, sizeof(zero)) && !memcmp(m, &zero, sizeof(zero)) && !inv)
+		return;
+	char text[INET6_ADDRSTRLEN];
+	inet_ntop(AF_INET6, a, text, sizeof(text));
+	sb_addf(out, "%s %s %s", inv ? " !" : "", opt, text);
+	/* the prefix length when the mask is one, else the mask */
+	int len = 0;
+	while (len < 128 && (m->s6_addr[len / 8] & (0x80u >> (len % 8))))
+		len++;
+	bool contiguous = true;
+	for (int b = len; b < 128 && contiguous; b++)
+		contiguous = !(m->s6_addr[b / 8] & (0x80u >> (b % 8)));
+	if (contiguous) {
+		sb_addf(out, "/%d", len);
+	} else {
+		inet_ntop(AF_INET6, m, text, sizeof(text));
+		sb_addf(out, "/%s", text);
+	}
+}
+
 static void put_iface(struct strbuf *out, char letter, const char *name, const unsigned char *mask,
 		      bool inv)
 {
@@ -252,6 +276,15 @@ static bool format_match(const struct xt_entry_match *m, const struct ipt_sets *
 		}
 		return true;
 	}
+	if (strcmp(name, "icmp6") == 0 && rev == 0 && sized(m, sizeof(struct ip6t_icmp))) {
+		const struct ip6t_icmp *ic = d;
+		if (ic->invflags & ~IP6T_ICMP_INV)
+			return false;
+		sb_addf(out, " -m icmp6%s --icmpv6-type %u", ic->invflags ? " !" : "", ic->type);
+		if (ic->code[0] != 0 || ic->code[1] != 0xff)
+			sb_addf(out, "/%u", ic->code[0]);
+		return true;
+	}
 	if (strcmp(name, "addrtype") == 0 && rev == 1 &&
 	    sized(m, sizeof(struct xt_addrtype_info_v1))) {
 		const struct xt_addrtype_info_v1 *a = d;
@@ -287,7 +320,7 @@ static bool format_match(const struct xt_entry_match *m, const struct ipt_sets *
 	return false;
 }
 
-static bool format_target(const struct xt_entry_target *t, struct strbuf *out)
+static bool format_target(int af, const struct xt_entry_target *t, struct strbuf *out)
 {
 	const char *name = t->u.user.name;
 	const void *d = t->data;
@@ -299,7 +332,17 @@ static bool format_target(const struct xt_entry_target *t, struct strbuf *out)
 		sb_addf(out, " -j MARK --set-xmark 0x%x/0x%x", k->mark, k->mask);
 		return true;
 	}
-	if (strcmp(name, "MASQUERADE") == 0 && rev == 0 &&
+	if (strcmp(name, "MASQUERADE") == 0 && rev == 0 && af == AF_INET6 &&
+	    TSIZED(struct nf_nat_range)) {
+		const struct nf_nat_range *r = d;
+		if (r->flags & ~NF_NAT_RANGE_PROTO_RANDOM_FULLY)
+			return false;
+		sb_adds(out, " -j MASQUERADE");
+		if (r->flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY)
+			sb_adds(out, " --random-fully");
+		return true;
+	}
+	if (strcmp(name, "MASQUERADE") == 0 && rev == 0 && af == AF_INET &&
 	    TSIZED(struct nf_nat_ipv4_multi_range_compat)) {
 		const struct nf_nat_ipv4_multi_range_compat *r = d;
 		if (r->rangesize != 1 || (r->range[0].flags & ~NF_NAT_RANGE_PROTO_RANDOM_FULLY))
@@ -342,13 +385,12 @@ static bool format_target(const struct xt_entry_target *t, struct strbuf *out)
 		return true;
 	}
 	if (strcmp(name, "REJECT") == 0 && rev == 0 && TSIZED(struct ipt_reject_info)) {
-		const struct ipt_reject_info *r = d;
-		for (size_t i = 0; i < ARRAY_SIZE(reject_withs); i++)
-			if ((int)r->with == reject_withs[i].with) {
-				sb_addf(out, " -j REJECT --reject-with %s", reject_withs[i].name);
-				return true;
-			}
-		return false;
+		const struct ipt_reject_info *r =
+			d; /* struct ip6t_reject_info has the same layout */
+		const char *with = reject_name(af, (int)r->with);
+		if (with)
+			sb_addf(out, " -j REJECT --reject-with %s", with);
+		return with != NULL;
 	}
 #undef TSIZED
 	return false;
@@ -368,32 +410,76 @@ static const char *verdict_name(int v)
 	}
 }
 
-void ipt_rule_format(const void *entry, const char *jump_target, const struct ipt_sets *sets,
-		     struct strbuf *out)
+/* The parts of an entry's header the text shows, from either family's entry. */
+struct entry_view {
+	uint16_t proto, target_offset, next_offset;
+	uint8_t invflags;
+	bool go, frag;
+	const char *iniface, *outiface;
+	const unsigned char *iniface_mask, *outiface_mask;
+};
+
+static void view_entry(int af, const void *entry, struct entry_view *v)
 {
-	const struct ipt_entry *e = entry;
-	const struct ipt_ip *ip = &e->ip;
-	size_t start = out->len;
-	put_ip(out, "-s", ip->src, ip->smsk, ip->invflags & IPT_INV_SRCIP);
-	put_ip(out, "-d", ip->dst, ip->dmsk, ip->invflags & IPT_INV_DSTIP);
-	put_iface(out, 'i', ip->iniface, ip->iniface_mask, ip->invflags & IPT_INV_VIA_IN);
-	put_iface(out, 'o', ip->outiface, ip->outiface_mask, ip->invflags & IPT_INV_VIA_OUT);
-	if (ip->proto) {
-		const char *pn = proto_name(ip->proto);
-		sb_addf(out, "%s -p ", ip->invflags & IPT_INV_PROTO ? " !" : "");
+	if (af == AF_INET6) {
+		const struct ip6t_entry *e = entry;
+		const struct ip6t_ip6 *ip = &e->ipv6;
+		*v = (struct entry_view){ ip->proto,
+					  e->target_offset,
+					  e->next_offset,
+					  ip->invflags,
+					  ip->flags & IP6T_F_GOTO,
+					  false,
+					  ip->iniface,
+					  ip->outiface,
+					  ip->iniface_mask,
+					  ip->outiface_mask };
+	} else {
+		const struct ipt_entry *e = entry;
+		const struct ipt_ip *ip = &e->ip;
+		*v = (struct entry_view){
+			ip->proto,	  e->target_offset,	  e->next_offset,
+			ip->invflags,	  ip->flags & IPT_F_GOTO, ip->flags & IPT_F_FRAG,
+			ip->iniface,	  ip->outiface,		  ip->iniface_mask,
+			ip->outiface_mask
+		};
+	}
+}
+
+void ipt_rule_format(int af, const void *entry, const char *jump_target,
+		     const struct ipt_sets *sets, struct strbuf *out)
+{
+	struct entry_view ip;
+	view_entry(af, entry, &ip);
+	size_t start = out->len, head = entry_header_size(af);
+	if (af == AF_INET6) {
+		const struct ip6t_ip6 *h = &((const struct ip6t_entry *)entry)->ipv6;
+		put_ip6(out, "-s", &h->src, &h->smsk, ip.invflags & IPT_INV_SRCIP);
+		put_ip6(out, "-d", &h->dst, &h->dmsk, ip.invflags & IPT_INV_DSTIP);
+	} else {
+		const struct ipt_ip *h = &((const struct ipt_entry *)entry)->ip;
+		put_ip(out, "-s", h->src, h->smsk, ip.invflags & IPT_INV_SRCIP);
+		put_ip(out, "-d", h->dst, h->dmsk, ip.invflags & IPT_INV_DSTIP);
+	}
+	put_iface(out, 'i', ip.iniface, ip.iniface_mask, ip.invflags & IPT_INV_VIA_IN);
+	put_iface(out, 'o', ip.outiface, ip.outiface_mask, ip.invflags & IPT_INV_VIA_OUT);
+	if (ip.proto) {
+		const char *pn = proto_name(ip.proto);
+		sb_addf(out, "%s -p ", ip.invflags & IPT_INV_PROTO ? " !" : "");
 		if (pn)
 			sb_adds(out, pn);
 		else
-			sb_addf(out, "%u", ip->proto);
+			sb_addf(out, "%u", ip.proto);
 	}
-	if (ip->flags & IPT_F_FRAG)
-		sb_addf(out, "%s -f (unsupported)", ip->invflags & IPT_INV_FRAG ? " !" : "");
+	if (ip.frag)
+		sb_addf(out, "%s -f (unsupported)", ip.invflags & IPT_INV_FRAG ? " !" : "");
 
-	size_t toff = e->target_offset, next = e->next_offset;
-	if (toff < sizeof(*e) || toff > next)
-		toff = next = sizeof(*e);
-	for (size_t off = sizeof(*e); off + MATCH_HDR <= toff;) {
-		const struct xt_entry_match *m = (const void *)((const char *)e + off);
+	const char *e = entry;
+	size_t toff = ip.target_offset, next = ip.next_offset;
+	if (toff < head || toff > next)
+		toff = next = head;
+	for (size_t off = head; off + MATCH_HDR <= toff;) {
+		const struct xt_entry_match *m = (const void *)(e + off);
 		if (m->u.match_size < MATCH_HDR || off + m->u.match_size > toff)
 			break;
 		struct xt_entry_match hdr = *m;
@@ -404,13 +490,13 @@ void ipt_rule_format(const void *entry, const char *jump_target, const struct ip
 	}
 
 	if (toff + TARGET_HDR <= next) {
-		const struct xt_entry_target *t = (const void *)((const char *)e + toff);
+		const struct xt_entry_target *t = (const void *)(e + toff);
 		char name[XT_EXTENSION_MAXNAMELEN];
 		snprintf(name, sizeof(name), "%.*s", XT_EXTENSION_MAXNAMELEN - 1, t->u.user.name);
-		const char *dash = ip->flags & IPT_F_GOTO ? "-g" : "-j";
+		const char *dash = ip.go ? "-g" : "-j";
 		bool standard_size = t->u.target_size == STD_SIZE;
 		if (is_module_target(name)) {
-			if (!format_target(t, out))
+			if (!format_target(af, t, out))
 				sb_addf(out, " -j %s (unsupported)", name);
 		} else if (name[0] == 0 && standard_size) {
 			const char *v = jump_target;
@@ -433,12 +519,14 @@ void ipt_rule_format(const void *entry, const char *jump_target, const struct ip
 
 /* --- ids ----------------------------------------------------------------------------- */
 
-bool ipt_rule_entry_id(const void *entry, char *id)
+bool ipt_rule_entry_id(int af, const void *entry, char *id)
 {
-	const struct ipt_entry *e = entry;
-	for (size_t off = sizeof(*e); off + MATCH_HDR <= e->target_offset;) {
-		const struct xt_entry_match *m = (const void *)((const char *)e + off);
-		if (m->u.match_size < MATCH_HDR || off + m->u.match_size > e->target_offset)
+	struct entry_view v;
+	view_entry(af, entry, &v);
+	const char *e = entry;
+	for (size_t off = entry_header_size(af); off + MATCH_HDR <= v.target_offset;) {
+		const struct xt_entry_match *m = (const void *)(e + off);
+		if (m->u.match_size < MATCH_HDR || off + m->u.match_size > v.target_offset)
 			break;
 		if (strcmp(m->u.user.name, "comment") == 0 &&
 		    sized(m, sizeof(struct xt_comment_info))) {

@@ -36,12 +36,33 @@
 #include <linux/netfilter/xt_set.h>
 #include <linux/netfilter_ipv4/ip_tables.h>
 #include <linux/netfilter_ipv4/ipt_REJECT.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
+#include <linux/netfilter_ipv6/ip6t_REJECT.h>
 
 #define MATCH_HDR	    XT_ALIGN(sizeof(struct xt_entry_match))
 #define TARGET_HDR	    XT_ALIGN(sizeof(struct xt_entry_target))
 #define STD_SIZE	    XT_ALIGN(sizeof(struct xt_standard_target))
 #define LOG_LEVEL_DEFAULT   4
 #define LIMIT_BURST_DEFAULT 5
+
+/* An address or mask of either family, as the entries hold them. */
+union ipt_addr {
+	struct in_addr v4;
+	struct in6_addr v6;
+	uint8_t bytes[16];
+};
+
+/* The header's negation bits mean the same in both families. */
+_Static_assert(IPT_INV_VIA_IN == IP6T_INV_VIA_IN && IPT_INV_VIA_OUT == IP6T_INV_VIA_OUT &&
+		       IPT_INV_SRCIP == IP6T_INV_SRCIP && IPT_INV_DSTIP == IP6T_INV_DSTIP &&
+		       IPT_INV_PROTO == IP6T_INV_PROTO && IPT_INV_FRAG == IP6T_INV_FRAG,
+	       "IPv4 and IPv6 negation flags differ");
+
+/* Where an entry's matches start: after struct ipt_entry or struct ip6t_entry. */
+static inline size_t entry_header_size(int af)
+{
+	return af == AF_INET6 ? sizeof(struct ip6t_entry) : sizeof(struct ipt_entry);
+}
 
 /* --- name tables ------------------------------------------------------------------- */
 
@@ -109,7 +130,45 @@ static const struct {
 	{ "icmp-host-prohibited", IPT_ICMP_HOST_PROHIBITED },
 	{ "tcp-reset", IPT_TCP_RESET },
 	{ "icmp-admin-prohibited", IPT_ICMP_ADMIN_PROHIBITED },
+}, reject_withs6[] = {
+	{ "icmp6-no-route", IP6T_ICMP6_NO_ROUTE },
+	{ "icmp6-adm-prohibited", IP6T_ICMP6_ADM_PROHIBITED },
+	{ "icmp6-addr-unreachable", IP6T_ICMP6_ADDR_UNREACH },
+	{ "icmp6-port-unreachable", IP6T_ICMP6_PORT_UNREACH },
+	{ "tcp-reset", IP6T_TCP_RESET },
+	{ "icmp6-policy-fail", IP6T_ICMP6_POLICY_FAIL },
+	{ "icmp6-reject-route", IP6T_ICMP6_REJECT_ROUTE },
 };
+
+/* REJECT's --reject-with @name in family @af; -1 when it has no such type. */
+static inline int reject_with(int af, const char *name)
+{
+	if (af == AF_INET6) {
+		for (size_t k = 0; k < ARRAY_SIZE(reject_withs6); k++)
+			if (strcmp(reject_withs6[k].name, name) == 0)
+				return reject_withs6[k].with;
+	} else {
+		for (size_t k = 0; k < ARRAY_SIZE(reject_withs); k++)
+			if (strcmp(reject_withs[k].name, name) == 0)
+				return reject_withs[k].with;
+	}
+	return -1;
+}
+
+/* The name iptables-save (ip6tables-save) prints for type @with, or NULL. */
+static inline const char *reject_name(int af, int with)
+{
+	if (af == AF_INET6) {
+		for (size_t k = 0; k < ARRAY_SIZE(reject_withs6); k++)
+			if (reject_withs6[k].with == with)
+				return reject_withs6[k].name;
+	} else {
+		for (size_t k = 0; k < ARRAY_SIZE(reject_withs); k++)
+			if (reject_withs[k].with == with)
+				return reject_withs[k].name;
+	}
+	return NULL;
+}
 
 /* Targets that are extensions (the others are verdicts or chains). */
 static const char *const module_targets[] = { "MARK", "MASQUERADE", "NFLOG", "LOG", "REJECT" };

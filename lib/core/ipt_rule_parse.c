@@ -93,17 +93,28 @@ fail:
 
 /* --- building entries ------------------------------------------------------------- */
 
+/* The header's fields for either family; IPT_INV_* and IP6T_INV_* are the same bits. */
+struct hdr {
+	union ipt_addr src, smsk, dst, dmsk;
+	char iniface[IFNAMSIZ], outiface[IFNAMSIZ];
+	unsigned char iniface_mask[IFNAMSIZ], outiface_mask[IFNAMSIZ];
+	uint16_t proto;
+	uint8_t invflags;
+	bool go;
+};
+
 struct parser {
 	struct tokens t;
 	size_t i; /* next token */
 	struct strbuf *err;
 	const struct ipt_sets *sets;
-	struct ipt_ip ip;
+	int af;
+	struct hdr ip;
 	uint8_t *buf; /* matches, then the target */
 	size_t len, cap;
 	bool has_src, has_dst, has_in, has_out, has_proto;
 	/* checks that need the whole rule */
-	size_t multiport_tok, icmp_tok, reset_tok;
+	size_t multiport_tok, icmp_tok, icmp6_tok, reset_tok;
 };
 
 static const char *tok(struct parser *p, size_t i)
@@ -181,21 +192,27 @@ static bool plain_name(const char *s, size_t max)
 
 /* --- the IP header part ----------------------------------------------------------- */
 
-static int parse_cidr(struct parser *p, size_t i, const char *s, struct in_addr *addr,
-		      struct in_addr *mask)
+static int parse_cidr(struct parser *p, size_t i, const char *s, union ipt_addr *addr,
+		      union ipt_addr *mask)
 {
-	char ip[INET_ADDRSTRLEN];
+	char ip[INET6_ADDRSTRLEN];
 	const char *slash = strchr(s, '/');
 	size_t n = slash ? (size_t)(slash - s) : strlen(s);
-	uint32_t len = 32;
+	uint32_t bits = p->af == AF_INET6 ? 128 : 32, len = bits;
+	const char *what =
+		p->af == AF_INET6 ? "not an IPv6 address or CIDR" : "not an IPv4 address or CIDR";
 	if (n >= sizeof(ip))
-		return fail(p, i, "not an IPv4 address or CIDR");
+		return fail(p, i, "%s", what);
 	memcpy(ip, s, n);
 	ip[n] = 0;
-	if (inet_pton(AF_INET, ip, addr) != 1 || (slash && !parse_dec(slash + 1, 32, &len)))
-		return fail(p, i, "not an IPv4 address or CIDR");
-	mask->s_addr = len ? htonl(~0u << (32 - len)) : 0;
-	addr->s_addr &= mask->s_addr;
+	memset(addr, 0, sizeof(*addr));
+	memset(mask, 0, sizeof(*mask));
+	if (inet_pton(p->af, ip, addr) != 1 || (slash && !parse_dec(slash + 1, bits, &len)))
+		return fail(p, i, "%s", what);
+	for (uint32_t b = 0; b < len; b++)
+		mask->bytes[b / 8] |= (uint8_t)(0x80u >> (b % 8));
+	for (size_t b = 0; b < sizeof(addr->bytes); b++)
+		addr->bytes[b] &= mask->bytes[b];
 	return 0;
 }
 
@@ -567,6 +584,43 @@ static int match_icmp(struct parser *p, size_t m_at)
 	return 0;
 }
 
+/* IPv6's: numbers only, as ip6tables-save prints them (it knows no "any"). */
+static int match_icmp6(struct parser *p, size_t m_at)
+{
+	static const char *const known[] = { "--icmpv6-type", NULL };
+	struct ip6t_icmp *ic = add_ext(p, "icmp6", 0, sizeof(*ic));
+	size_t off = (size_t)((uint8_t *)ic - p->buf);
+	bool seen = false;
+	while (is_opt_of(p, p->i, known)) {
+		struct opt o;
+		int r = next_opt(p, "icmp6", known, NULL, &o);
+		if (!r)
+			r = once(p, &o, &seen);
+		if (r)
+			return r;
+		struct ip6t_icmp v = { .invflags = o.invert ? IP6T_ICMP_INV : 0 };
+		char buf[16];
+		size_t len = strlen(o.val);
+		if (len >= sizeof(buf))
+			return fail(p, o.at + 1, "not an icmpv6 type (T or T/C)");
+		memcpy(buf, o.val, len + 1);
+		char *slash = strchr(buf, '/');
+		if (slash)
+			*slash++ = 0;
+		uint32_t t, c = 0;
+		if (!parse_dec(buf, 255, &t) || (slash && !parse_dec(slash, 255, &c)))
+			return fail(p, o.at + 1, "not an icmpv6 type (T or T/C)");
+		v.type = (uint8_t)t;
+		v.code[0] = (uint8_t)c;
+		v.code[1] = slash ? (uint8_t)c : 0xff;
+		memcpy(p->buf + off, &v, sizeof(v));
+	}
+	if (!seen)
+		return fail(p, m_at, "-m icmp6 needs --icmpv6-type");
+	p->icmp6_tok = m_at + 1;
+	return 0;
+}
+
 static int parse_addr_types(struct parser *p, size_t i, const char *s, uint16_t *out)
 {
 	uint16_t v = 0;
@@ -728,7 +782,8 @@ static const struct {
 	{ "comment", match_comment },	  { "mark", match_mark },
 	{ "conntrack", match_conntrack }, { "set", match_set },
 	{ "multiport", match_multiport }, { "icmp", match_icmp },
-	{ "addrtype", match_addrtype },	  { "limit", match_limit },
+	{ "icmp6", match_icmp6 },	  { "addrtype", match_addrtype },
+	{ "limit", match_limit },
 };
 
 /* --- targets ---------------------------------------------------------------------- */
@@ -777,7 +832,8 @@ static int target_module(struct parser *p, size_t at, const char *name)
 		rev = 2;
 	} else if (strcmp(name, "MASQUERADE") == 0) {
 		known = flags = masq_opts;
-		size = sizeof(struct nf_nat_ipv4_multi_range_compat);
+		size = p->af == AF_INET6 ? sizeof(struct nf_nat_range)
+					 : sizeof(struct nf_nat_ipv4_multi_range_compat);
 	} else if (strcmp(name, "NFLOG") == 0) {
 		known = nflog_opts;
 		size = sizeof(struct xt_nflog_info);
@@ -786,25 +842,28 @@ static int target_module(struct parser *p, size_t at, const char *name)
 		size = sizeof(struct xt_log_info);
 	} else {
 		known = reject_opts;
-		size = sizeof(struct ipt_reject_info);
+		size = p->af == AF_INET6 ? sizeof(struct ip6t_reject_info)
+					 : sizeof(struct ipt_reject_info);
 	}
 	uint8_t *data = add_ext(p, name, rev, size);
 	size_t off = (size_t)(data - p->buf);
 	union {
 		struct xt_mark_tginfo2 mark;
 		struct nf_nat_ipv4_multi_range_compat masq;
+		struct nf_nat_range masq6;
 		struct xt_nflog_info nflog;
 		struct xt_log_info log;
 		struct ipt_reject_info reject;
 	} v;
 	memset(&v, 0, sizeof(v));
 	bool seen[4] = { false };
-	if (strcmp(name, "MASQUERADE") == 0)
-		v.masq.rangesize = 1;
+	if (strcmp(name, "MASQUERADE") == 0 && p->af == AF_INET)
+		v.masq.rangesize = 1; /* IPv6's struct nf_nat_range has no count */
 	else if (strcmp(name, "LOG") == 0)
 		v.log.level = LOG_LEVEL_DEFAULT;
 	else if (strcmp(name, "REJECT") == 0)
-		v.reject.with = IPT_ICMP_PORT_UNREACHABLE;
+		v.reject.with = p->af == AF_INET6 ? (unsigned)IP6T_ICMP6_PORT_UNREACH
+						  : (unsigned)IPT_ICMP_PORT_UNREACHABLE;
 	while (tok(p, p->i)) {
 		struct opt o;
 		const char *s = tok(p, p->i);
@@ -830,7 +889,10 @@ static int target_module(struct parser *p, size_t at, const char *name)
 			v.mark.mark = mark;
 			v.mark.mask = strcmp(o.name, "--set-xmark") == 0 ? mask : mask | mark;
 		} else if (strcmp(o.name, "--random-fully") == 0) {
-			v.masq.range[0].flags |= NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+			if (p->af == AF_INET6)
+				v.masq6.flags |= NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+			else
+				v.masq.range[0].flags |= NF_NAT_RANGE_PROTO_RANDOM_FULLY;
 		} else if (strcmp(o.name, "--nflog-prefix") == 0) {
 			r = check_prefix(p, o.at + 1, o.val, sizeof(v.nflog.prefix) - 1);
 			if (!r)
@@ -856,15 +918,12 @@ static int target_module(struct parser *p, size_t at, const char *name)
 				r = fail(p, o.at + 1, "not a log level (0-7)");
 			v.log.level = (uint8_t)u;
 		} else { /* --reject-with */
-			size_t k;
-			for (k = 0; k < ARRAY_SIZE(reject_withs); k++)
-				if (strcmp(reject_withs[k].name, o.val) == 0)
-					break;
-			if (k == ARRAY_SIZE(reject_withs))
+			int with = reject_with(p->af, o.val);
+			if (with < 0)
 				r = fail(p, o.at + 1, "unknown reject type");
 			else
-				v.reject.with = reject_withs[k].with;
-			if (!r && v.reject.with == IPT_TCP_RESET)
+				v.reject.with = (unsigned)with;
+			if (!r && with == (p->af == AF_INET6 ? IP6T_TCP_RESET : IPT_TCP_RESET))
 				p->reset_tok = o.at + 1;
 		}
 		if (r)
@@ -892,7 +951,7 @@ static int parse_target(struct parser *p, size_t at, bool go)
 	if (go) {
 		if (is_verdict(name) || is_module_target(name))
 			return fail(p, at + 1, "-g needs a chain");
-		p->ip.flags |= IPT_F_GOTO;
+		p->ip.go = true;
 	}
 	if (is_verdict(name))
 		return target_standard(p, at, name);
@@ -911,7 +970,7 @@ static int parse_ip_opt(struct parser *p, size_t at, bool invert)
 	int r = arg(p, at, &v);
 	if (r)
 		return r;
-	struct ipt_ip *ip = &p->ip;
+	struct hdr *ip = &p->ip;
 	bool *seen;
 	uint8_t inv;
 	switch (o[1]) {
@@ -966,17 +1025,27 @@ static int final_checks(struct parser *p)
 		     proto != IPPROTO_SCTP && proto != IPPROTO_DCCP)))
 		return fail(p, p->multiport_tok - 1,
 			    "needs -p tcp, udp, udplite, sctp or dccp (not negated)");
+	if (p->icmp_tok && p->af != AF_INET)
+		return fail(p, p->icmp_tok - 1, "an IPv6 rule matches ICMPv6: -m icmp6");
 	if (p->icmp_tok && (inv || proto != IPPROTO_ICMP))
 		return fail(p, p->icmp_tok - 1, "needs -p icmp (not negated)");
+	if (p->icmp6_tok && p->af != AF_INET6)
+		return fail(p, p->icmp6_tok - 1, "an IPv4 rule matches ICMP: -m icmp");
+	if (p->icmp6_tok && (inv || proto != IPPROTO_ICMPV6))
+		return fail(p, p->icmp6_tok - 1, "needs -p ipv6-icmp (not negated)");
 	if (p->reset_tok && (inv || proto != IPPROTO_TCP))
 		return fail(p, p->reset_tok, "needs -p tcp (not negated)");
 	return 0;
 }
 
-int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, size_t *len,
+int ipt_rule_parse(int af, const char *text, const struct ipt_sets *sets, void **out, size_t *len,
 		   struct strbuf *err)
 {
-	struct parser p = { .err = err, .sets = sets };
+	struct parser p = { .err = err, .sets = sets, .af = af };
+	if (af != AF_INET && af != AF_INET6) {
+		sb_addf(err, "address family %d is neither IPv4 nor IPv6", af);
+		return -EINVAL;
+	}
 	bool have_target = false;
 	int r = tokenize(text, &p.t, err);
 	if (r)
@@ -1038,18 +1107,45 @@ int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, si
 		target_off = off;
 		off += m->u.match_size;
 	}
-	size_t total = sizeof(struct ipt_entry) + p.len;
+	size_t head = entry_header_size(af), total = head + p.len;
 	if (total > UINT16_MAX) {
 		sb_adds(err, "rule too long for the kernel's 16-bit offsets");
 		r = -EINVAL;
 		goto done;
 	}
-	struct ipt_entry *e = xcalloc(1, total);
-	e->ip = p.ip;
-	e->target_offset = (uint16_t)(sizeof(*e) + target_off);
-	e->next_offset = (uint16_t)total;
-	memcpy(e->elems, p.buf, p.len);
-	*out = e;
+	const struct hdr *h = &p.ip;
+	uint8_t *raw = xcalloc(1, total);
+	if (af == AF_INET6) {
+		struct ip6t_entry *e = (void *)raw;
+		struct ip6t_ip6 *ip = &e->ipv6;
+		ip->src = h->src.v6, ip->smsk = h->smsk.v6, ip->dst = h->dst.v6;
+		ip->dmsk = h->dmsk.v6;
+		memcpy(ip->iniface, h->iniface, IFNAMSIZ);
+		memcpy(ip->outiface, h->outiface, IFNAMSIZ);
+		memcpy(ip->iniface_mask, h->iniface_mask, IFNAMSIZ);
+		memcpy(ip->outiface_mask, h->outiface_mask, IFNAMSIZ);
+		ip->proto = h->proto;
+		ip->flags = (uint8_t)((h->proto ? IP6T_F_PROTO : 0) | (h->go ? IP6T_F_GOTO : 0));
+		ip->invflags = h->invflags;
+		e->target_offset = (uint16_t)(head + target_off);
+		e->next_offset = (uint16_t)total;
+	} else {
+		struct ipt_entry *e = (void *)raw;
+		struct ipt_ip *ip = &e->ip;
+		ip->src = h->src.v4, ip->smsk = h->smsk.v4, ip->dst = h->dst.v4;
+		ip->dmsk = h->dmsk.v4;
+		memcpy(ip->iniface, h->iniface, IFNAMSIZ);
+		memcpy(ip->outiface, h->outiface, IFNAMSIZ);
+		memcpy(ip->iniface_mask, h->iniface_mask, IFNAMSIZ);
+		memcpy(ip->outiface_mask, h->outiface_mask, IFNAMSIZ);
+		ip->proto = h->proto;
+		ip->flags = h->go ? IPT_F_GOTO : 0;
+		ip->invflags = h->invflags;
+		e->target_offset = (uint16_t)(head + target_off);
+		e->next_offset = (uint16_t)total;
+	}
+	memcpy(raw + head, p.buf, p.len);
+	*out = raw;
 	*len = total;
 done:
 	free(p.buf);

@@ -404,7 +404,7 @@ int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf 
 	ipt_set_table_init(&names);
 	void *entry = NULL;
 	size_t len;
-	int r = ipt_rule_parse(text, &names.sets, &entry, &len, err);
+	int r = ipt_rule_parse(AF_INET, text, &names.sets, &entry, &len, err);
 	if (r < 0) {
 		ipt_set_table_free(&names);
 		return r;

@@ -1,6 +1,6 @@
 /*
- * The kernel iptables backend: legacy tables through libiptc (libip4tc),
- * the only file with libiptc headers.
+ * The kernel iptables backend: legacy tables through libiptc (libip4tc for
+ * iptables, libip6tc for ip6tables), the only file with libiptc headers.
  *
  * A session holds the xtables lock (flock on /run/xtables.lock, the file
  * iptables, kube-proxy and felix of every namespace on the machine share)
@@ -28,12 +28,121 @@
 
 #include <netinet/in.h>
 #include <libiptc/libiptc.h>
+#include <libiptc/libip6tc.h>
 #include <linux/netfilter/ipset/ip_set.h>
 
 #define DEFAULT_LOCK_PATH "/run/xtables.lock"
 
+/*
+ * libiptc and libip6tc: the same calls for two entry types. One table per family, with the
+ * entry-typed calls wrapped to take untyped entries (ipt_rule_parse's).
+ */
+struct tc {
+	int af, level;			 /* the sockopt level: IPPROTO_IP or IPPROTO_IPV6 */
+	int so_get_info, so_get_entries; /* IPT_SO_GET_* or IP6T_SO_GET_* */
+	/* struct ipt_entry or struct ip6t_entry: its size, where its fields are */
+	size_t entry_size, counters_off, target_off, next_off;
+	const char *tool; /* for messages */
+	struct xtc_handle *(*init)(const char *table);
+	void (*free)(struct xtc_handle *h);
+	const char *(*first_chain)(struct xtc_handle *h);
+	const char *(*next_chain)(struct xtc_handle *h);
+	int (*builtin)(const char *chain, struct xtc_handle *const h);
+	int (*is_chain)(const char *chain, struct xtc_handle *const h);
+	const void *(*first_rule)(const char *chain, struct xtc_handle *h);
+	const void *(*next_rule)(const void *prev, struct xtc_handle *h);
+	const char *(*get_target)(const void *e, struct xtc_handle *h);
+	int (*create_chain)(const xt_chainlabel chain, struct xtc_handle *h);
+	int (*flush_entries)(const xt_chainlabel chain, struct xtc_handle *h);
+	int (*delete_chain)(const xt_chainlabel chain, struct xtc_handle *h);
+	int (*append)(const xt_chainlabel chain, const void *e, struct xtc_handle *h);
+	int (*insert)(const xt_chainlabel chain, const void *e, unsigned pos, struct xtc_handle *h);
+	int (*replace)(const xt_chainlabel chain, const void *e, unsigned pos,
+		       struct xtc_handle *h);
+	int (*delete_num)(const xt_chainlabel chain, unsigned pos, struct xtc_handle *h);
+	int (*commit)(struct xtc_handle *h);
+	const char *(*strerror)(int err);
+};
+
+#define TC_WRAP(pfx, entry)                                                                  \
+	static const void *pfx##_first_rule_any(const char *chain, struct xtc_handle *h)     \
+	{                                                                                    \
+		return pfx##_first_rule(chain, h);                                           \
+	}                                                                                    \
+	static const void *pfx##_next_rule_any(const void *prev, struct xtc_handle *h)       \
+	{                                                                                    \
+		return pfx##_next_rule((const struct entry *)prev, h);                       \
+	}                                                                                    \
+	static const char *pfx##_get_target_any(const void *e, struct xtc_handle *h)         \
+	{                                                                                    \
+		return pfx##_get_target((const struct entry *)e, h);                         \
+	}                                                                                    \
+	static int pfx##_append_any(const xt_chainlabel chain, const void *e,                \
+				    struct xtc_handle *h)                                    \
+	{                                                                                    \
+		return pfx##_append_entry(chain, (const struct entry *)e, h);                \
+	}                                                                                    \
+	static int pfx##_insert_any(const xt_chainlabel chain, const void *e, unsigned pos,  \
+				    struct xtc_handle *h)                                    \
+	{                                                                                    \
+		return pfx##_insert_entry(chain, (const struct entry *)e, pos, h);           \
+	}                                                                                    \
+	static int pfx##_replace_any(const xt_chainlabel chain, const void *e, unsigned pos, \
+				     struct xtc_handle *h)                                   \
+	{                                                                                    \
+		return pfx##_replace_entry(chain, (const struct entry *)e, pos, h);          \
+	}
+
+TC_WRAP(iptc, ipt_entry)
+TC_WRAP(ip6tc, ip6t_entry)
+
+#define TC_TABLE(pfx)                                                                         \
+	.init = pfx##_init, .free = pfx##_free, .first_chain = pfx##_first_chain,             \
+	.next_chain = pfx##_next_chain, .builtin = pfx##_builtin, .is_chain = pfx##_is_chain, \
+	.first_rule = pfx##_first_rule_any, .next_rule = pfx##_next_rule_any,                 \
+	.get_target = pfx##_get_target_any, .create_chain = pfx##_create_chain,               \
+	.flush_entries = pfx##_flush_entries, .delete_chain = pfx##_delete_chain,             \
+	.append = pfx##_append_any, .insert = pfx##_insert_any, .replace = pfx##_replace_any, \
+	.delete_num = pfx##_delete_num_entry, .commit = pfx##_commit, .strerror = pfx##_strerror
+
+static const struct tc tc4 = {
+	.af = AF_INET,
+	.level = IPPROTO_IP,
+	.so_get_info = IPT_SO_GET_INFO,
+	.so_get_entries = IPT_SO_GET_ENTRIES,
+	.entry_size = sizeof(struct ipt_entry),
+	.counters_off = offsetof(struct ipt_entry, counters),
+	.target_off = offsetof(struct ipt_entry, target_offset),
+	.next_off = offsetof(struct ipt_entry, next_offset),
+	.tool = "iptables",
+	TC_TABLE(iptc),
+};
+
+static const struct tc tc6 = {
+	.af = AF_INET6,
+	.level = IPPROTO_IPV6,
+	.so_get_info = IP6T_SO_GET_INFO,
+	.so_get_entries = IP6T_SO_GET_ENTRIES,
+	.entry_size = sizeof(struct ip6t_entry),
+	.counters_off = offsetof(struct ip6t_entry, counters),
+	.target_off = offsetof(struct ip6t_entry, target_offset),
+	.next_off = offsetof(struct ip6t_entry, next_offset),
+	.tool = "ip6tables",
+	TC_TABLE(ip6tc),
+};
+
+/* A 16-bit field of an entry, at @off (tc.target_off, tc.next_off). */
+static uint16_t entry_u16(const void *e, size_t off)
+{
+	uint16_t v;
+	memcpy(&v, (const char *)e + off, sizeof(v));
+	return v;
+}
+
 struct ipt_kernel {
 	struct ipt ipt;
+	const struct tc *tc;
+	int table_sock; /* a raw socket of the family, for reading a table; -1 until needed */
 	char *lock_path;
 	unsigned lock_wait_ms;
 	int lock_fd; /* held while a session is open; -1 otherwise */
@@ -61,12 +170,12 @@ printf_like(3, 4) static int fail(struct ipt_kernel *k, int code, const char *fm
 }
 
 /* libiptc's error for the call that just failed, as a negative errno with its text. */
-static int iptc_fail(struct ipt_kernel *k, const char *what, const char *chain)
+static int tc_fail(struct ipt_kernel *k, const char *what, const char *chain)
 {
 	int e = errno ? errno : EINVAL;
 	if (e == E2BIG) /* libiptc's "index of insertion too big" */
 		e = ENOENT;
-	return fail(k, -e, "%s %s in table %s: %s", what, chain, k->table, iptc_strerror(errno));
+	return fail(k, -e, "%s %s in table %s: %s", what, chain, k->table, k->tc->strerror(errno));
 }
 
 /* --- the xtables lock ------------------------------------------------------------ */
@@ -181,7 +290,7 @@ static int session(struct ipt_kernel *k)
 static void end_session(struct ipt_kernel *k)
 {
 	if (k->h)
-		iptc_free(k->h);
+		k->tc->free(k->h);
 	k->h = NULL;
 	hmap_clear(&k->set_index);
 	unlock(k);
@@ -192,16 +301,16 @@ static void read_state(struct ipt_kernel *k, struct ipt_table_state *out)
 {
 	struct ipt_table_state st = { .mem = arena_new() };
 	size_t cap = 0, scratch_cap = 0;
-	const struct ipt_entry **scratch = NULL;
-	for (const char *name = iptc_first_chain(k->h); name; name = iptc_next_chain(k->h)) {
+	const void **scratch = NULL;
+	const struct tc *tc = k->tc;
+	for (const char *name = tc->first_chain(k->h); name; name = tc->next_chain(k->h)) {
 		GROW(st.chains, cap, st.n + 1);
 		struct ipt_chain_state *c = &st.chains[st.n++];
 		memset(c, 0, sizeof(*c));
 		snprintf(c->name, sizeof(c->name), "%s", name);
-		c->builtin = iptc_builtin(name, k->h);
+		c->builtin = tc->builtin(name, k->h);
 		size_t n = 0;
-		for (const struct ipt_entry *e = iptc_first_rule(name, k->h); e;
-		     e = iptc_next_rule(e, k->h)) {
+		for (const void *e = tc->first_rule(name, k->h); e; e = tc->next_rule(e, k->h)) {
 			GROW(scratch, scratch_cap, n + 1);
 			scratch[n++] = e;
 		}
@@ -209,9 +318,9 @@ static void read_state(struct ipt_kernel *k, struct ipt_table_state *out)
 		c->ids = arena_alloc(st.mem, sizeof(*c->ids) * (n ? n : 1));
 		c->targets = arena_new_array(st.mem, char *, n ? n : 1);
 		for (size_t i = 0; i < n; i++) {
-			if (!ipt_rule_entry_id(scratch[i], c->ids[i]))
+			if (!ipt_rule_entry_id(tc->af, scratch[i], c->ids[i]))
 				c->ids[i][0] = 0;
-			const char *target = iptc_get_target(scratch[i], k->h);
+			const char *target = tc->get_target(scratch[i], k->h);
 			c->targets[i] = arena_strdup(st.mem, target ? target : "");
 		}
 	}
@@ -231,11 +340,12 @@ static int k_begin(struct ipt *t, const char *table, struct ipt_table_state *out
 	int e = lock(k);
 	if (e)
 		return e;
-	k->h = iptc_init(table);
+	k->h = k->tc->init(table);
 	if (!k->h) {
 		e = errno ? errno : EINVAL;
 		unlock(k);
-		return fail(k, -e, "reading table %s: %s", table, iptc_strerror(e));
+		return fail(k, -e, "reading %s table %s: %s", k->tc->tool, table,
+			    k->tc->strerror(e));
 	}
 	read_state(k, out);
 	return 0;
@@ -249,8 +359,8 @@ static int k_new_chain(struct ipt *t, const char *chain)
 		return e;
 	if (!ipt_chain_name_valid(chain))
 		return fail(k, -EINVAL, "not a valid chain name: \"%s\"", chain);
-	if (!iptc_create_chain(chain, k->h))
-		return iptc_fail(k, "creating chain", chain);
+	if (!k->tc->create_chain(chain, k->h))
+		return tc_fail(k, "creating chain", chain);
 	return 0;
 }
 
@@ -260,8 +370,8 @@ static int k_flush_chain(struct ipt *t, const char *chain)
 	int e = session(k);
 	if (e)
 		return e;
-	if (!iptc_flush_entries(chain, k->h))
-		return iptc_fail(k, "flushing chain", chain);
+	if (!k->tc->flush_entries(chain, k->h))
+		return tc_fail(k, "flushing chain", chain);
 	return 0;
 }
 
@@ -271,43 +381,42 @@ static int k_delete_chain(struct ipt *t, const char *chain)
 	int e = session(k);
 	if (e)
 		return e;
-	if (!iptc_delete_chain(chain, k->h))
-		return iptc_fail(k, "deleting chain", chain);
+	if (!k->tc->delete_chain(chain, k->h))
+		return tc_fail(k, "deleting chain", chain);
 	return 0;
 }
 
 /* Parses @rule; a jump must name a chain of the table (libiptc would take it for a module). */
-static int entry_for(struct ipt_kernel *k, const char *chain, const char *rule,
-		     struct ipt_entry **out)
+static int entry_for(struct ipt_kernel *k, const char *chain, const char *rule, void **out)
 {
 	struct strbuf msg = STRBUF_INIT;
 	void *v;
 	size_t len;
 	sb_init(&msg);
-	int e = ipt_rule_parse(rule, &k->sets, &v, &len, &msg);
+	int e = ipt_rule_parse(k->tc->af, rule, &k->sets, &v, &len, &msg);
 	if (e) {
 		e = fail(k, e, "%s: %s", rule, sb_str(&msg));
 		sb_free(&msg);
 		return e;
 	}
 	sb_free(&msg);
-	struct ipt_entry *en = v;
-	const struct xt_entry_target *tg = (const void *)((const char *)v + en->target_offset);
+	const struct xt_entry_target *tg =
+		(const void *)((const char *)v + entry_u16(v, k->tc->target_off));
 	const char *name = tg->u.user.name;
 	if (tg->u.target_size == XT_ALIGN(sizeof(struct xt_standard_target)) &&
 	    strcmp(name, "ACCEPT") != 0 && strcmp(name, "DROP") != 0 &&
 	    strcmp(name, "RETURN") != 0 && strcmp(name, "MARK") != 0 &&
-	    strcmp(name, "REJECT") != 0 && !iptc_is_chain(name, k->h)) {
+	    strcmp(name, "REJECT") != 0 && !k->tc->is_chain(name, k->h)) {
 		e = fail(k, -ENOENT, "%s: no chain %s to jump to in table %s", rule, name,
 			 k->table);
 		free(v);
 		return e;
 	}
-	if (!iptc_is_chain(chain, k->h)) {
+	if (!k->tc->is_chain(chain, k->h)) {
 		free(v);
 		return fail(k, -ENOENT, "no chain %s in table %s", chain, k->table);
 	}
-	*out = en;
+	*out = v;
 	return 0;
 }
 
@@ -324,22 +433,22 @@ static int k_write(struct ipt *t, enum k_write_op op, const char *chain, size_t 
 	static const char *const what[] = { "inserting into chain", "appending to chain",
 					    "replacing in chain" };
 	struct ipt_kernel *k = kernel_of(t);
-	struct ipt_entry *en = NULL;
+	void *en = NULL;
 	int e = session(k);
 	if (!e)
 		e = entry_for(k, chain, rule, &en);
 	if (e)
 		return e;
 	errno = 0;
-	int ok = op == K_APPEND	    ? iptc_append_entry(chain, en, k->h)
+	int ok = op == K_APPEND	    ? k->tc->append(chain, en, k->h)
 		 : pos > UINT32_MAX ? 0
-		 : op == K_INSERT   ? iptc_insert_entry(chain, en, (unsigned)pos, k->h)
-				    : iptc_replace_entry(chain, en, (unsigned)pos, k->h);
+		 : op == K_INSERT   ? k->tc->insert(chain, en, (unsigned)pos, k->h)
+				    : k->tc->replace(chain, en, (unsigned)pos, k->h);
 	free(en);
 	if (!ok) {
 		if (!errno && op != K_APPEND)
 			errno = E2BIG; /* a position past what libiptc can address */
-		return iptc_fail(k, what[op], chain);
+		return tc_fail(k, what[op], chain);
 	}
 	return 0;
 }
@@ -366,10 +475,10 @@ static int k_delete(struct ipt *t, const char *chain, size_t pos)
 	if (e)
 		return e;
 	errno = 0;
-	if (pos > UINT32_MAX || !iptc_delete_num_entry(chain, (unsigned)pos, k->h)) {
+	if (pos > UINT32_MAX || !k->tc->delete_num(chain, (unsigned)pos, k->h)) {
 		if (!errno)
 			errno = E2BIG;
-		return iptc_fail(k, "deleting from chain", chain);
+		return tc_fail(k, "deleting from chain", chain);
 	}
 	return 0;
 }
@@ -380,13 +489,14 @@ static int k_commit(struct ipt *t)
 	int e = session(k);
 	if (e)
 		return e;
-	if (!iptc_commit(k->h)) {
+	if (!k->tc->commit(k->h)) {
 		e = errno ? errno : EINVAL;
-		fail(k, -e, "committing table %s: %s", k->table, iptc_strerror(e));
+		fail(k, -e, "committing %s table %s: %s", k->tc->tool, k->table,
+		     k->tc->strerror(e));
 		end_session(k);
 		return -e;
 	}
-	end_session(k); /* iptc_commit leaves the handle to us */
+	end_session(k); /* a commit leaves the handle to us */
 	return 0;
 }
 
@@ -397,27 +507,27 @@ static void k_abort(struct ipt *t)
 
 /*
  * The table's blob as the kernel hands it to libiptc (IPT_SO_GET_INFO, then
- * IPT_SO_GET_ENTRIES), hashed with every rule's counters zeroed. libiptc has
- * no cheaper call than a full iptc_init, which parses the blob into chains;
- * this is the same two getsockopts and one pass over the bytes.
+ * IPT_SO_GET_ENTRIES; IP6T_ for ip6tables), hashed with every rule's counters
+ * zeroed. libiptc has no cheaper call than a full iptc_init, which parses the
+ * blob into chains; this is the same two getsockopts and one pass over the
+ * bytes. (struct ip6t_getinfo and ip6t_get_entries are the same as IPv4's.)
  */
 static int k_fingerprint(struct ipt *t, const char *table, bool rules, uint64_t *out)
 {
 	struct ipt_kernel *k = kernel_of(t);
-	int e = set_socket(k);
-	if (e < 0 && k->set_sock < 0) {
-		/* No ipset support: any raw socket serves. */
-		int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	const struct tc *tc = k->tc;
+	if (k->table_sock < 0) {
+		int fd = socket(tc->af, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
 		if (fd < 0)
 			return fail(k, -errno, "raw socket: %s", strerror(errno));
-		k->set_sock = fd;
+		k->table_sock = fd;
 	}
 	struct ipt_getinfo info = { 0 };
 	if (strlen(table) >= sizeof(info.name))
 		return fail(k, -EINVAL, "table name %s too long", table);
 	memcpy(info.name, table, strlen(table));
 	socklen_t len = sizeof(info);
-	if (getsockopt(k->set_sock, IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) < 0)
+	if (getsockopt(k->table_sock, tc->level, tc->so_get_info, &info, &len) < 0)
 		return fail(k, -errno, "table %s: %s", table, strerror(errno));
 	uint64_t head = hash_fnv1a64(info.hook_entry, sizeof(info.hook_entry)) * 31 ^
 			hash_fnv1a64(info.underflow, sizeof(info.underflow)) * 131 ^
@@ -432,23 +542,24 @@ static int k_fingerprint(struct ipt *t, const char *table, bool rules, uint64_t 
 		memcpy(ents->name, info.name, sizeof(ents->name));
 		ents->size = info.size;
 		len = (socklen_t)size;
-		if (getsockopt(k->set_sock, IPPROTO_IP, IPT_SO_GET_ENTRIES, ents, &len) < 0) {
+		if (getsockopt(k->table_sock, tc->level, tc->so_get_entries, ents, &len) < 0) {
 			int err = errno;
 			free(ents);
 			/* EAGAIN: the table changed size between the two calls. */
 			if (err == EAGAIN && tries < 3 &&
-			    (len = sizeof(info), getsockopt(k->set_sock, IPPROTO_IP,
-							    IPT_SO_GET_INFO, &info, &len) == 0))
+			    (len = sizeof(info), getsockopt(k->table_sock, tc->level,
+							    tc->so_get_info, &info, &len) == 0))
 				continue;
 			return fail(k, -err, "reading table %s: %s", table, strerror(err));
 		}
 		uint8_t *base = (uint8_t *)ents->entrytable;
-		for (size_t off = 0; off + sizeof(struct ipt_entry) <= ents->size;) {
-			struct ipt_entry *ent = (struct ipt_entry *)(base + off);
-			memset(&ent->counters, 0, sizeof(ent->counters));
-			if (ent->next_offset < sizeof(struct ipt_entry))
+		for (size_t off = 0; off + tc->entry_size <= ents->size;) {
+			uint8_t *ent = base + off;
+			memset(ent + tc->counters_off, 0, sizeof(struct xt_counters));
+			uint16_t next = entry_u16(ent, tc->next_off);
+			if (next < tc->entry_size)
 				break;
-			off += ent->next_offset;
+			off += next;
 		}
 		/* SHA-1 through libcrypto: several times FNV's speed on megabytes of rules. */
 		uint8_t md[32];
@@ -467,6 +578,8 @@ static void k_close(struct ipt *t)
 	end_session(k);
 	if (k->set_sock >= 0)
 		close(k->set_sock);
+	if (k->table_sock >= 0)
+		close(k->table_sock);
 	hmap_clear(&k->set_index);
 	free(k->lock_path);
 	sb_free(&k->ipt.err);
@@ -488,9 +601,13 @@ static const struct ipt_ops kernel_ops = {
 	.close = k_close,
 };
 
-int ipt_open_kernel(const char *lock_path, unsigned lock_wait_ms, struct ipt **out)
+int ipt_open_kernel(int af, const char *lock_path, unsigned lock_wait_ms, struct ipt **out)
 {
+	if (af != AF_INET && af != AF_INET6)
+		return -EAFNOSUPPORT;
 	struct ipt_kernel *k = xcalloc(1, sizeof(*k));
+	k->tc = af == AF_INET6 ? &tc6 : &tc4;
+	k->table_sock = -1;
 	k->ipt.ops = &kernel_ops;
 	sb_init(&k->ipt.err);
 	k->lock_path = xstrdup(lock_path ? lock_path : DEFAULT_LOCK_PATH);

@@ -55,7 +55,7 @@ static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *
 int cleanup_iptables(const char *lock_path)
 {
 	struct ipt *t;
-	int r = ipt_open_kernel(lock_path, 10000, &t);
+	int r = ipt_open_kernel(AF_INET, lock_path, 10000, &t);
 	if (r < 0) {
 		log_error("iptables: %s", strerror(-r));
 		return r;

@@ -254,12 +254,12 @@ static int make_rule(struct ipt_record *r, const char *text, struct rec_rule *ou
 	int e;
 	sb_init(&msg);
 	sb_init(&back);
-	e = ipt_rule_parse(text, &r->sets.sets, &entry, &len, &msg);
+	e = ipt_rule_parse(AF_INET, text, &r->sets.sets, &entry, &len, &msg);
 	if (e) {
 		e = err(r, e, "%s: %s", text, sb_str(&msg));
 		goto out;
 	}
-	ipt_rule_format(entry, NULL, &r->sets.sets, &back);
+	ipt_rule_format(AF_INET, entry, NULL, &r->sets.sets, &back);
 	if (strcmp(sb_str(&back), text) != 0) {
 		e = err(r, -EINVAL,
 			"rule text is not as iptables-save prints it:\n  given:   %s\n  printed: "

@@ -92,11 +92,11 @@ static bool canonical(const char *chain, const char *rule)
 	struct strbuf err = STRBUF_INIT, back = STRBUF_INIT;
 	sb_init(&err);
 	sb_init(&back);
-	bool ok = ipt_rule_parse(rule, &sets.sets, &e, &len, &err) == 0;
+	bool ok = ipt_rule_parse(AF_INET, rule, &sets.sets, &e, &len, &err) == 0;
 	if (!ok) {
 		print_error("%s: %s: does not parse: %s\n", chain, rule, sb_str(&err));
 	} else {
-		ipt_rule_format(e, NULL, &sets.sets, &back);
+		ipt_rule_format(AF_INET, e, NULL, &sets.sets, &back);
 		ok = streq(sb_str(&back), rule);
 		if (!ok)
 			print_error("%s: rendered  %s\n%s: reads back %s\n", chain, rule, chain,

@@ -6,7 +6,8 @@
  * except one that takes the real /run/xtables.lock for a moment.
  *
  * The layout test reads entries with libiptc directly, to compare ours with
- * the ones iptables-legacy-restore builds for the same text byte for byte.
+ * the ones iptables-legacy-restore builds for the same text byte for byte;
+ * the same for IPv6 with libip6tc, ip6tables-legacy-restore and -save.
  */
 #include "harness.h"
 
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include <libiptc/libiptc.h>
+#include <libiptc/libip6tc.h>
 
 static char lock_path[64];
 
@@ -42,10 +44,15 @@ static int sh(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static void save(const char *table, struct strbuf *out)
+static const char *tool(int af)
+{
+	return af == AF_INET6 ? "ip6tables" : "iptables";
+}
+
+static void save_af(int af, const char *table, struct strbuf *out)
 {
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "timeout 20 iptables-legacy-save -t %s", table);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s-legacy-save -t %s", tool(af), table);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
 	char line[8192];
@@ -56,12 +63,17 @@ static void save(const char *table, struct strbuf *out)
 	assert_int_equal(pclose(f), 0);
 }
 
+static void save(const char *table, struct strbuf *out)
+{
+	save_af(AF_INET, table, out);
+}
+
 /* Lines of @table's save that start with @prefix, in order. */
-static void save_lines(const char *table, const char *prefix, struct strbuf *out)
+static void save_lines_af(int af, const char *table, const char *prefix, struct strbuf *out)
 {
 	struct strbuf all = STRBUF_INIT;
 	sb_init(&all);
-	save(table, &all);
+	save_af(af, table, &all);
 	sb_reset(out);
 	for (char *line = all.buf; line && *line;) {
 		char *nl = strchr(line, '\n');
@@ -73,15 +85,20 @@ static void save_lines(const char *table, const char *prefix, struct strbuf *out
 	sb_free(&all);
 }
 
-/* Feeds @input to iptables-legacy-restore --noflush. */
-static void restore(const char *input)
+static void save_lines(const char *table, const char *prefix, struct strbuf *out)
+{
+	save_lines_af(AF_INET, table, prefix, out);
+}
+
+/* Feeds @input to iptables-legacy-restore (ip6tables-) --noflush. */
+static void restore_af(int af, const char *input)
 {
 	char path[] = "/tmp/brindle-ipt-XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, input, strlen(input)), (ssize_t)strlen(input));
 	close(fd);
-	int r = sh("timeout 20 iptables-legacy-restore -w 5 --noflush < %s", path);
+	int r = sh("timeout 20 %s-legacy-restore -w 5 --noflush < %s", tool(af), path);
 	unlink(path);
 	assert_int_equal(r, 0);
 }
@@ -89,11 +106,16 @@ static void restore(const char *input)
 /* The handle of the running test; closed by close_handle even when the test fails. */
 static struct ipt *current;
 
-static struct ipt *open_kernel(void)
+static struct ipt *open_kernel_af(int af)
 {
 	assert_null(current);
-	assert_int_equal(ipt_open_kernel(lock_path, 2000, &current), 0);
+	assert_int_equal(ipt_open_kernel(af, lock_path, 2000, &current), 0);
 	return current;
+}
+
+static struct ipt *open_kernel(void)
+{
+	return open_kernel_af(AF_INET);
 }
 
 static int close_handle(void **state)
@@ -130,10 +152,15 @@ static int setup(void **state)
 	if (d)
 		closedir(d);
 	snprintf(lock_path, sizeof(lock_path), "/tmp/brindle-xtables-%d.lock", (int)getpid());
-	static const char *const sets[] = { "s1 hash:net", "s2 hash:ip,port",
+	static const char *const sets[] = { "s1 hash:net",
+					    "s2 hash:ip,port",
 					    "cali40s:abcdefghijklmnopqrstuvw hash:net",
 					    "cali40masq-ipam-pools hash:net",
-					    "cali40all-ipam-pools hash:net" };
+					    "cali40all-ipam-pools hash:net",
+					    "s6 hash:net family inet6",
+					    "cali60s:abcdefghijklmnopqrstuvw hash:net family inet6",
+					    "cali60masq-ipam-pools hash:net family inet6",
+					    "cali60all-ipam-pools hash:net family inet6" };
 	for (size_t i = 0; i < ARRAY_SIZE(sets); i++)
 		if (sh("ipset create %s", sets[i]) != 0)
 			return -1;
@@ -241,6 +268,40 @@ static const char *const nat_rules[] = {
 	"-j MASQUERADE",
 };
 
+/* IPv6: what differs from IPv4 (addresses, ICMPv6, REJECT's types) and the shared matches. */
+static const char *const filter_rules6[] = {
+	"-j ACCEPT",
+	"-g cali-y",
+	"-s fd00::1/128 -j DROP",
+	"-s fd00:10::/64 -d 2001:db8::/32 -j DROP",
+	"! -s fd00::/8 ! -d ::1/128 -j DROP",
+	"! -s ::/0 -j DROP",
+	"-i cali+ ! -o eth0 ! -p udp -j RETURN",
+	"-p ipv6-icmp -j ACCEPT",
+	"-p ipv6-icmp -m icmp6 --icmpv6-type 135 -j ACCEPT",
+	"-p ipv6-icmp -m icmp6 ! --icmpv6-type 1/3 -j ACCEPT",
+	"-p ipv6-icmp -m icmp6 --icmpv6-type 128/0 -j ACCEPT",
+	"-p tcp -m multiport --dports 80,443,1000:2000 -j ACCEPT",
+	"-m comment --comment \"cali:abcdefghijklmnop\" -m mark --mark 0x10000/0x10000 -j RETURN",
+	"-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+	("-m set --match-set s6 src -m set ! --match-set cali60s:abcdefghijklmnopqrstuvw dst "
+	 "-j ACCEPT"),
+	"-m addrtype --dst-type LOCAL -j ACCEPT",
+	"-m limit --limit 7/sec --limit-burst 20 -j ACCEPT",
+	"-j MARK --set-xmark 0x0/0x30000",
+	"-j NFLOG --nflog-prefix \"API0|default.allow\" --nflog-group 1",
+	"-j LOG --log-prefix \"calico-drop: \" --log-level 5",
+	"-j REJECT --reject-with icmp6-port-unreachable",
+	"-j REJECT --reject-with icmp6-adm-prohibited",
+	"-p tcp -j REJECT --reject-with tcp-reset",
+};
+
+static const char *const nat_rules6[] = {
+	"-j MASQUERADE",
+	"-m set --match-set cali60masq-ipam-pools src -m set ! --match-set cali60all-ipam-pools "
+	"dst -j MASQUERADE --random-fully",
+};
+
 /* Fails naming the first line that differs (cmocka cuts long messages). */
 static void same_lines(const char *want, const char *got)
 {
@@ -258,9 +319,80 @@ static void same_lines(const char *want, const char *got)
 	}
 }
 
-static void write_and_check(const char *table, const char *const *rules, size_t n)
+/* A table's rules as libiptc (libip6tc) hands them out, with their targets' names. */
+struct lib_rules {
+	struct xtc_handle *h;
+	const void **v;
+	const char **targets;
+	size_t n;
+};
+
+/* Chain @chain's first @n rules of @h (one rule iterator per handle: one chain at a time). */
+static void lib_rules(int af, struct xtc_handle *h, const char *chain, size_t n,
+		      struct lib_rules *out)
 {
-	struct ipt *t = open_kernel();
+	out->h = h;
+	out->v = calloc(n + 1, sizeof(*out->v));
+	out->targets = calloc(n + 1, sizeof(*out->targets));
+	out->n = 0;
+	if (af == AF_INET6) {
+		for (const struct ip6t_entry *e = ip6tc_first_rule(chain, h); e && out->n < n;
+		     e = ip6tc_next_rule(e, h)) {
+			out->targets[out->n] = ip6tc_get_target(e, h);
+			out->v[out->n++] = e;
+		}
+	} else {
+		for (const struct ipt_entry *e = iptc_first_rule(chain, h); e && out->n < n;
+		     e = iptc_next_rule(e, h)) {
+			out->targets[out->n] = iptc_get_target(e, h);
+			out->v[out->n++] = e;
+		}
+	}
+}
+
+static void lib_rules_free(struct lib_rules *r)
+{
+	free(r->v);
+	free(r->targets);
+}
+
+/* Entry @o (ours) and @th (iptables'), as libiptc read them back: the same bytes. */
+static void same_entry(int af, const char *rule, const void *o, const void *th,
+		       const char *o_target, const char *th_target)
+{
+	size_t head, toff, next;
+	if (af == AF_INET6) {
+		const struct ip6t_entry *a = o, *b = th;
+		if (memcmp(&a->ipv6, &b->ipv6, sizeof(a->ipv6)) != 0 ||
+		    a->target_offset != b->target_offset || a->next_offset != b->next_offset)
+			fail_msg("entry header differs from ip6tables': %s", rule);
+		head = sizeof(*a), toff = a->target_offset, next = a->next_offset;
+	} else {
+		const struct ipt_entry *a = o, *b = th;
+		if (memcmp(&a->ip, &b->ip, sizeof(a->ip)) != 0 ||
+		    a->target_offset != b->target_offset || a->next_offset != b->next_offset)
+			fail_msg("entry header differs from iptables': %s", rule);
+		head = sizeof(*a), toff = a->target_offset, next = a->next_offset;
+	}
+	/* Each extension: size, name (the kernel leaves the bytes after its NUL alone), data. */
+	for (size_t off = head; off < next;) {
+		const struct xt_entry_match *mo = (const void *)((const char *)o + off);
+		const struct xt_entry_match *mt = (const void *)((const char *)th + off);
+		bool standard = off == toff && !mo->u.user.name[0];
+		if (mo->u.match_size != mt->u.match_size ||
+		    strcmp(mo->u.user.name, mt->u.user.name) != 0 ||
+		    mo->u.user.revision != mt->u.user.revision ||
+		    (!standard && memcmp(mo->data, mt->data, mo->u.match_size - sizeof(*mo)) != 0))
+			fail_msg("%s differs from %s': %s", mo->u.user.name, tool(af), rule);
+		if (standard && strcmp(o_target, th_target) != 0)
+			fail_msg("%s: %s vs %s", rule, o_target, th_target);
+		off += mo->u.match_size;
+	}
+}
+
+static void write_and_check(int af, const char *table, const char *const *rules, size_t n)
+{
+	struct ipt *t = open_kernel_af(af);
 	struct ipt_table_state st;
 	OK(t, ipt_begin(t, table, &st));
 	ipt_table_state_free(&st);
@@ -275,7 +407,7 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 	sb_init(&want);
 	for (size_t i = 0; i < n; i++)
 		sb_addf(&want, "-A cali-t %s\n", rules[i]);
-	save_lines(table, "-A cali-t ", &got);
+	save_lines_af(af, table, "-A cali-t ", &got);
 	same_lines(sb_str(&want), sb_str(&got));
 
 	/* Ids and targets read back. */
@@ -306,49 +438,23 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 	for (size_t i = 0; i < n; i++)
 		sb_addf(&in, "-A ipt-ref %s\n", rules[i]);
 	sb_adds(&in, "COMMIT\n");
-	restore(sb_str(&in));
-	struct xtc_handle *h = iptc_init(table);
+	restore_af(af, sb_str(&in));
+	struct xtc_handle *h = af == AF_INET6 ? ip6tc_init(table) : iptc_init(table);
 	assert_non_null(h);
-	/* libiptc has one rule iterator per handle: walk one chain, then the other. */
-	const struct ipt_entry **ours = calloc(n, sizeof(*ours)),
-			       **theirs = calloc(n, sizeof(*theirs));
-	size_t k = 0;
-	for (const struct ipt_entry *e = iptc_first_rule("cali-t", h); e && k < n;
-	     e = iptc_next_rule(e, h))
-		ours[k++] = e;
-	assert_int_equal(k, n);
-	k = 0;
-	for (const struct ipt_entry *e = iptc_first_rule("ipt-ref", h); e && k < n;
-	     e = iptc_next_rule(e, h))
-		theirs[k++] = e;
-	assert_int_equal(k, n);
-	for (size_t i = 0; i < n; i++) {
-		const struct ipt_entry *o = ours[i], *th = theirs[i];
-		if (memcmp(&o->ip, &th->ip, sizeof(o->ip)) != 0 ||
-		    o->target_offset != th->target_offset || o->next_offset != th->next_offset)
-			fail_msg("entry header differs from iptables': %s", rules[i]);
-		/* Each extension: size, name (the kernel leaves the bytes after its NUL alone),
-		 * data. */
-		for (size_t off = sizeof(*o); off < o->next_offset;) {
-			const struct xt_entry_match *mo = (const void *)((const char *)o + off);
-			const struct xt_entry_match *mt = (const void *)((const char *)th + off);
-			bool standard = off == o->target_offset && !mo->u.user.name[0];
-			if (mo->u.match_size != mt->u.match_size ||
-			    strcmp(mo->u.user.name, mt->u.user.name) != 0 ||
-			    mo->u.user.revision != mt->u.user.revision ||
-			    (!standard &&
-			     memcmp(mo->data, mt->data, mo->u.match_size - sizeof(*mo)) != 0))
-				fail_msg("%s differs from iptables': %s", mo->u.user.name,
-					 rules[i]);
-			if (standard && strcmp(iptc_get_target(o, h), iptc_get_target(th, h)) != 0)
-				fail_msg("%s: %s vs %s", rules[i], iptc_get_target(o, h),
-					 iptc_get_target(th, h));
-			off += mo->u.match_size;
-		}
-	}
-	free(ours);
-	free(theirs);
-	iptc_free(h);
+	struct lib_rules ours, theirs;
+	lib_rules(af, h, "cali-t", n, &ours);
+	lib_rules(af, h, "ipt-ref", n, &theirs);
+	assert_int_equal(ours.n, n);
+	assert_int_equal(theirs.n, n);
+	for (size_t i = 0; i < n; i++)
+		same_entry(af, rules[i], ours.v[i], theirs.v[i], ours.targets[i],
+			   theirs.targets[i]);
+	lib_rules_free(&ours);
+	lib_rules_free(&theirs);
+	if (af == AF_INET6)
+		ip6tc_free(h);
+	else
+		iptc_free(h);
 	sb_free(&in);
 	sb_free(&got);
 	sb_free(&want);
@@ -357,12 +463,22 @@ static void write_and_check(const char *table, const char *const *rules, size_t 
 
 static void test_constructs_filter(void **state)
 {
-	write_and_check("filter", filter_rules, ARRAY_SIZE(filter_rules));
+	write_and_check(AF_INET, "filter", filter_rules, ARRAY_SIZE(filter_rules));
 }
 
 static void test_constructs_nat(void **state)
 {
-	write_and_check("nat", nat_rules, ARRAY_SIZE(nat_rules));
+	write_and_check(AF_INET, "nat", nat_rules, ARRAY_SIZE(nat_rules));
+}
+
+static void test_constructs_filter6(void **state)
+{
+	write_and_check(AF_INET6, "filter", filter_rules6, ARRAY_SIZE(filter_rules6));
+}
+
+static void test_constructs_nat6(void **state)
+{
+	write_and_check(AF_INET6, "nat", nat_rules6, ARRAY_SIZE(nat_rules6));
 }
 
 static void test_positions_and_chains(void **state)
@@ -603,7 +719,7 @@ static void test_lock(void **state)
 	pid_t pid = hold_lock(lock_path, &release);
 	struct ipt *t;
 	struct ipt_table_state st;
-	assert_int_equal(ipt_open_kernel(lock_path, 300, &current), 0);
+	assert_int_equal(ipt_open_kernel(AF_INET, lock_path, 300, &current), 0);
 	t = current;
 	uint64_t t0 = now_ms();
 	assert_int_equal(ipt_begin(t, "filter", &st), -EBUSY);
@@ -620,7 +736,7 @@ static void test_lock(void **state)
 
 	/* Released during the wait: begin gets it. */
 	pid = hold_lock(lock_path, &release);
-	assert_int_equal(ipt_open_kernel(lock_path, 5000, &current), 0);
+	assert_int_equal(ipt_open_kernel(AF_INET, lock_path, 5000, &current), 0);
 	t = current;
 	pid_t releaser = fork();
 	assert_true(releaser >= 0);
@@ -648,7 +764,7 @@ static void test_default_lock_path(void **state)
 {
 	struct ipt *t;
 	struct ipt_table_state st;
-	assert_int_equal(ipt_open_kernel(NULL, 10000, &current), 0);
+	assert_int_equal(ipt_open_kernel(AF_INET, NULL, 10000, &current), 0);
 	t = current;
 	OK(t, ipt_begin(t, "raw", &st));
 	assert_int_equal(st.n, 2);
@@ -728,6 +844,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_constructs_filter, close_handle),
 		cmocka_unit_test_teardown(test_constructs_nat, close_handle),
+		cmocka_unit_test_teardown(test_constructs_filter6, close_handle),
+		cmocka_unit_test_teardown(test_constructs_nat6, close_handle),
 		cmocka_unit_test_teardown(test_positions_and_chains, close_handle),
 		cmocka_unit_test_teardown(test_foreign_rules_survive, close_handle),
 		cmocka_unit_test_teardown(test_lock, close_handle),

@@ -16,6 +16,8 @@
 
 #include <linux/netfilter/x_tables.h>
 #include <linux/netfilter_ipv4/ip_tables.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
+#include <linux/netfilter_ipv6/ip6t_REJECT.h>
 
 /* Every construct of the subset, each as iptables-legacy-save prints it. */
 static const char *const round_trips[] = {
@@ -113,12 +115,13 @@ static void test_round_trips(void **state)
 		sb_init(&err);
 		sb_init(&out);
 		sb_init(&again);
-		if (ipt_rule_parse(text, &sets.sets, &e, &len, &err) != 0)
+		if (ipt_rule_parse(AF_INET, text, &sets.sets, &e, &len, &err) != 0)
 			fail_msg("%s: %s", text, sb_str(&err));
-		ipt_rule_format(e, NULL, &sets.sets, &out);
+		ipt_rule_format(AF_INET, e, NULL, &sets.sets, &out);
 		if (strcmp(sb_str(&out), text) != 0)
 			fail_msg("given:   %s\nprinted: %s", text, sb_str(&out));
-		assert_int_equal(ipt_rule_parse(sb_str(&out), &sets.sets, &e2, &len2, &err), 0);
+		assert_int_equal(
+			ipt_rule_parse(AF_INET, sb_str(&out), &sets.sets, &e2, &len2, &err), 0);
 		assert_int_equal(len, len2);
 		assert_memory_equal(e, e2, len);
 		free(e);
@@ -139,7 +142,8 @@ static void test_layout(void **state)
 	size_t len;
 	ipt_set_table_init(&sets);
 	sb_init(&err);
-	assert_int_equal(ipt_rule_parse("-m comment --comment x -m mark --mark 0x1/0x3 -j cali-y",
+	assert_int_equal(ipt_rule_parse(AF_INET,
+					"-m comment --comment x -m mark --mark 0x1/0x3 -j cali-y",
 					&sets.sets, &v, &len, &err),
 			 0);
 	struct ipt_entry *e = v;
@@ -174,7 +178,8 @@ static void test_layout(void **state)
 		{ "-j REJECT", "REJECT", 0, 40 },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(exts); i++) {
-		assert_int_equal(ipt_rule_parse(exts[i].rule, &sets.sets, &v, &len, &err), 0);
+		assert_int_equal(ipt_rule_parse(AF_INET, exts[i].rule, &sets.sets, &v, &len, &err),
+				 0);
 		e = v;
 		m = (void *)e->elems;
 		if (e->target_offset == sizeof(*e))
@@ -186,6 +191,140 @@ static void test_layout(void **state)
 	}
 	sb_free(&err);
 	ipt_set_table_free(&sets);
+}
+
+/* IPv6 rules as ip6tables-legacy-save 1.8.9 printed them after `ip6tables-legacy -A`. */
+static const char *const round_trips6[] = {
+	"-s 2001:db8::/64 -d fd00::1/128 -p ipv6-icmp -m icmp6 --icmpv6-type 135 -j ACCEPT",
+	"-p ipv6-icmp -m icmp6 ! --icmpv6-type 1/3 -j RETURN",
+	"-p ipv6-icmp -j DROP",
+	"-p tcp -j REJECT --reject-with tcp-reset",
+	"-j REJECT --reject-with icmp6-port-unreachable",
+	"-j REJECT --reject-with icmp6-adm-prohibited",
+	"-m addrtype --dst-type LOCAL -j ACCEPT",
+	"-s fd00::/48 -j MASQUERADE --random-fully",
+	"! -s fd00:10::/56 ! -d ::/0 -i cali+ -o eth0 -j RETURN",
+	("-d ::1/128 -p udp -m comment --comment \"cali:0123456789abcdef\" -m set --match-set "
+	 "s6 dst -m multiport --dports 53 -j MARK --set-xmark 0x10000/0x10000"),
+	"-s fc00::/7 -g cali-x",
+};
+
+static void test_round_trips6(void **state)
+{
+	struct ipt_set_table sets;
+	ipt_set_table_init(&sets);
+	for (size_t i = 0; i < ARRAY_SIZE(round_trips6); i++) {
+		const char *text = round_trips6[i];
+		struct strbuf err = STRBUF_INIT, out = STRBUF_INIT;
+		void *e = NULL, *e2 = NULL;
+		size_t len, len2;
+		sb_init(&err);
+		sb_init(&out);
+		if (ipt_rule_parse(AF_INET6, text, &sets.sets, &e, &len, &err) != 0)
+			fail_msg("%s: %s", text, sb_str(&err));
+		ipt_rule_format(AF_INET6, e, NULL, &sets.sets, &out);
+		if (strcmp(sb_str(&out), text) != 0)
+			fail_msg("given:   %s\nprinted: %s", text, sb_str(&out));
+		assert_int_equal(
+			ipt_rule_parse(AF_INET6, sb_str(&out), &sets.sets, &e2, &len2, &err), 0);
+		assert_int_equal(len, len2);
+		assert_memory_equal(e, e2, len);
+		char id[IPT_ID_LEN + 1];
+		assert_int_equal(ipt_rule_entry_id(AF_INET6, e, id), ipt_rule_text_id(text, id));
+		free(e);
+		free(e2);
+		sb_free(&err);
+		sb_free(&out);
+	}
+	ipt_set_table_free(&sets);
+}
+
+/* The IPv6 entry: struct ip6t_entry, the protocol flag, the same matches after it. */
+static void test_layout6(void **state)
+{
+	struct strbuf err = STRBUF_INIT;
+	void *v;
+	size_t len;
+	sb_init(&err);
+	assert_int_equal(
+		ipt_rule_parse(AF_INET6,
+			       "-s fd00::/8 -p ipv6-icmp -m icmp6 --icmpv6-type 128 -g cali-y",
+			       NULL, &v, &len, &err),
+		0);
+	struct ip6t_entry *e = v;
+	assert_int_equal(sizeof(*e), 168);
+	assert_int_equal(len, 168 + 40 + 40);
+	assert_int_equal(e->target_offset, 168 + 40);
+	assert_int_equal(e->ipv6.proto, IPPROTO_ICMPV6);
+	assert_int_equal(e->ipv6.flags, IP6T_F_PROTO | IP6T_F_GOTO);
+	assert_int_equal(e->ipv6.src.s6_addr[0], 0xfd);
+	assert_int_equal(e->ipv6.smsk.s6_addr[0], 0xff);
+	assert_int_equal(e->ipv6.smsk.s6_addr[1], 0);
+	struct xt_entry_match *m = (void *)e->elems;
+	assert_string_equal(m->u.user.name, "icmp6");
+	struct ip6t_icmp *ic = (void *)m->data;
+	assert_int_equal(ic->type, 128);
+	assert_int_equal(ic->code[1], 0xff);
+	free(v);
+	assert_int_equal(ipt_rule_parse(AF_INET6, "-j MASQUERADE", NULL, &v, &len, &err), 0);
+	e = v;
+	m = (void *)((char *)e + e->target_offset);
+	assert_int_equal(m->u.match_size, 32 + 40); /* struct nf_nat_range */
+	free(v);
+	assert_int_equal(ipt_rule_parse(AF_INET6, "-j REJECT", NULL, &v, &len, &err), 0);
+	e = v;
+	struct xt_entry_target *t = (void *)((char *)e + e->target_offset);
+	assert_int_equal(((struct ip6t_reject_info *)t->data)->with, IP6T_ICMP6_PORT_UNREACH);
+	free(v);
+	sb_free(&err);
+}
+
+static void test_bad_inputs6(void **state)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "-s 10.0.0.0/8 -j ACCEPT",
+		  "token 2 (\"10.0.0.0/8\"): not an IPv6 address or CIDR" },
+		{ "-d fd00::/129 -j ACCEPT",
+		  "token 2 (\"fd00::/129\"): not an IPv6 address or CIDR" },
+		{ "-p icmp -m icmp --icmp-type 8 -j ACCEPT",
+		  "token 4 (\"icmp\"): an IPv6 rule matches ICMPv6: -m icmp6" },
+		{ "-p tcp -m icmp6 --icmpv6-type 128 -j ACCEPT",
+		  "token 4 (\"icmp6\"): needs -p ipv6-icmp (not negated)" },
+		{ "-p ipv6-icmp -m icmp6 --icmpv6-type any -j ACCEPT",
+		  "token 6 (\"any\"): not an icmpv6 type (T or T/C)" },
+		{ "-p ipv6-icmp -m icmp6 -j ACCEPT",
+		  "token 4 (\"icmp6\"): -m icmp6 needs --icmpv6-type" },
+		{ "-j REJECT --reject-with icmp-port-unreachable",
+		  "token 4 (\"icmp-port-unreachable\"): unknown reject type" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct strbuf err = STRBUF_INIT;
+		void *e = (void *)1;
+		size_t len = 7;
+		sb_init(&err);
+		if (ipt_rule_parse(AF_INET6, bad[i].text, NULL, &e, &len, &err) != -EINVAL)
+			fail_msg("parsed: %s", bad[i].text);
+		if (strcmp(sb_str(&err), bad[i].msg) != 0)
+			fail_msg("%s\n  want: %s\n  got:  %s", bad[i].text, bad[i].msg,
+				 sb_str(&err));
+		assert_ptr_equal(e, (void *)1);
+		sb_free(&err);
+	}
+	/* and IPv6's icmp6 in an IPv4 rule */
+	struct strbuf err = STRBUF_INIT;
+	void *e;
+	size_t len;
+	sb_init(&err);
+	assert_int_equal(ipt_rule_parse(AF_INET, "-p ipv6-icmp -m icmp6 --icmpv6-type 1 -j DROP",
+					NULL, &e, &len, &err),
+			 -EINVAL);
+	assert_string_equal(sb_str(&err),
+			    "token 4 (\"icmp6\"): an IPv4 rule matches ICMP: -m icmp");
+	sb_reset(&err);
+	assert_int_equal(ipt_rule_parse(AF_PACKET, "-j DROP", NULL, &e, &len, &err), -EINVAL);
+	sb_free(&err);
 }
 
 static void test_bad_inputs(void **state)
@@ -324,7 +463,7 @@ static void test_bad_inputs(void **state)
 		size_t len = 7;
 		sb_init(&err);
 		ipt_set_table_init(&sets);
-		if (ipt_rule_parse(bad[i].text, &sets.sets, &e, &len, &err) != -EINVAL)
+		if (ipt_rule_parse(AF_INET, bad[i].text, &sets.sets, &e, &len, &err) != -EINVAL)
 			fail_msg("parsed: %s", bad[i].text);
 		if (strcmp(sb_str(&err), bad[i].msg) != 0) {
 			print_error("%s\n  want: %s\n  got:  %s\n", bad[i].text, bad[i].msg,
@@ -342,9 +481,9 @@ static void test_bad_inputs(void **state)
 	void *e;
 	size_t len;
 	sb_init(&err);
-	assert_int_equal(
-		ipt_rule_parse("-m set --match-set s1 src -j ACCEPT", NULL, &e, &len, &err),
-		-EINVAL);
+	assert_int_equal(ipt_rule_parse(AF_INET, "-m set --match-set s1 src -j ACCEPT", NULL, &e,
+					&len, &err),
+			 -EINVAL);
 	assert_string_equal(sb_str(&err), "token 4 (\"s1\"): no resolver of ip set names");
 	sb_free(&err);
 }
@@ -396,9 +535,9 @@ static void test_canonical(void **state)
 		size_t len;
 		sb_init(&err);
 		sb_init(&out);
-		if (ipt_rule_parse(cases[i].in, &sets.sets, &e, &len, &err) != 0)
+		if (ipt_rule_parse(AF_INET, cases[i].in, &sets.sets, &e, &len, &err) != 0)
 			fail_msg("%s: %s", cases[i].in, sb_str(&err));
-		ipt_rule_format(e, NULL, &sets.sets, &out);
+		ipt_rule_format(AF_INET, e, NULL, &sets.sets, &out);
 		if (strcmp(sb_str(&out), cases[i].out) != 0)
 			fail_msg("%s\n  want: %s\n  got:  %s", cases[i].in, cases[i].out,
 				 sb_str(&out));
@@ -417,38 +556,40 @@ static void test_format_foreign(void **state)
 	size_t len;
 	sb_init(&err);
 	sb_init(&out);
-	assert_int_equal(ipt_rule_parse("-j cali-y", NULL, &v, &len, &err), 0);
+	assert_int_equal(ipt_rule_parse(AF_INET, "-j cali-y", NULL, &v, &len, &err), 0);
 	struct ipt_entry *e = v;
 	struct xt_standard_target *t = (void *)((char *)e + e->target_offset);
 	memset(t->target.u.user.name, 0, sizeof(t->target.u.user.name));
 	t->verdict = 1234;
-	ipt_rule_format(e, "KUBE-SERVICES", NULL, &out);
+	ipt_rule_format(AF_INET, e, "KUBE-SERVICES", NULL, &out);
 	assert_string_equal(sb_str(&out), "-j KUBE-SERVICES");
 	sb_reset(&out);
 	t->verdict = -NF_DROP - 1;
-	ipt_rule_format(e, NULL, NULL, &out);
+	ipt_rule_format(AF_INET, e, NULL, NULL, &out);
 	assert_string_equal(sb_str(&out), "-j DROP");
 	sb_reset(&out);
 	e->ip.flags |= IPT_F_GOTO;
-	ipt_rule_format(e, "cali-x", NULL, &out);
+	ipt_rule_format(AF_INET, e, "cali-x", NULL, &out);
 	assert_string_equal(sb_str(&out), "-g cali-x");
 	sb_reset(&out);
 	/* A module we do not know, and a match outside the subset. */
 	snprintf(t->target.u.user.name, sizeof(t->target.u.user.name), "CLASSIFY");
 	e->ip.flags = 0;
-	ipt_rule_format(e, "CLASSIFY", NULL, &out);
+	ipt_rule_format(AF_INET, e, "CLASSIFY", NULL, &out);
 	assert_string_equal(sb_str(&out), "-j CLASSIFY (unsupported)");
 	free(v);
 	sb_reset(&out);
 	assert_int_equal(
-		ipt_rule_parse("-p tcp -m multiport --dports 1 -m set --match-set s src -j ACCEPT",
+		ipt_rule_parse(AF_INET,
+			       "-p tcp -m multiport --dports 1 -m set --match-set s src -j ACCEPT",
 			       NULL, &v, &len, &err),
 		-EINVAL);
-	assert_int_equal(ipt_rule_parse("-m mark --mark 1 -j ACCEPT", NULL, &v, &len, &err), 0);
+	assert_int_equal(
+		ipt_rule_parse(AF_INET, "-m mark --mark 1 -j ACCEPT", NULL, &v, &len, &err), 0);
 	e = v;
 	struct xt_entry_match *m = (void *)e->elems;
 	snprintf(m->u.user.name, sizeof(m->u.user.name), "owner");
-	ipt_rule_format(e, NULL, NULL, &out);
+	ipt_rule_format(AF_INET, e, NULL, NULL, &out);
 	assert_string_equal(sb_str(&out), "-m owner (unsupported) -j ACCEPT");
 	free(v);
 	sb_free(&err);
@@ -491,15 +632,16 @@ static void test_ids(void **state)
 	void *e;
 	size_t len;
 	sb_init(&err);
-	assert_int_equal(ipt_rule_parse("-m comment --comment x -m comment --comment "
+	assert_int_equal(ipt_rule_parse(AF_INET,
+					"-m comment --comment x -m comment --comment "
 					"\"cali:0123456789abcdef\" -j ACCEPT",
 					NULL, &e, &len, &err),
 			 0);
-	assert_true(ipt_rule_entry_id(e, id));
+	assert_true(ipt_rule_entry_id(AF_INET, e, id));
 	assert_string_equal(id, "cali:0123456789abcdef");
 	free(e);
-	assert_int_equal(ipt_rule_parse("-j ACCEPT", NULL, &e, &len, &err), 0);
-	assert_false(ipt_rule_entry_id(e, id));
+	assert_int_equal(ipt_rule_parse(AF_INET, "-j ACCEPT", NULL, &e, &len, &err), 0);
+	assert_false(ipt_rule_entry_id(AF_INET, e, id));
 	free(e);
 	sb_free(&err);
 }
@@ -659,7 +801,8 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs),     cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_format_foreign), cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_chain_names),    cmocka_unit_test(test_record_session),
-		cmocka_unit_test(test_record_errors),
+		cmocka_unit_test(test_record_errors),  cmocka_unit_test(test_round_trips6),
+		cmocka_unit_test(test_layout6),	       cmocka_unit_test(test_bad_inputs6),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /*
- * iptables (the legacy tables, through libiptc) for the rules felix writes.
+ * iptables and ip6tables (the legacy tables, through libiptc and libip6tc) for
+ * the rules felix writes.
  *
  * A rule is text in iptables-save syntax: what follows "-A <chain> " in
- * `iptables-legacy-save` output, e.g.
+ * `iptables-legacy-save` (`ip6tables-legacy-save`) output, e.g.
  *
  *   -i cali+ -m comment --comment "cali:0123456789abcdef" -m mark --mark 0x10000/0x10000 -j RETURN
  *
@@ -15,19 +16,32 @@
  *
  * The subset, in the order iptables-save prints it (each option may be
  * preceded by "! " to negate it where iptables allows):
+ */
+/* clang-format off */
+/*
  *   -s CIDR  -d CIDR  -i IFACE[+]  -o IFACE[+]  -p PROTO (name or number)
- *   -m comment --comment "TEXT"                 (quoted as iptables-save quotes)
- *   -m mark [!] --mark 0xV/0xM                  (0xV alone when the mask is 0xffffffff)
- *   -m conntrack [!] --ctstate S[,S...]         (INVALID NEW ESTABLISHED RELATED UNTRACKED SNAT
- * DNAT) -m set [!] --match-set NAME DIRS            (DIRS: src | dst | src,dst | dst,dst | ...) -m
- * multiport [!] --sports|--dports P[,P|P:Q...]   (at most 15 slots, a range takes 2) -m icmp [!]
- * --icmp-type T[/C] | any         (after -p icmp) -m addrtype [!] --src-type T [!] --dst-type T
- * [--limit-iface-out] -m limit --limit N/sec|min|hour|day [--limit-burst B]   (B = 5 is not
- * printed) -j ACCEPT | DROP | RETURN | CHAIN -g CHAIN -j MARK --set-xmark 0xV/0xM -j MASQUERADE
- * [--random-fully] -j NFLOG [--nflog-prefix "P"] [--nflog-group N] [--nflog-threshold N] -j LOG
- * --log-prefix "P" [--log-level N]     (level 4 is not printed) -j REJECT --reject-with
- * icmp-port-unreachable | tcp-reset | ... Anything else is refused by the parser with a message
- * naming the token.
+ *   -m comment --comment "TEXT"                   (quoted as iptables-save quotes)
+ *   -m mark [!] --mark 0xV/0xM                    (0xV alone when the mask is 0xffffffff)
+ *   -m conntrack [!] --ctstate S[,S...]           (INVALID NEW ESTABLISHED RELATED UNTRACKED SNAT DNAT)
+ *   -m set [!] --match-set NAME DIRS              (DIRS: src | dst | src,dst | dst,dst | ...)
+ *   -m multiport [!] --sports|--dports P[,P|P:Q...]   (at most 15 slots, a range takes 2)
+ *   -m icmp [!] --icmp-type T[/C] | any           (IPv4, after -p icmp)
+ *   -m icmp6 [!] --icmpv6-type T[/C]              (IPv6, after -p ipv6-icmp)
+ *   -m addrtype [!] --src-type T [!] --dst-type T [--limit-iface-out]
+ *   -m limit --limit N/sec|min|hour|day [--limit-burst B]   (B = 5 is not printed)
+ *   -j ACCEPT | DROP | RETURN | CHAIN    -g CHAIN
+ *   -j MARK --set-xmark 0xV/0xM
+ *   -j MASQUERADE [--random-fully]
+ *   -j NFLOG [--nflog-prefix "P"] [--nflog-group N] [--nflog-threshold N]
+ *   -j LOG --log-prefix "P" [--log-level N]      (level 4 is not printed)
+ *   -j REJECT --reject-with icmp-port-unreachable | tcp-reset | ...   (IPv6: icmp6-...)
+ */
+/* clang-format on */
+/*
+ * Anything else is refused by the parser with a message naming the token.
+ * Addresses are of the family the rule is parsed for (AF_INET: iptables,
+ * AF_INET6: ip6tables); the entries are struct ipt_entry or struct ip6t_entry
+ * with the same matches and targets after them.
  *
  * Rules are identified, as Felix does, by their first comment: "cali:" and
  * 16 characters; a rule without one in a built-in chain is foreign and never
@@ -39,6 +53,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h> /* AF_INET, AF_INET6 */
 #include <brindle/core/strbuf.h>
 #include <brindle/core/util.h>
 
@@ -78,8 +93,9 @@ void ipt_set_table_init(struct ipt_set_table *t);
 void ipt_set_table_free(struct ipt_set_table *t);
 
 /*
- * Parse @text (one rule, iptables-save syntax of the subset above) into the
- * kernel's layout: a struct ipt_entry followed by its matches and target,
+ * Parse @text (one rule, iptables-save syntax of the subset above) for family
+ * @af (AF_INET or AF_INET6) into the kernel's layout: a struct ipt_entry (or
+ * struct ip6t_entry) followed by its matches and target,
  * allocated with malloc, in *out (*len bytes), with the match and target
  * revisions iptables 1.8.9 picks on a current kernel. A verdict, jump or
  * goto is a standard target holding the verdict's or the chain's name, as
@@ -87,7 +103,7 @@ void ipt_set_table_free(struct ipt_set_table *t);
  * `token 7 ("--foo"): unknown option of mark` style text to @err (tokens
  * count from 1).
  */
-int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, size_t *len,
+int ipt_rule_parse(int af, const char *text, const struct ipt_sets *sets, void **out, size_t *len,
 		   struct strbuf *err) must_check;
 
 /*
@@ -98,8 +114,8 @@ int ipt_rule_parse(const char *text, const struct ipt_sets *sets, void **out, si
  * Options outside the subset come out as "-m NAME (unsupported)" (or
  * "-j NAME (unsupported)") so foreign rules can still be logged.
  */
-void ipt_rule_format(const void *entry, const char *jump_target, const struct ipt_sets *sets,
-		     struct strbuf *out);
+void ipt_rule_format(int af, const void *entry, const char *jump_target,
+		     const struct ipt_sets *sets, struct strbuf *out);
 
 /*
  * The rule's id: the first comment starting "cali:" with at least 16 more
@@ -111,7 +127,7 @@ void ipt_rule_format(const void *entry, const char *jump_target, const struct ip
 bool ipt_rule_text_id(const char *text, char *id);
 /* How iptables-save names protocol @num ("tcp", "ipencap"); NULL when it prints the number. */
 const char *ipt_proto_name(uint8_t num);
-bool ipt_rule_entry_id(const void *entry, char *id);
+bool ipt_rule_entry_id(int af, const void *entry, char *id);
 
 /*
  * A name new_chain accepts: 1..IPT_CHAIN_MAX characters, no blanks, quotes or

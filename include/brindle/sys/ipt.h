@@ -137,12 +137,15 @@ static inline must_check int ipt_fingerprint(struct ipt *t, const char *table, b
 }
 
 /*
- * The kernel backend, in the caller's network namespace. @lock_path is the
- * xtables lock file (NULL: /run/xtables.lock, which iptables itself uses: it
- * is per filesystem, so felix, kube-proxy and the iptables commands of every
- * namespace on the machine share it); @lock_wait_ms bounds the wait for it.
+ * The kernel backend, in the caller's network namespace: iptables for @af
+ * AF_INET, ip6tables for AF_INET6 (rules parsed as that family's;
+ * -EAFNOSUPPORT for another). @lock_path is the xtables lock file (NULL:
+ * /run/xtables.lock, which iptables and ip6tables use: it is per filesystem,
+ * so felix, kube-proxy and the iptables commands of every namespace on the
+ * machine share it); @lock_wait_ms bounds the wait for it.
  */
-int ipt_open_kernel(const char *lock_path, unsigned lock_wait_ms, struct ipt **out) must_check;
+int ipt_open_kernel(int af, const char *lock_path, unsigned lock_wait_ms,
+		    struct ipt **out) must_check;
 void ipt_close(struct ipt *t);
 const char *ipt_last_error(const struct ipt *t);
 
