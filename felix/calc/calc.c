@@ -59,7 +59,7 @@ struct calc *calc_new(const char *nodename)
 	c->nodename = xstrdup(nodename);
 	felix_config_defaults(&c->cfg);
 	desired_init(&c->desired);
-	c->pol = pol_new(nodename);
+	c->pol = pol_new(nodename, AF_INET);
 	return c;
 }
 

@@ -170,10 +170,12 @@ static void render_endpoint_dir(struct pol *p, struct pep *e, int dir)
 		cb_match(&b, "-m multiport --dports %u", p->cfg.vxlan_port);
 		cb_target(&b, "-j DROP");
 		cb_emit(&b);
-		cb_comment(&b, "Drop IPinIP encapped packets originating in workloads");
-		cb_generic(&b, "-p %s", ipt_proto_name(4));
-		cb_target(&b, "-j DROP");
-		cb_emit(&b);
+		if (p->af == AF_INET) { /* IPIP carries IPv4 */
+			cb_comment(&b, "Drop IPinIP encapped packets originating in workloads");
+			cb_generic(&b, "-p %s", ipt_proto_name(4));
+			cb_target(&b, "-j DROP");
+			cb_emit(&b);
+		}
 	}
 	const char *fail = NULL;
 	for (uint32_t i = 0; i < lo->n_pol[dir] && !fail; i++)
@@ -270,13 +272,16 @@ static void render_spoof(struct pol *p, struct pep *e)
 	struct chain_builder b;
 	cb_start(&b, lo->chain[2]);
 	for (uint32_t i = 0; i < e->n_addrs; i++) {
-		cb_generic(&b, "-s %s%s", e->addrs[i], strchr(e->addrs[i], '/') ? "" : "/32");
+		cb_generic(&b, "-s %s%s", e->addrs[i],
+			   strchr(e->addrs[i], '/') ? ""
+			   : p->af == AF_INET6	    ? "/128"
+						    : "/32");
 		cb_target(&b, "-j RETURN");
 		cb_emit(&b);
 	}
 	for (uint32_t i = 0; i < lo->n_spoof_ok; i++) {
 		struct br_cidr c;
-		if (cidr_parse(lo->spoof_ok[i], true, &c) < 0 || c.ip.family != AF_INET)
+		if (cidr_parse(lo->spoof_ok[i], true, &c) < 0 || c.ip.family != p->af)
 			continue;
 		cidr_mask(&c);
 		char cs[CIDR_STRLEN];
@@ -707,6 +712,20 @@ void chains_render_static(struct pol *p)
 	chains_put(p, PT_FILTER, cb_finish(&b));
 	/* filter cali-wl-to-host */
 	cb_start(&b, "cali-wl-to-host");
+	if (p->af == AF_INET6) {
+		/* A workload finds its gateway by neighbour discovery and joins its multicast
+		 * groups by MLD: no policy may stop that (MLD 130-132, router solicitation
+		 * 133, neighbour solicitation and advertisement 135-136). */
+		static const int nd_types[] = { 130, 131, 132, 133, 135, 136 };
+		for (size_t i = 0; i < ARRAY_SIZE(nd_types); i++) {
+			if (i == 0)
+				cb_comment(&b, "IPv6 neighbour discovery and MLD: always allowed");
+			cb_generic(&b, "-p %s", ipt_proto_name(58));
+			cb_match(&b, "-m icmp6 --icmpv6-type %d", nd_types[i]);
+			cb_target(&b, "-j ACCEPT");
+			cb_emit(&b);
+		}
+	}
 	cb_target(&b, "-j cali-from-wl-dispatch");
 	cb_emit(&b);
 	cb_comment(&b, "Configured DefaultEndpointToHostAction");
@@ -755,10 +774,10 @@ void chains_render_static(struct pol *p)
 	chains_put(p, PT_NAT, cb_finish(&b));
 	cb_start(&b, "cali-nat-outgoing");
 	if (masq) {
-		sets_static(p, SETS_MASQ_POOLS);
-		sets_static(p, SETS_ALL_POOLS);
-		cb_match(&b, "-m set --match-set " SETS_MASQ_POOLS " src");
-		cb_match(&b, "-m set ! --match-set " SETS_ALL_POOLS " dst");
+		sets_static(p, sets_masq_pools(p));
+		sets_static(p, sets_all_pools(p));
+		cb_match(&b, "-m set --match-set %s src", sets_masq_pools(p));
+		cb_match(&b, "-m set ! --match-set %s dst", sets_all_pools(p));
 		cb_target(&b, "-j MASQUERADE --random-fully");
 		cb_emit(&b);
 	}

@@ -73,14 +73,14 @@ void endpoint_each_label(struct pol *p, const struct pep *e, endpoint_label_fn *
 	}
 }
 
-void endpoint_net_member(const struct br_cidr *c, char out[20])
+void endpoint_net_member(const struct br_cidr *c, char out[CIDR_STRLEN])
 {
 	char ip[IP_STRLEN];
-	ip_str(&c->ip, ip); /* IPv4: at most 15 characters */
-	if (c->len == 32)
-		snprintf(out, 20, "%.15s", ip);
+	ip_str(&c->ip, ip);
+	if (c->len == ip_bits(&c->ip))
+		snprintf(out, CIDR_STRLEN, "%s", ip);
 	else
-		snprintf(out, 20, "%.15s/%u", ip, c->len & 63u);
+		snprintf(out, CIDR_STRLEN, "%s/%u", ip, c->len);
 }
 
 /* --- shared strings ----------------------------------------------------------------------- */
@@ -143,26 +143,34 @@ static uint8_t port_proto(const char *s)
 	return 0;
 }
 
-static size_t addr_members(const char *const *nets, size_t n, char (*out)[20])
+/* The members of @nets in family @af, into @k (measured in pass 0, written in pass 1). */
+static size_t addr_members(struct pack *k, int af, const char *const *nets, size_t n,
+			   const char **out)
 {
-	size_t k = 0;
+	size_t count = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct br_cidr c;
-		if (cidr_parse(nets[i], true, &c) < 0 || c.ip.family != AF_INET)
+		if (cidr_parse(nets[i], true, &c) < 0 || c.ip.family != af)
 			continue;
 		cidr_mask(&c);
+		char m[CIDR_STRLEN];
 		if (c.len == 0) {
+			/* hash:net cannot hold /0: two halves */
 			c.len = 1;
+			endpoint_net_member(&c, m);
+			const char *s = pk_str(k, m);
 			if (out)
-				endpoint_net_member(&c, out[k]);
-			k++;
+				out[count] = s;
+			count++;
 			c.ip.a[0] = 128;
 		}
+		endpoint_net_member(&c, m);
+		const char *s = pk_str(k, m);
 		if (out)
-			endpoint_net_member(&c, out[k]);
-		k++;
+			out[count] = s;
+		count++;
 	}
-	return k;
+	return count;
 }
 
 struct pep *endpoint_build(struct pol *p, const struct pep_src *s)
@@ -179,8 +187,10 @@ struct pep *endpoint_build(struct pol *p, const struct pep_src *s)
 		size_t nl = s->labels ? s->labels->n : 0;
 		struct br_kv *kv = pk_alloc(&k, sizeof(*kv) * nl, 8);
 		const char **profs = pk_alloc(&k, sizeof(*profs) * s->n_profiles, 8);
-		size_t na = addr_members(s->nets, s->n_nets, NULL);
-		char(*addrs)[20] = pk_alloc(&k, 20 * na, 1);
+		struct pack measure = { 0 };
+		size_t na = addr_members(&measure, p->af, s->nets, s->n_nets, NULL);
+		const char **addrs = pk_alloc(&k, sizeof(*addrs) * na, 8);
+		addr_members(&k, p->af, s->nets, s->n_nets, fill ? addrs : NULL);
 		struct pport *ports = pk_alloc(&k, sizeof(*ports) * s->n_ports, 8);
 		const char **spoof =
 			s->local ? pk_alloc(&k, sizeof(*spoof) * s->n_spoof_ok, 8) : NULL;
@@ -212,7 +222,6 @@ struct pep *endpoint_build(struct pol *p, const struct pep_src *s)
 		e->labels = (struct br_labels){ kv, nl };
 		e->profiles = profs;
 		e->n_profiles = (uint32_t)s->n_profiles;
-		addr_members(s->nets, s->n_nets, addrs);
 		e->addrs = addrs;
 		e->n_addrs = (uint32_t)na;
 		e->ports = ports;

@@ -200,7 +200,7 @@ static void pool_update(struct pol *p, const char *name, const struct br_ippool 
 	if (ip) {
 		struct ppool *pp = xcalloc(1, sizeof(*pp));
 		if (cidr_parse(ip->spec.cidr, false, &pp->cidr) == 0 &&
-		    pp->cidr.ip.family == AF_INET) {
+		    pp->cidr.ip.family == p->af) {
 			cidr_mask(&pp->cidr);
 			pp->nat_outgoing = ip->spec.nat_outgoing;
 			pp->disabled = ip->spec.disabled;
@@ -239,16 +239,17 @@ bool pol_update(struct pol *p, const struct ds_update *u)
 		bool global = u->kind->id == KIND_GLOBALNETWORKPOLICY;
 		struct arena *a = arena_new();
 		const char *id = ppolicy_id(a, global ? PK_GNP : PK_NP, u->scope, u->name);
-		applicable_policy_set(
-			p, id, u->obj ? ppolicy_from_np((const void *)u->obj, global) : NULL);
+		applicable_policy_set(p, id,
+				      u->obj ? ppolicy_from_np(p->af, (const void *)u->obj, global)
+					     : NULL);
 		arena_free(a);
 		break;
 	}
 	case KIND_K8S_NETWORKPOLICY: {
 		struct arena *a = arena_new();
 		const char *id = ppolicy_id(a, PK_KNP, u->scope, u->name);
-		applicable_policy_set(p, id,
-				      u->obj ? ppolicy_from_knp((const void *)u->obj) : NULL);
+		applicable_policy_set(
+			p, id, u->obj ? ppolicy_from_knp(p->af, (const void *)u->obj) : NULL);
 		arena_free(a);
 		break;
 	}
@@ -257,23 +258,26 @@ bool pol_update(struct pol *p, const struct ds_update *u)
 		bool global = u->kind->id == KIND_STAGEDGLOBALNETWORKPOLICY;
 		struct arena *a = arena_new();
 		const char *id = ppolicy_id(a, global ? PK_SGNP : PK_SNP, u->scope, u->name);
-		applicable_policy_set(p, id,
-				      u->obj ? ppolicy_from_staged_np((const void *)u->obj, global)
-					     : NULL);
+		applicable_policy_set(
+			p, id,
+			u->obj ? ppolicy_from_staged_np(p->af, (const void *)u->obj, global)
+			       : NULL);
 		arena_free(a);
 		break;
 	}
 	case KIND_STAGEDK8SNETWORKPOLICY: {
 		struct arena *a = arena_new();
 		const char *id = ppolicy_id(a, PK_SKNP, u->scope, u->name);
-		applicable_policy_set(
-			p, id, u->obj ? ppolicy_from_staged_knp((const void *)u->obj) : NULL);
+		applicable_policy_set(p, id,
+				      u->obj ? ppolicy_from_staged_knp(p->af, (const void *)u->obj)
+					     : NULL);
 		arena_free(a);
 		break;
 	}
 	case KIND_PROFILE:
 		applicable_profile_set(p, u->name,
-				       u->obj ? ppolicy_from_profile((const void *)u->obj) : NULL,
+				       u->obj ? ppolicy_from_profile(p->af, (const void *)u->obj)
+					      : NULL,
 				       true, NULL, false, false);
 		break;
 	case KIND_NAMESPACE: {
@@ -405,10 +409,12 @@ static const char *use_set(void *ctx, const struct pset_ref *ref)
 
 /* --- life cycle ------------------------------------------------------------------------- */
 
-struct pol *pol_new(const char *nodename)
+struct pol *pol_new(const char *nodename, int af)
 {
 	struct pol *p = xcalloc(1, sizeof(*p));
 	p->nodename = xstrdup(nodename);
+	p->af = af == AF_INET6 ? AF_INET6 : AF_INET;
+	p->rc.af = p->af;
 	felix_config_defaults(&p->cfg);
 	p->marks_ok = pmarks_from_mask(p->cfg.mark_mask, &p->marks) == 0;
 	p->rc.cfg = &p->cfg;

@@ -105,7 +105,11 @@ struct pol_desired {
 
 struct pol;
 
-struct pol *pol_new(const char *nodename);
+/*
+ * A core for family @af: AF_INET renders iptables rules and cali40 sets from the IPv4
+ * addresses, networks and pools; AF_INET6 ip6tables rules and cali60 sets from the IPv6 ones.
+ */
+struct pol *pol_new(const char *nodename, int af);
 void pol_free(struct pol *p);
 void pol_set_config(struct pol *p, const struct felix_config *cfg);
 /* Dispatch through verdict maps (the nftables backend) rather than trees of chains. */

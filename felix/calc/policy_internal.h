@@ -12,6 +12,11 @@
  *   policy_parse.c   policies and profiles as the renderer needs them
  *
  * All of it is pure: data in, rule text and set members out.
+ *
+ * A core renders one address family (pol_new): the IPv4 core iptables rules
+ * and cali40 sets, the IPv6 core ip6tables rules and cali60 sets. Addresses,
+ * networks and rules of the other family are left out as they are parsed
+ * (a rule whose networks are all of the other family matches nothing here).
  */
 #ifndef FELIX_POLICY_INTERNAL_H
 #define FELIX_POLICY_INTERNAL_H
@@ -77,6 +82,7 @@ enum pkind {
 
 struct ppolicy {
 	struct arena *a; /* everything below, except the selectors */
+	int af;		 /* the family its networks and rules were kept for */
 	enum pkind kind;
 	const char *id;	     /* "np/ns/name", "gnp/name", "knp/ns/name", "pr/name" */
 	const char *display; /* "NetworkPolicy ns/name", ... for comments and logs */
@@ -103,13 +109,16 @@ struct ppolicy {
 /* The id of a policy (arena-allocated): "np/ns/name". */
 const char *ppolicy_id(struct arena *a, enum pkind kind, const char *ns, const char *name);
 
-/* Parse a resource of a policy kind into *out; never fails: problems set ->error. */
-struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global);
-struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp);
+/*
+ * Parse a resource of a policy kind for family @af (AF_INET, AF_INET6); never fails:
+ * problems set ->error.
+ */
+struct ppolicy *ppolicy_from_np(int af, const struct br_networkpolicy *np, bool global);
+struct ppolicy *ppolicy_from_knp(int af, const struct br_k8s_networkpolicy *knp);
 /* The staged kinds (StagedNetworkPolicy, StagedGlobalNetworkPolicy; StagedKubernetes...). */
-struct ppolicy *ppolicy_from_staged_np(const struct br_networkpolicy *np, bool global);
-struct ppolicy *ppolicy_from_staged_knp(const struct br_k8s_networkpolicy *knp);
-struct ppolicy *ppolicy_from_profile(const struct br_profile *pr);
+struct ppolicy *ppolicy_from_staged_np(int af, const struct br_networkpolicy *np, bool global);
+struct ppolicy *ppolicy_from_staged_knp(int af, const struct br_k8s_networkpolicy *knp);
+struct ppolicy *ppolicy_from_profile(int af, const struct br_profile *pr);
 /* The profile a namespace stands for: kns.<ns>, allow-all, its labels as pcns.* */
 struct ppolicy *ppolicy_from_namespace(const char *ns, const struct br_labels *labels);
 /* A profile with neither rules nor labels: a service account's ksa.<ns>.<sa> until its Profile
@@ -160,6 +169,7 @@ struct pset_ref {
 
 struct render_ctx {
 	const struct felix_config *cfg;
+	int af; /* AF_INET: iptables rules; AF_INET6: ip6tables rules */
 	struct pmarks marks;
 	/* Returns the set's name and records that the chain being rendered uses it. */
 	const char *(*use_set)(void *ctx, const struct pset_ref *ref);
@@ -255,7 +265,7 @@ struct pep {
 	struct br_labels labels;
 	const char **profiles;
 	uint32_t n_profiles;
-	char (*addrs)[20]; /* canonical hash:net members */
+	const char **addrs; /* canonical hash:net members of the core's family */
 	uint32_t n_addrs;
 	struct pport *ports;
 	uint32_t n_ports;
@@ -323,6 +333,7 @@ struct ppool {
 
 struct pol {
 	char *nodename;
+	int af; /* the family this core renders */
 	struct felix_config cfg;
 	struct pmarks marks;
 	bool marks_ok;
@@ -396,8 +407,8 @@ bool endpoint_matches(const struct pol *p, const struct pep *e, const struct sel
 typedef void endpoint_label_fn(struct pol *p, const struct pep *e, const char *key,
 			       const char *value, void *arg);
 void endpoint_each_label(struct pol *p, const struct pep *e, endpoint_label_fn *fn, void *arg);
-/* The canonical hash:net member of an IPv4 network: a host without "/32". */
-void endpoint_net_member(const struct br_cidr *c, char out[20]);
+/* The canonical hash:net member of a network: a host without "/32" ("/128"). */
+void endpoint_net_member(const struct br_cidr *c, char out[CIDR_STRLEN]);
 
 /* --- sets.c: the ip sets chains use, and their members ------------------------------ */
 
@@ -409,9 +420,11 @@ void sets_chain_refs(struct pol *p, const struct pchain *c, int delta);
 void sets_endpoint_enter(struct pol *p, const struct pep *e);
 /* The reverse of sets_endpoint_enter, with the labels @e had then. */
 void sets_endpoint_leave(struct pol *p, const struct pep *e);
-/* The record of a static set (pool CIDRs: SETS_ALL_POOLS, SETS_MASQ_POOLS). */
-#define SETS_ALL_POOLS	"cali40all-ipam-pools"
-#define SETS_MASQ_POOLS "cali40masq-ipam-pools"
+/* The static sets' names (pool CIDRs, and those of natOutgoing pools) in @p's family:
+ * "cali40all-ipam-pools", "cali40masq-ipam-pools" (cali60... for IPv6). */
+const char *sets_all_pools(const struct pol *p);
+const char *sets_masq_pools(const struct pol *p);
+/* The record of a static set (sets_all_pools, sets_masq_pools). */
 void sets_static(struct pol *p, const char *name);
 /* Pools changed: bring the active static sets to the new members. */
 void sets_pools_changed(struct pol *p);

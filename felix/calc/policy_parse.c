@@ -1,10 +1,10 @@
 /*
  * Policies and profiles as the renderer needs them: selectors composed with
  * their namespace and service account, ports split into numeric ranges and
- * names, nets parsed and reduced to IPv4 (the family the legacy tables felix
- * writes carry), and Kubernetes NetworkPolicy turned into allow rules the way
- * Calico converts it. Anything that cannot be expressed sets ->error: the
- * policy then fails closed.
+ * names, nets parsed and reduced to one family (the one the policy is parsed
+ * for: each family's tables are rendered from a parse of their own), and
+ * Kubernetes NetworkPolicy turned into allow rules the way Calico converts it. Anything that cannot
+ * be expressed sets ->error: the policy then fails closed.
  */
 #include "policy_internal.h"
 
@@ -42,10 +42,11 @@ const char *ppolicy_id(struct arena *a, enum pkind kind, const char *ns, const c
 	return arena_printf(a, "pr/%s", name);
 }
 
-static struct ppolicy *ppolicy_new(enum pkind kind, const char *ns, const char *name)
+static struct ppolicy *ppolicy_new(int af, enum pkind kind, const char *ns, const char *name)
 {
 	struct ppolicy *p = xcalloc(1, sizeof(*p));
 	p->a = arena_new();
+	p->af = af;
 	p->kind = kind;
 	p->ns = ns ? arena_strdup(p->a, ns) : NULL;
 	p->id = ppolicy_id(p->a, kind, ns, name);
@@ -189,13 +190,13 @@ static struct sel *entity_ns_part(struct ppolicy *p, const struct br_entity_rule
 	return NULL;
 }
 
-/* IPv4 networks of @in into @out; *n_v6 counts the others. */
+/* The networks of @in in the policy's family into @out; *n_other counts the others. */
 static void parse_nets(struct ppolicy *p, const char *const *in, size_t n, struct br_cidr **out,
-		       uint32_t *n_out, size_t *n_v6)
+		       uint32_t *n_out, size_t *n_other)
 {
 	*out = NULL;
 	*n_out = 0;
-	*n_v6 = 0;
+	*n_other = 0;
 	if (!n)
 		return;
 	*out = arena_alloc(p->a, sizeof(**out) * n);
@@ -205,8 +206,8 @@ static void parse_nets(struct ppolicy *p, const char *const *in, size_t n, struc
 			fail(p, "\"%s\" is not a network", in[i]);
 			continue;
 		}
-		if (c.ip.family != AF_INET) {
-			(*n_v6)++;
+		if (c.ip.family != p->af) {
+			(*n_other)++;
 			continue;
 		}
 		cidr_mask(&c);
@@ -235,7 +236,7 @@ static void parse_ports(struct ppolicy *p, const struct br_port_list *l, uint8_t
 	}
 }
 
-/* Fill @out from a Calico entity; false when the rule cannot match IPv4 traffic. */
+/* Fill @out from a Calico entity; false when the rule cannot match the policy's family. */
 static bool parse_entity(struct ppolicy *p, const struct br_entity_rule *e, uint8_t proto,
 			 struct pentity *out)
 {
@@ -260,14 +261,14 @@ static bool parse_entity(struct ppolicy *p, const struct br_entity_rule *e, uint
 	if (e->not_selector)
 		out->not_sel = and_opt(entity_ns_part(p, e),
 				       parse_sel(p, "notSelector", e->not_selector));
-	size_t v6 = 0, not_v6 = 0;
-	parse_nets(p, e->nets, e->n_nets, &out->nets, &out->n_nets, &v6);
-	parse_nets(p, e->not_nets, e->n_not_nets, &out->not_nets, &out->n_not_nets, &not_v6);
+	size_t other = 0, not_other = 0;
+	parse_nets(p, e->nets, e->n_nets, &out->nets, &out->n_nets, &other);
+	parse_nets(p, e->not_nets, e->n_not_nets, &out->not_nets, &out->n_not_nets, &not_other);
 	parse_ports(p, &e->ports, proto, &out->ports, &out->n_ports, &out->named, &out->n_named);
 	parse_ports(p, &e->not_ports, proto, &out->not_ports, &out->n_not_ports, &out->not_named,
 		    &out->n_not_named);
-	/* Only IPv6 networks: the rule cannot match IPv4 traffic. */
-	return !(e->n_nets && !out->n_nets && v6);
+	/* Only networks of the other family: the rule cannot match this one's traffic. */
+	return !(e->n_nets && !out->n_nets && other);
 }
 
 static void entity_clear(struct pentity *e)
@@ -300,7 +301,7 @@ static bool parse_rule(struct ppolicy *p, const struct br_rule *in, int index, b
 {
 	memset(out, 0, sizeof(*out));
 	out->index = index;
-	if (in->ip_version.set && in->ip_version.v == 6)
+	if (in->ip_version.set && in->ip_version.v != (p->af == AF_INET6 ? 6 : 4))
 		return false;
 	if (streq(in->action, "Allow"))
 		out->action = PACT_ALLOW;
@@ -313,8 +314,9 @@ static bool parse_rule(struct ppolicy *p, const struct br_rule *in, int index, b
 	else
 		fail(p, "unknown action \"%s\"", in->action);
 	if (in->protocol.set) {
-		if (in->protocol.number == 58)
-			return false; /* ICMPv6 */
+		/* ICMP is IPv4's, ICMPv6 IPv6's: the other family's rules leave it out */
+		if (in->protocol.number == (p->af == AF_INET6 ? 1 : 58))
+			return false;
 		out->proto = in->protocol.number;
 	}
 	if (in->not_protocol.set)
@@ -356,12 +358,12 @@ static void parse_rules(struct ppolicy *p, const struct br_rule *in, size_t n, b
 	}
 }
 
-static struct ppolicy *from_np(const struct br_networkpolicy *np, enum pkind kind)
+static struct ppolicy *from_np(int af, const struct br_networkpolicy *np, enum pkind kind)
 {
 	const struct br_policy_spec *s = &np->spec;
 	bool global = kind == PK_GNP || kind == PK_SGNP;
 	struct ppolicy *p =
-		ppolicy_new(kind, global ? NULL : np->o.meta.namespace, np->o.meta.name);
+		ppolicy_new(af, kind, global ? NULL : np->o.meta.namespace, np->o.meta.name);
 	if (s->order.set)
 		p->order = s->order.v;
 	p->tier = arena_strdup(p->a, s->tier && *s->tier ? s->tier : "default");
@@ -399,9 +401,9 @@ static struct ppolicy *from_np(const struct br_networkpolicy *np, enum pkind kin
 	return p;
 }
 
-struct ppolicy *ppolicy_from_np(const struct br_networkpolicy *np, bool global)
+struct ppolicy *ppolicy_from_np(int af, const struct br_networkpolicy *np, bool global)
 {
-	return from_np(np, global ? PK_GNP : PK_NP);
+	return from_np(af, np, global ? PK_GNP : PK_NP);
 }
 
 /*
@@ -425,15 +427,15 @@ static struct ppolicy *staged(struct ppolicy *p, const struct br_object *o, cons
 	return p;
 }
 
-struct ppolicy *ppolicy_from_staged_np(const struct br_networkpolicy *np, bool global)
+struct ppolicy *ppolicy_from_staged_np(int af, const struct br_networkpolicy *np, bool global)
 {
-	return staged(from_np(np, global ? PK_SGNP : PK_SNP), &np->o, np->spec.staged_action,
+	return staged(from_np(af, np, global ? PK_SGNP : PK_SNP), &np->o, np->spec.staged_action,
 		      global ? PK_GNP : PK_NP);
 }
 
-struct ppolicy *ppolicy_from_profile(const struct br_profile *pr)
+struct ppolicy *ppolicy_from_profile(int af, const struct br_profile *pr)
 {
-	struct ppolicy *p = ppolicy_new(PK_PROFILE, NULL, pr->o.meta.name);
+	struct ppolicy *p = ppolicy_new(af, PK_PROFILE, NULL, pr->o.meta.name);
 	p->ingress = p->egress = true;
 	p->labels = labels_copy(p->a, &pr->spec.labels_to_apply);
 	parse_rules(p, pr->spec.ingress, pr->spec.n_ingress, true);
@@ -443,7 +445,7 @@ struct ppolicy *ppolicy_from_profile(const struct br_profile *pr)
 
 struct ppolicy *ppolicy_empty_profile(const char *name)
 {
-	struct ppolicy *p = ppolicy_new(PK_PROFILE, NULL, name);
+	struct ppolicy *p = ppolicy_new(AF_UNSPEC, PK_PROFILE, NULL, name); /* no rules */
 	p->ingress = p->egress = true;
 	return p;
 }
@@ -452,7 +454,7 @@ struct ppolicy *ppolicy_from_namespace(const char *ns, const struct br_labels *l
 {
 	char name[300];
 	snprintf(name, sizeof(name), "kns.%s", ns);
-	struct ppolicy *p = ppolicy_new(PK_PROFILE, NULL, name);
+	struct ppolicy *p = ppolicy_new(AF_UNSPEC, PK_PROFILE, NULL, name); /* allow all */
 	p->ingress = p->egress = true;
 	for (size_t i = 0; labels && i < labels->n; i++) {
 		char *k = arena_printf(p->a, "pcns.%s", labels->v[i].key);
@@ -553,11 +555,11 @@ static void k8s_peer(struct ppolicy *p, const struct br_k8s_np_peer *peer, struc
 	if (!peer)
 		return;
 	if (peer->ip_block) {
-		size_t v6 = 0, not_v6 = 0;
+		size_t other = 0, not_other = 0;
 		const char *cidr = peer->ip_block->cidr;
-		parse_nets(p, &cidr, 1, &e->nets, &e->n_nets, &v6);
+		parse_nets(p, &cidr, 1, &e->nets, &e->n_nets, &other);
 		parse_nets(p, peer->ip_block->except, peer->ip_block->n_except, &e->not_nets,
-			   &e->n_not_nets, &not_v6);
+			   &e->n_not_nets, &not_other);
 		return;
 	}
 	struct sel *s = sel_eq(ORCH_LABEL, "k8s");
@@ -592,7 +594,7 @@ static void k8s_rules(struct ppolicy *p, const struct br_k8s_np_rule *rules, siz
 		for (size_t j = 0; j < npeers; j++) {
 			struct pentity peer;
 			k8s_peer(p, r->n_peers ? &r->peers[j] : NULL, &peer);
-			/* A peer whose ipBlock is IPv6 cannot match IPv4 traffic. */
+			/* A peer whose ipBlock is of the other family matches nothing here. */
 			bool skip = r->n_peers && r->peers[j].ip_block && !peer.n_nets;
 			for (size_t q = 0; q < ng && !skip; q++) {
 				struct prule *pr = &v[k++];
@@ -622,10 +624,10 @@ static void k8s_rules(struct ppolicy *p, const struct br_k8s_np_rule *rules, siz
 	}
 }
 
-static struct ppolicy *from_knp(const struct br_k8s_networkpolicy *knp, enum pkind kind)
+static struct ppolicy *from_knp(int af, const struct br_k8s_networkpolicy *knp, enum pkind kind)
 {
 	const struct br_k8s_np_spec *s = &knp->spec;
-	struct ppolicy *p = ppolicy_new(kind, knp->o.meta.namespace, knp->o.meta.name);
+	struct ppolicy *p = ppolicy_new(af, kind, knp->o.meta.namespace, knp->o.meta.name);
 	p->order = 1000; /* in the default tier, as Calico places them */
 	p->tier = "default";
 	p->selector = sel_and(sel_and(sel_eq(ORCH_LABEL, "k8s"), sel_from_k8s(&s->pod_selector)),
@@ -643,12 +645,12 @@ static struct ppolicy *from_knp(const struct br_k8s_networkpolicy *knp, enum pki
 	return p;
 }
 
-struct ppolicy *ppolicy_from_knp(const struct br_k8s_networkpolicy *knp)
+struct ppolicy *ppolicy_from_knp(int af, const struct br_k8s_networkpolicy *knp)
 {
-	return from_knp(knp, PK_KNP);
+	return from_knp(af, knp, PK_KNP);
 }
 
-struct ppolicy *ppolicy_from_staged_knp(const struct br_k8s_networkpolicy *knp)
+struct ppolicy *ppolicy_from_staged_knp(int af, const struct br_k8s_networkpolicy *knp)
 {
-	return staged(from_knp(knp, PK_SKNP), &knp->o, knp->spec.staged_action, PK_KNP);
+	return staged(from_knp(af, knp, PK_SKNP), &knp->o, knp->spec.staged_action, PK_KNP);
 }

@@ -345,14 +345,20 @@ static void side_ports(struct chain_builder *b, const struct render_ctx *rc,
 			 dims);
 }
 
-static void add_icmp(struct chain_builder *b, bool neg, int type, int code)
+/* ICMP's type and code in an IPv4 rule, ICMPv6's in an IPv6 one. */
+static void add_icmp(struct chain_builder *b, int af, bool neg, int type, int code)
 {
 	if (type < 0)
 		return; /* any ICMP: the protocol says it all */
-	if (code < 0)
-		cb_match(b, "-m icmp %s--icmp-type %d", neg ? "! " : "", type);
+	const char *bang = neg ? "! " : "";
+	if (af == AF_INET6 && code < 0)
+		cb_match(b, "-m icmp6 %s--icmpv6-type %d", bang, type);
+	else if (af == AF_INET6)
+		cb_match(b, "-m icmp6 %s--icmpv6-type %d/%d", bang, type, code);
+	else if (code < 0)
+		cb_match(b, "-m icmp %s--icmp-type %d", bang, type);
 	else
-		cb_match(b, "-m icmp %s--icmp-type %d/%d", neg ? "! " : "", type, code);
+		cb_match(b, "-m icmp %s--icmp-type %d/%d", bang, type, code);
 }
 
 /* The match part of one expansion of @r, into @b (generic options and matches). */
@@ -371,9 +377,9 @@ static void rule_matches(struct chain_builder *b, const struct render_ctx *rc,
 	side_ports(b, rc, &r->src, true, sa);
 	side_ports(b, rc, &r->dst, false, da);
 	if (r->has_icmp)
-		add_icmp(b, false, r->icmp_type, r->icmp_code);
+		add_icmp(b, rc->af, false, r->icmp_type, r->icmp_code);
 	if (r->has_not_icmp)
-		add_icmp(b, true, r->not_icmp_type, r->not_icmp_code);
+		add_icmp(b, rc->af, true, r->not_icmp_type, r->not_icmp_code);
 }
 
 /* Save and restore the match part, to emit several rules with the same matches. */

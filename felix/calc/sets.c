@@ -140,7 +140,7 @@ static void contributions(struct pol *p, const struct pep *e, struct psetrec *s,
 			if (!pw)
 				continue;
 			for (uint32_t i = 0; i < e->n_addrs; i++) {
-				char m[64];
+				char m[CIDR_STRLEN + 16];
 				if (strchr(e->addrs[i], '/'))
 					continue; /* hash:ip,port takes hosts only */
 				snprintf(m, sizeof(m), "%s,%s:%u", e->addrs[i], pw,
@@ -212,15 +212,26 @@ static bool set_index_key(struct pol *p, const struct psetrec *s)
 	return true;
 }
 
-/* The static sets: pool CIDRs, and those of pools that masquerade. */
+const char *sets_all_pools(const struct pol *p)
+{
+	return p->af == AF_INET6 ? "cali60all-ipam-pools" : "cali40all-ipam-pools";
+}
+
+const char *sets_masq_pools(const struct pol *p)
+{
+	return p->af == AF_INET6 ? "cali60masq-ipam-pools" : "cali40masq-ipam-pools";
+}
+
+/* The static sets: pool CIDRs, and those of pools that masquerade (p->pools holds the pools
+ * of the core's family). */
 static void static_members(struct pol *p, struct psetrec *s, member_fn *fn)
 {
-	bool masq = streq(s->name, SETS_MASQ_POOLS);
+	bool masq = streq(s->name, sets_masq_pools(p));
 	for (struct hmap_iter it = hmap_iter(&p->pools); hmap_next(&it);) {
 		const struct ppool *pp = it.value;
 		if (masq && !pp->nat_outgoing)
 			continue;
-		char m[20];
+		char m[CIDR_STRLEN];
 		endpoint_net_member(&pp->cidr, m);
 		fn(p, s, m);
 	}
@@ -231,7 +242,7 @@ static void set_activate(struct pol *p, struct psetrec *s)
 	s->out = xcalloc(1, sizeof(*s->out));
 	snprintf(s->out->info.name, sizeof(s->out->info.name), "%s", s->name);
 	s->out->info.type = s->kind == PSET_NAMED ? IPS_HASH_IP_PORT : IPS_HASH_NET;
-	s->out->info.family = AF_INET;
+	s->out->info.family = (uint8_t)p->af;
 	hmap_put(&p->d.sets, s->name, s->out);
 	hmap_put(&p->d.dirty_sets, s->name, (void *)1);
 	if (p->n_active == p->cap_active) {
@@ -317,7 +328,7 @@ struct psetrec *sets_for(struct pol *p, const struct pset_ref *ref)
 		nets = xcalloc(ref->n_nets * 2 + 1, sizeof(*nets));
 		for (uint32_t i = 0; i < ref->n_nets; i++) {
 			struct br_cidr c = ref->nets[i];
-			char m[20];
+			char m[CIDR_STRLEN];
 			if (c.len == 0) {
 				/* hash:net cannot hold /0: two halves */
 				c.len = 1;
@@ -336,7 +347,7 @@ struct psetrec *sets_for(struct pol *p, const struct pset_ref *ref)
 	}
 	char h[32], name[32];
 	hash_b64url(HASH_SHA224, sb_str(id), h, 23);
-	snprintf(name, sizeof(name), "cali40%c:%.23s", prefix, h);
+	snprintf(name, sizeof(name), "cali%c0%c:%.23s", p->af == AF_INET6 ? '6' : '4', prefix, h);
 	struct psetrec *s = hmap_get(&p->sets, name);
 	if (s) {
 		for (uint32_t i = 0; i < n_nets; i++)
@@ -414,7 +425,7 @@ void sets_static(struct pol *p, const char *name)
 
 void sets_pools_changed(struct pol *p)
 {
-	const char *names[] = { SETS_ALL_POOLS, SETS_MASQ_POOLS };
+	const char *names[] = { sets_all_pools(p), sets_masq_pools(p) };
 	for (size_t i = 0; i < 2; i++) {
 		struct psetrec *s = hmap_get(&p->sets, names[i]);
 		if (!s || !s->out)
@@ -425,7 +436,7 @@ void sets_pools_changed(struct pol *p)
 			const struct ppool *pp = it.value;
 			if (masq && !pp->nat_outgoing)
 				continue;
-			char m[20];
+			char m[CIDR_STRLEN];
 			endpoint_net_member(&pp->cidr, m);
 			hmap_put(&want, m, (void *)1);
 		}

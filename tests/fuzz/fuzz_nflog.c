@@ -47,7 +47,7 @@ static struct pol *state(void)
 	struct br_object **objs;
 	size_t n;
 	struct model_errors errs = { 0 };
-	p = pol_new("n");
+	p = pol_new("n", AF_INET);
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
 	pol_set_config(p, &cfg);

@@ -84,6 +84,9 @@ static bool golden_file(const char *dir, const char *name, const struct strbuf *
 /* Set names as the kernel would resolve them (any name exists). */
 static struct ipt_set_table sets;
 
+/* The family the scenario renders (golden.family: 4 or 6). */
+static int family = AF_INET;
+
 /* A rule must read back from the kernel as written. */
 static bool canonical(const char *chain, const char *rule)
 {
@@ -92,11 +95,11 @@ static bool canonical(const char *chain, const char *rule)
 	struct strbuf err = STRBUF_INIT, back = STRBUF_INIT;
 	sb_init(&err);
 	sb_init(&back);
-	bool ok = ipt_rule_parse(AF_INET, rule, &sets.sets, &e, &len, &err) == 0;
+	bool ok = ipt_rule_parse(family, rule, &sets.sets, &e, &len, &err) == 0;
 	if (!ok) {
 		print_error("%s: %s: does not parse: %s\n", chain, rule, sb_str(&err));
 	} else {
-		ipt_rule_format(AF_INET, e, NULL, &sets.sets, &back);
+		ipt_rule_format(family, e, NULL, &sets.sets, &back);
 		ok = streq(sb_str(&back), rule);
 		if (!ok)
 			print_error("%s: rendered  %s\n%s: reads back %s\n", chain, rule, chain,
@@ -151,7 +154,8 @@ static void dump_sets(const struct pol_desired *d, struct strbuf *out)
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		const struct pset *s = hmap_get(&d->sets, names[i]);
-		sb_addf(out, "create %s %s family inet\n", s->info.name, ips_type_name(s->info.type));
+		sb_addf(out, "create %s %s family %s\n", s->info.name, ips_type_name(s->info.type),
+			s->info.family == AF_INET6 ? "inet6" : "inet");
 		size_t m = s->members.n, j = 0;
 		const char **mem = xcalloc(m + 1, sizeof(*mem));
 		for (struct hmap_iter it = hmap_iter(&s->members); hmap_next(&it);)
@@ -186,7 +190,11 @@ static bool run_scenario(const char *path, const char *dir)
 	const struct jv *ev = jv_get(golden, "env");
 	for (size_t i = 0; ev && ev->type == JV_ARRAY && i < ev->arr.n && i < 31; i++)
 		env[i] = (char *)jv_as_string(ev->arr.items[i]);
-	struct pol *p = pol_new(node);
+	int64_t fam = 4;
+	if (jv_get(golden, "family") && !jv_as_int64(jv_get(golden, "family"), &fam))
+		fail_msg("%s: golden.family is 4 or 6", path);
+	family = fam == 6 ? AF_INET6 : AF_INET;
+	struct pol *p = pol_new(node, family);
 	struct felix_config cfg;
 	struct model_errors cerrs = { 0 };
 	felix_config_compute(&cfg, NULL, NULL, env, &cerrs);

@@ -19,7 +19,7 @@ static struct pol *P;
 
 static int setup(void **state)
 {
-	P = pol_new("node-a");
+	P = pol_new("node-a", AF_INET);
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
 	pol_set_config(P, &cfg);
@@ -716,7 +716,7 @@ static void test_dispatch_tree(void **state)
 	pod("a", "q3", "node-a", "cali40000000099", "10.1.1.3", "", NULL);
 	pol_flush(P);
 	struct pol *incremental = P;
-	P = pol_new("node-a");
+	P = pol_new("node-a", AF_INET);
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
 	pol_set_config(P, &cfg);

@@ -16,7 +16,7 @@ static struct pol *P;
 
 static int setup(void **state)
 {
-	P = pol_new("node-a");
+	P = pol_new("node-a", AF_INET);
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
 	pol_set_config(P, &cfg);
