@@ -99,7 +99,7 @@ struct felix {
 static void felix_open(struct felix *f, int local, int remote, int policies)
 {
 	felix_config_defaults(&f->cfg);
-	f->c = calc_new("node1");
+	f->c = calc_new("node1", false);
 	calc_set_config(f->c, &f->cfg);
 	feed(f->c, local, remote, policies);
 	if (ipt_open_kernel(AF_INET, NULL, 10000, &f->ipt) < 0 || ips_open_kernel(&f->ips) < 0) {
@@ -125,7 +125,7 @@ static double felix_apply(struct felix *f, double *calc_ms)
 	uint64_t t0 = now_ns();
 	pol_flush(p);
 	*calc_ms = ms_since(t0);
-	if (dataplane_apply(f->dp, NULL, pol_desired(p), &f->cfg, now_ms()) < 0) {
+	if (dataplane_apply(f->dp, NULL, pol_desired(p), NULL, &f->cfg, now_ms()) < 0) {
 		fprintf(stderr, "felix apply failed: %s\n",
 			dataplane_status(f->dp)->policy_problem);
 		exit(1);

@@ -231,13 +231,13 @@ static struct felix_times felix_cold(void)
 	struct sysctl *sys = sysctl_open_kernel();
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	calc_set_config(c, &cfg);
 	t.calc = feed(c, IFACES);
 	struct dp_backends b = { .nl = nl, .sys = sys };
 	struct dataplane *dp = dataplane_new(&b);
 	uint64_t t0 = now_ns();
-	if (dataplane_apply(dp, calc_desired(c), NULL, &cfg, now_ms()) < 0 ||
+	if (dataplane_apply(dp, calc_desired(c), NULL, NULL, &cfg, now_ms()) < 0 ||
 	    dataplane_status(dp)->routes != ROUTES) {
 		fprintf(stderr, "felix apply failed (%zu routes)\n", dataplane_status(dp)->routes);
 		exit(1);
@@ -278,7 +278,7 @@ static double felix_calc_single(void)
 {
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	calc_set_config(c, &cfg);
 	struct br_object **objs = xcalloc(ROUTES, sizeof(*objs));
 	for (int e = 0; e < ROUTES; e++) {
@@ -304,12 +304,12 @@ static double felix_add_one(int n)
 	struct sysctl *sys = sysctl_open_kernel();
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	calc_set_config(c, &cfg);
 	feed(c, n / ADDRS);
 	struct dp_backends b = { .nl = nl, .sys = sys };
 	struct dataplane *dp = dataplane_new(&b);
-	if (dataplane_apply(dp, calc_desired(c), NULL, &cfg, now_ms()) < 0)
+	if (dataplane_apply(dp, calc_desired(c), NULL, NULL, &cfg, now_ms()) < 0)
 		exit(1);
 	double v[RUNS];
 	for (int r = 0; r < RUNS; r++) {
@@ -330,7 +330,7 @@ static double felix_add_one(int n)
 		struct br_object *o = make_wep_on(ROUTES + r, iface, 1);
 		uint64_t t0 = now_ns();
 		put(c, o);
-		if (dataplane_apply(dp, calc_desired(c), NULL, &cfg, now_ms()) < 0)
+		if (dataplane_apply(dp, calc_desired(c), NULL, NULL, &cfg, now_ms()) < 0)
 			exit(1);
 		v[r] = ms_since(t0);
 	}

@@ -43,9 +43,11 @@ struct felix {
 	struct loop *loop;
 	struct ds *ds;
 	struct ds_syncer *syncer;
+	const char *node;
 	struct calc *calc;
 	struct dataplane *dp;
 	struct ipt *ipt;
+	struct ipt *ipt6; /* ip6tables, with ipv6Support on the iptables backend */
 	struct ips *ips;
 	struct nft *nft;	/* the nftables backend (ipt and ips then NULL) */
 	bool clean_other;	/* the unused backend's rules go after the first good apply */
@@ -146,6 +148,37 @@ static void on_resync(void *ctx, const char *reason, const char *detail)
 
 static const struct ds_syncer_ops syncer_ops = { on_update, on_status, on_resync };
 
+static const struct ds_watch_spec watched[] = {
+	{ KIND_FELIXCONFIGURATION, NULL },
+	{ KIND_NODE, NULL },
+	{ KIND_IPPOOL, NULL },
+	{ KIND_BLOCKAFFINITY, NULL },
+	{ KIND_WORKLOADENDPOINT, NULL },
+	{ KIND_HOSTENDPOINT, NULL },
+	{ KIND_NETWORKPOLICY, NULL },
+	{ KIND_GLOBALNETWORKPOLICY, NULL },
+	{ KIND_K8S_NETWORKPOLICY, NULL },
+	{ KIND_TIER, NULL },
+	{ KIND_STAGEDNETWORKPOLICY, NULL },
+	{ KIND_STAGEDGLOBALNETWORKPOLICY, NULL },
+	{ KIND_STAGEDK8SNETWORKPOLICY, NULL },
+	{ KIND_NETWORKSET, NULL },
+	{ KIND_GLOBALNETWORKSET, NULL },
+	{ KIND_PROFILE, NULL },
+	{ KIND_NAMESPACE, NULL },
+};
+
+static int start_syncer(struct felix *f)
+{
+	f->sync = DS_RESYNC;
+	if (ds_syncer_start(f->ds, f->loop, watched, ARRAY_SIZE(watched), &syncer_ops, f,
+			    &f->syncer) < 0) {
+		log_error("datastore: %s", ds_last_error(f->ds));
+		return -1;
+	}
+	return 0;
+}
+
 /* --- the connection event log -------------------------------------------------------------- */
 
 static void on_nflog_event(const struct nflog_event *ev, void *ctx)
@@ -241,6 +274,31 @@ static void maybe_reconfigure(struct felix *f)
 			"restarts");
 	if (next.log_severity != f->cfg.log_severity)
 		log_set_level(next.log_severity);
+	if (next.ipv6_support != (calc_policy6(f->calc) != NULL)) {
+		if (f->rules_open) {
+			/* The writers are chosen once: start again, as for the rule backend. */
+			log_warn("configuration: ipv6Support changed to %s; felix restarts",
+				 next.ipv6_support ? "true" : "false");
+			loop_stop(f->loop, 0);
+			return;
+		}
+		/* Before anything is written (the FelixConfiguration's word, at the first sync):
+		 * the calculation starts again with the policy cores wanted, from a new list. */
+		log_info("configuration: ipv6Support is %s (FelixConfiguration); listing the "
+			 "datastore again for the %s policy",
+			 next.ipv6_support ? "true" : "false",
+			 next.ipv6_support ? "IPv6" : "IPv4-only");
+		f->cfg = next;
+		ds_syncer_stop(f->syncer);
+		f->syncer = NULL;
+		calc_free(f->calc);
+		f->calc = calc_new(f->node, next.ipv6_support);
+		calc_set_config(f->calc, &f->cfg);
+		f->fc_generation = 0;
+		if (start_syncer(f) < 0)
+			loop_stop(f->loop, 1);
+		return;
+	}
 	if (f->rules_open && !streq(next.rule_backend, f->backend_wanted)) {
 		/* The writers are chosen at start (a switch programs the new backend before it
 		 * removes the old one's rules): start again, as Calico's felix does. */
@@ -371,10 +429,13 @@ static void apply(struct loop *l, void *ctx)
 	f->dirty = false;
 	f->pending_since_ms = 0;
 	uint64_t t0 = now_ns();
-	struct pol *pol = calc_policy(f->calc);
+	struct pol *pol = calc_policy(f->calc), *pol6 = calc_policy6(f->calc);
 	pol_flush(pol);
+	if (pol6)
+		pol_flush(pol6);
 	report_policy_errors(f);
-	int r = dataplane_apply(f->dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, now);
+	int r = dataplane_apply(f->dp, calc_desired(f->calc), pol_desired(pol),
+				pol6 ? pol_desired(pol6) : NULL, &f->cfg, now);
 	double secs = (double)(now_ns() - t0) / 1e9;
 	metric_observe(f->m_apply, NULL, secs);
 	metric_observe(f->mc_apply_time, NULL, secs);
@@ -728,13 +789,27 @@ static int open_rule_backend(struct felix *f)
 			log_error("%s: %s", f->ipt ? "ip sets" : "iptables", strerror(-r));
 			return r;
 		}
+		if (calc_policy6(f->calc) &&
+		    (r = ipt_open_kernel(AF_INET6, f->cfg.iptables_lock_path, 10000, &f->ipt6)) <
+			    0) {
+			log_error("ip6tables: %s", strerror(-r));
+			return r;
+		}
+	} else if (calc_policy6(f->calc)) {
+		log_error(
+			"ipv6Support: the nftables backend does not police IPv6 yet, so no policy "
+			"covers workloads' IPv6 traffic (brindle-cni gives pods no IPv6 address "
+			"unless BRINDLE_IPV6_WITHOUT_POLICY=1); the iptables backend does "
+			"(FELIX_IPTABLESBACKEND=Legacy)");
 	}
 	f->clean_other = true;
 	f->rules_open = true;
-	struct dp_backends b = { .ipt = f->ipt, .ips = f->ips, .nft = f->nft };
+	struct dp_backends b = { .ipt = f->ipt, .ipt6 = f->ipt6, .ips = f->ips, .nft = f->nft };
 	dataplane_set_rule_backend(f->dp, &b);
 	/* nftables looks interfaces up in verdict maps; iptables walks a tree of chains */
 	pol_set_dispatch_maps(calc_policy(f->calc), nft);
+	if (calc_policy6(f->calc))
+		pol_set_dispatch_maps(calc_policy6(f->calc), nft);
 	log_info("rule backend: %s (%s %s)", nft ? "nftables" : "iptables (legacy)",
 		 streq(f->backend_wanted, "Auto") ? "detected; configured" : "configured",
 		 f->backend_wanted);
@@ -760,14 +835,18 @@ int main(int argc, char **argv)
 		log_error("cannot tell this node's name: set NODENAME");
 		return 1;
 	}
-	f.calc = calc_new(node);
-	compute_config(&f, &f.cfg);
+	f.node = node;
+	f.calc = calc_new(node, false);
+	compute_config(&f, &f.cfg); /* the environment's word (FelixConfiguration: at the sync) */
+	if (f.cfg.ipv6_support) {
+		calc_free(f.calc);
+		f.calc = calc_new(node, true);
+	}
 	log_set_level(f.cfg.log_severity);
 	calc_set_config(f.calc, &f.cfg);
 	log_info("brindle-felix %s starting on node %s", BRINDLE_VERSION, node);
 	if (f.cfg.ipv6_support)
-		log_warn("ipv6Support: workloads' IPv6 addresses are routed, but felix does not "
-			 "police IPv6 yet: no policy covers their IPv6 traffic");
+		log_info("ipv6Support: IPv6 routes, and IPv6 policy in ip6tables");
 
 	struct ds_config dcfg = { 0 };
 	struct ds_config_storage storage = { 0 };
@@ -809,32 +888,9 @@ int main(int argc, char **argv)
 	f.drift_check = loop_timer_new(f.loop, on_drift_check, &f);
 	if (f.cfg.drift_check_ms)
 		loop_timer_arm(f.drift_check, f.cfg.drift_check_ms, f.cfg.drift_check_ms);
-	static const struct ds_watch_spec specs[] = {
-		{ KIND_FELIXCONFIGURATION, NULL },
-		{ KIND_NODE, NULL },
-		{ KIND_IPPOOL, NULL },
-		{ KIND_BLOCKAFFINITY, NULL },
-		{ KIND_WORKLOADENDPOINT, NULL },
-		{ KIND_HOSTENDPOINT, NULL },
-		{ KIND_NETWORKPOLICY, NULL },
-		{ KIND_GLOBALNETWORKPOLICY, NULL },
-		{ KIND_K8S_NETWORKPOLICY, NULL },
-		{ KIND_TIER, NULL },
-		{ KIND_STAGEDNETWORKPOLICY, NULL },
-		{ KIND_STAGEDGLOBALNETWORKPOLICY, NULL },
-		{ KIND_STAGEDK8SNETWORKPOLICY, NULL },
-		{ KIND_NETWORKSET, NULL },
-		{ KIND_GLOBALNETWORKSET, NULL },
-		{ KIND_PROFILE, NULL },
-		{ KIND_NAMESPACE, NULL },
-	};
-	f.sync = DS_RESYNC;
 	ds_outage_init(&f.outage, dcfg.outage_grace_ms);
-	if (ds_syncer_start(f.ds, f.loop, specs, ARRAY_SIZE(specs), &syncer_ops, &f, &f.syncer) <
-	    0) {
-		log_error("datastore: %s", ds_last_error(f.ds));
+	if (start_syncer(&f) < 0)
 		goto out;
-	}
 	loop_set_before_sleep(f.loop, apply, &f);
 	ret = loop_run(f.loop);
 out:
@@ -847,6 +903,7 @@ out:
 	nflog_close(f.nflog);
 	logfile_free(f.evlog);
 	ipt_close(f.ipt);
+	ipt_close(f.ipt6);
 	ips_close(f.ips);
 	nft_close(f.nft);
 	calc_free(f.calc);

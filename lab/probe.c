@@ -1,6 +1,8 @@
 /*
  * brindle-probe: real connections for tests, without depending on netcat
- * flavours. Run it inside a pod's namespace.
+ * flavours. Run it inside a pod's namespace. IP is an IPv4 or IPv6 address;
+ * the server listens on both families (one IPv6 socket per port, taking IPv4
+ * too, where the namespace has IPv6; IPv4 only where it has not).
  *
  *   brindle-probe serve [--tcp PORT]... [--udp PORT]... [--sctp PORT]...
  *       echo server on every port given (TCP, UDP and SCTP), until killed
@@ -55,13 +57,32 @@ static int usage(void)
 /* SCTP in the one-to-one style: a stream socket like TCP's, with IPPROTO_SCTP. */
 static int listen_on(int type, int proto, int port)
 {
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, proto);
+	bool v6 = true;
+	int fd = socket(AF_INET6, type | SOCK_CLOEXEC, proto);
+	if (fd < 0 && errno == EAFNOSUPPORT) {
+		v6 = false;
+		fd = socket(AF_INET, type | SOCK_CLOEXEC, proto);
+	}
 	if (fd < 0)
 		return -1;
-	int one = 1;
+	int one = 1, zero = 0;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	struct sockaddr_storage ss;
+	socklen_t len;
+	memset(&ss, 0, sizeof(ss));
+	if (v6) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		len = sizeof(*a);
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
 	    (type == SOCK_STREAM && listen(fd, 128) < 0)) {
 		fprintf(stderr, "brindle-probe: port %d: %s\n", port, strerror(errno));
 		close(fd);
@@ -107,7 +128,7 @@ static int serve(int argc, char **argv)
 					close(c);
 				}
 			} else if (is_udp[i]) {
-				struct sockaddr_in from;
+				struct sockaddr_storage from;
 				socklen_t fl = sizeof(from);
 				ssize_t r = recvfrom(pf[i].fd, buf, sizeof(buf), 0,
 						     (struct sockaddr *)&from, &fl);
@@ -127,10 +148,31 @@ static int serve(int argc, char **argv)
 	}
 }
 
-static bool parse_addr(const char *ip, const char *port, struct sockaddr_in *a)
+/* An address to connect to. */
+struct peer {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+static bool parse_addr(const char *ip, const char *port, struct peer *p)
 {
-	*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)) };
-	return inet_pton(AF_INET, ip, &a->sin_addr) == 1;
+	memset(p, 0, sizeof(*p));
+	uint16_t n = htons((uint16_t)atoi(port));
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&p->ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&p->ss;
+	if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = n;
+		p->len = sizeof(*a4);
+		return true;
+	}
+	if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = n;
+		p->len = sizeof(*a6);
+		return true;
+	}
+	return false;
 }
 
 /* Wait for @fd to be readable (or writable) until @deadline: 1 ready, 0 timeout. */
@@ -150,12 +192,12 @@ static int wait_fd(int fd, short ev, long long deadline)
 }
 
 /* 0 connected, 1 refused/reset, 2 timeout. @proto: 0 (TCP) or IPPROTO_SCTP. */
-static int stream_connect(const struct sockaddr_in *a, int proto, long long deadline, int *out)
+static int stream_connect(const struct peer *a, int proto, long long deadline, int *out)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
+	int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
 	if (fd < 0)
 		return 1;
-	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno != EINPROGRESS) {
+	if (connect(fd, (const struct sockaddr *)&a->ss, a->len) < 0 && errno != EINPROGRESS) {
 		close(fd);
 		return 1;
 	}
@@ -216,7 +258,7 @@ int main(int argc, char **argv)
 		close(fd);
 		return 0;
 	}
-	struct sockaddr_in a;
+	struct peer a;
 	if (argc < 4 || !parse_addr(argv[2], argv[3], &a))
 		return usage();
 	long timeout = opt_long(argc, argv, "--timeout", 2000);
@@ -243,8 +285,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(cmd, "udp") == 0) {
-		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		int fd = socket(a.ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) < 0)
 			return 1;
 		int r = 2;
 		/* a few tries: the first datagram may wait for ARP */

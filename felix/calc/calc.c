@@ -50,17 +50,38 @@ struct calc {
 	unsigned fc_generation;
 	size_t local_weps;
 	struct desired desired;
-	struct pol *pol;
+	struct pol *pol;  /* IPv4 policy */
+	struct pol *pol6; /* IPv6 policy; NULL unless calc_new was asked for it */
 };
 
-struct calc *calc_new(const char *nodename)
+struct calc *calc_new(const char *nodename, bool ipv6)
 {
 	struct calc *c = xcalloc(1, sizeof(*c));
 	c->nodename = xstrdup(nodename);
 	felix_config_defaults(&c->cfg);
 	desired_init(&c->desired);
 	c->pol = pol_new(nodename, AF_INET);
+	if (ipv6)
+		c->pol6 = pol_new(nodename, AF_INET6);
 	return c;
+}
+
+/*
+ * Policy sees every update it cares about, each core keeping what it needs of it: the IPv4
+ * core takes the update's object when it keeps it, and the IPv6 core (when there is one) gets
+ * a copy of its own. True when policy kept the object.
+ */
+static bool pol_update_all(struct calc *c, const struct ds_update *u)
+{
+	if (c->pol6 && u->kind->id == KIND_WORKLOADENDPOINT) {
+		pol_update(c->pol6, u); /* read, never kept (policy.h): no copy needed */
+	} else if (c->pol6) {
+		struct ds_update copy = *u;
+		copy.obj = u->obj ? model_clone(u->obj) : NULL;
+		if (!pol_update(c->pol6, &copy))
+			model_free(copy.obj);
+	}
+	return pol_update(c->pol, u);
 }
 
 static void free_felixconfig(struct br_felixconfig *fc)
@@ -96,6 +117,7 @@ void calc_free(struct calc *c)
 	free_felixconfig(c->fc_node);
 	desired_free(&c->desired);
 	pol_free(c->pol);
+	pol_free(c->pol6);
 	free(c->nodename);
 	notices_free(&c->notices);
 	free(c);
@@ -119,6 +141,11 @@ unsigned calc_felixconfig_generation(const struct calc *c)
 struct pol *calc_policy(struct calc *c)
 {
 	return c->pol;
+}
+
+struct pol *calc_policy6(struct calc *c)
+{
+	return c->pol6;
 }
 
 size_t calc_local_endpoints(const struct calc *c)
@@ -539,7 +566,7 @@ static void wep_update(struct calc *c, const char *key, const struct ds_update *
 	struct ds_update gated = *u;
 	if (!admit)
 		gated.obj = NULL;
-	pol_update(c->pol, &gated);
+	pol_update_all(c, &gated);
 	/* Routing needs this node's endpoints only; policy kept what it needs of others. */
 	bool was_local = hmap_has(&c->weps, key);
 	store(&c->wide, key, NULL);
@@ -576,7 +603,7 @@ static void readmit_weps(struct calc *c)
 					       .scope = slash ? scope : NULL,
 					       .name = slash ? slash + 1 : it.key,
 					       .obj = was ? NULL : (struct br_object *)&w->o };
-			pol_update(c->pol, &u);
+			pol_update_all(c, &u);
 			if (m == 0)
 				recompute_wep(c, it.key, w);
 		}
@@ -592,7 +619,7 @@ void calc_update(struct calc *c, const struct ds_update *u)
 		return;
 	}
 	/* Policy reads every update it cares about; the kinds that are only policy's it keeps. */
-	if (pol_update(c->pol, u))
+	if (pol_update_all(c, u))
 		return;
 	switch (u->kind->id) {
 	case KIND_BLOCKAFFINITY: {
@@ -676,12 +703,23 @@ void calc_set_config(struct calc *c, const struct felix_config *cfg)
 {
 	c->cfg = *cfg;
 	pol_set_config(c->pol, cfg);
+	if (c->pol6)
+		pol_set_config(c->pol6, cfg);
 	readmit_weps(c);
 	recompute_all(c);
+}
+
+static void drop_notice(void *ctx, const struct notice *n)
+{
+	(void)ctx;
+	(void)n;
 }
 
 void calc_drain_notices(struct calc *c, void (*fn)(void *ctx, const struct notice *n), void *ctx)
 {
 	notices_drain(&c->notices, fn, ctx);
 	notices_drain(pol_notices(c->pol), fn, ctx);
+	/* The IPv6 core's say the same about the same objects: the IPv4 core's are enough. */
+	if (c->pol6)
+		notices_drain(pol_notices(c->pol6), drop_notice, NULL);
 }

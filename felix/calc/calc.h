@@ -20,7 +20,8 @@
 
 struct calc;
 
-struct calc *calc_new(const char *nodename);
+/* With @ipv6, a policy core for IPv6 too (FELIX_IPV6SUPPORT): calc_policy6. */
+struct calc *calc_new(const char *nodename, bool ipv6);
 void calc_free(struct calc *c);
 
 /* Take one datastore update (the object's ownership passes to the calc). */
@@ -35,8 +36,9 @@ const struct br_felixconfig *calc_felixconfig(const struct calc *c, bool node);
 /* Bumped whenever a FelixConfiguration that applies to this node changes. */
 unsigned calc_felixconfig_generation(const struct calc *c);
 
-/* The policy core, fed by calc_update (see policy.h). */
+/* The policy cores, fed by calc_update (see policy.h): IPv4's, and IPv6's (NULL without). */
 struct pol *calc_policy(struct calc *c);
+struct pol *calc_policy6(struct calc *c);
 
 /*
  * The trust gate for a WorkloadEndpoint (@local: of this node). An endpoint is

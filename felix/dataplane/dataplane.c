@@ -19,6 +19,8 @@ enum writer_id {
 	W_LINKS,
 	W_IPSETS,
 	W_IPTABLES,
+	W_IPSETS6,
+	W_IPTABLES6,
 	W_NEIGHS,
 	W_ROUTES,
 	W_COUNT
@@ -30,9 +32,9 @@ enum writer_id {
  * The order, in one place. A writer takes its turn only when the writers in
  * @needs_read have a good mirror (neighbours and routes look interfaces up in
  * the links writer's) and those in @needs_ok succeeded this apply: iptables
- * rules name the ip sets made before them. Then, once all took their turns,
- * the finishing steps: ip sets no rule uses any more are destroyed after the
- * rules that used them are gone.
+ * rules name the ip sets made before them (each family's its own). Then, once
+ * all took their turns, the finishing steps: ip sets no rule uses any more are
+ * destroyed after the rules that used them are gone.
  */
 static const struct step {
 	enum writer_id id;
@@ -41,11 +43,27 @@ static const struct step {
 	{ W_LINKS, 0, 0 },
 	{ W_IPSETS, 0, 0 },
 	{ W_IPTABLES, 0, W_BIT(W_IPSETS) },
+	{ W_IPSETS6, 0, 0 },
+	{ W_IPTABLES6, 0, W_BIT(W_IPSETS6) },
 	{ W_NEIGHS, W_BIT(W_LINKS), 0 },
 	{ W_ROUTES, W_BIT(W_LINKS), 0 },
 }, finishes[] = {
 	{ W_IPSETS, 0, W_BIT(W_IPSETS) | W_BIT(W_IPTABLES) },
+	{ W_IPSETS6, 0, W_BIT(W_IPSETS6) | W_BIT(W_IPTABLES6) },
 };
+
+/* The writers of policy, and which family's wanted state each reads. */
+static bool policy_writer(enum writer_id id)
+{
+	return id == W_IPSETS || id == W_IPTABLES || id == W_IPSETS6 || id == W_IPTABLES6;
+}
+
+static bool has_input(enum writer_id id, const struct dp_input *in)
+{
+	if (id == W_IPSETS6 || id == W_IPTABLES6)
+		return in->policy6 != NULL;
+	return policy_writer(id) ? in->policy != NULL : in->routing != NULL;
+}
 
 /* A writer, and what the orchestrator keeps of it. */
 struct slot {
@@ -67,8 +85,10 @@ static uint64_t refresh_ms(enum writer_id id, const struct felix_config *cfg)
 {
 	switch (id) {
 	case W_IPSETS:
+	case W_IPSETS6:
 		return cfg->ipsets_refresh_ms;
 	case W_IPTABLES:
+	case W_IPTABLES6:
 		return cfg->iptables_refresh_ms;
 	default:
 		return cfg->route_refresh_ms;
@@ -101,11 +121,16 @@ void dataplane_set_rule_backend(struct dataplane *dp, const struct dp_backends *
 		dp->slots[W_IPTABLES].w = nftables_new(r, b->nft);
 	} else {
 		if (b->ips)
-			dp->slots[W_IPSETS].w = ipsets_new(r, b->ips);
+			dp->slots[W_IPSETS].w = ipsets_new(r, b->ips, AF_INET);
 		if (b->ipt)
-			dp->slots[W_IPTABLES].w = iptables_new(r, b->ipt);
+			dp->slots[W_IPTABLES].w = iptables_new(r, b->ipt, AF_INET);
+		if (b->ips && b->ipt6)
+			dp->slots[W_IPSETS6].w = ipsets_new(r, b->ips, AF_INET6);
+		if (b->ipt6)
+			dp->slots[W_IPTABLES6].w = iptables_new(r, b->ipt6, AF_INET6);
 	}
 	dp->slots[W_IPSETS].stale = dp->slots[W_IPTABLES].stale = true;
+	dp->slots[W_IPSETS6].stale = dp->slots[W_IPTABLES6].stale = true;
 }
 
 void dataplane_free(struct dataplane *dp)
@@ -253,17 +278,20 @@ static void take_turn(struct dataplane *dp, enum writer_id id, const struct dp_i
 }
 
 int dataplane_apply(struct dataplane *dp, struct desired *routing, struct pol_desired *policy,
-		    const struct felix_config *cfg, uint64_t now_ms)
+		    struct pol_desired *policy6, const struct felix_config *cfg, uint64_t now_ms)
 {
-	struct dp_input in = { .routing = routing, .policy = policy, .cfg = cfg, .now_ms = now_ms };
+	struct dp_input in = { .routing = routing,
+			       .policy = policy,
+			       .policy6 = policy6,
+			       .cfg = cfg,
+			       .now_ms = now_ms };
 	struct dp_report *rep = &dp->report;
 	rep->changes = 0;
 	for (int i = 0; i < W_COUNT; i++)
 		dp->slots[i].ok = false;
 	for (size_t i = 0; i < ARRAY_SIZE(turns); i++) {
 		const struct step *t = &turns[i];
-		bool policy_writer = t->id == W_IPSETS || t->id == W_IPTABLES;
-		if (!dp->slots[t->id].w || !(policy_writer ? policy != NULL : routing != NULL))
+		if (!dp->slots[t->id].w || !has_input(t->id, &in))
 			continue;
 		if (met(dp, t->needs_read, false) && met(dp, t->needs_ok, true))
 			take_turn(dp, t->id, &in);
@@ -271,7 +299,7 @@ int dataplane_apply(struct dataplane *dp, struct desired *routing, struct pol_de
 	for (size_t i = 0; i < ARRAY_SIZE(finishes); i++) {
 		const struct step *t = &finishes[i];
 		struct slot *s = &dp->slots[t->id];
-		if (!s->w || !s->ok || !met(dp, t->needs_ok, true))
+		if (!s->w || !s->ok || !has_input(t->id, &in) || !met(dp, t->needs_ok, true))
 			continue;
 		if (dp_writer_finish(s->w, &in) < 0)
 			failed(s, now_ms);
@@ -283,12 +311,11 @@ int dataplane_apply(struct dataplane *dp, struct desired *routing, struct pol_de
 	bool ok = true, policy_ok = true;
 	for (int i = 0; i < W_COUNT; i++) {
 		const struct slot *s = &dp->slots[i];
-		bool for_policy = i == W_IPSETS || i == W_IPTABLES;
-		bool used = s->w && (for_policy ? policy != NULL : routing != NULL);
+		bool used = s->w && has_input(i, &in);
 		if (!used || s->ok)
 			continue;
 		ok = false;
-		policy_ok &= !for_policy;
+		policy_ok &= !policy_writer(i);
 	}
 	if (policy && policy_ok)
 		rep->status.policy_problem[0] = '\0';

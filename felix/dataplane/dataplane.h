@@ -79,7 +79,8 @@ struct dp_status {
 struct dp_backends {
 	struct nl *nl; /* links, neighbours, routes (with sys) */
 	struct sysctl *sys;
-	struct ipt *ipt; /* iptables */
+	struct ipt *ipt;  /* iptables */
+	struct ipt *ipt6; /* ip6tables (NULL: no IPv6 policy) */
 	struct ips *ips; /* ip sets */
 	struct nft *nft; /* nftables: rules and sets, instead of ipt and ips */
 };
@@ -117,8 +118,10 @@ bool dataplane_check(struct dataplane *dp);
  * destroyed. Returns 0, or -EIO when a writer failed or waits for its retry
  * (dataplane_next_deadline).
  */
+/* @policy6: IPv6's (NULL: none); written by the ip6tables writers when the backends have one. */
 int dataplane_apply(struct dataplane *dp, struct desired *routing, struct pol_desired *policy,
-		    const struct felix_config *cfg, uint64_t now_ms) must_check;
+		    struct pol_desired *policy6, const struct felix_config *cfg,
+		    uint64_t now_ms) must_check;
 /* When an apply should run even without new data (a retry, a refresh, a grace period): 0 = none. */
 uint64_t dataplane_next_deadline(const struct dataplane *dp);
 const struct dp_status *dataplane_status(const struct dataplane *dp);

@@ -16,11 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OUR_SET_PREFIX "cali4"
+/* Ours: cali4* (IPv4 sets), cali6* (IPv6 sets), one writer per family. */
+static const char *our_prefix(int af)
+{
+	return af == AF_INET6 ? "cali6" : "cali4";
+}
 
 struct ipsets {
 	struct dp_writer w;
 	struct ips *ips;
+	int af;
 	struct hmap kernel;	 /* name → (void *)1: ours, as the kernel has them */
 	struct hmap doomed;	 /* sets to destroy once no rule uses them → (void *)1 */
 	struct hmap sizes;	 /* name → (void *)(members + 1) as the last apply left it */
@@ -34,6 +39,12 @@ struct ipsets {
 static struct ipsets *ipsets_of(struct dp_writer *w)
 {
 	return (struct ipsets *)w;
+}
+
+/* The wanted state of the writer's family. */
+static struct pol_desired *wanted(const struct ipsets *s, const struct dp_input *in)
+{
+	return s->af == AF_INET6 ? in->policy6 : in->policy;
 }
 
 /* A failure: counted, logged, and the policy dataplane's problem until it works again. */
@@ -62,7 +73,7 @@ static int ipsets_read(struct dp_writer *w, const struct dp_input *in)
 	struct ipsets *s = ipsets_of(w);
 	ips_list_free(&s->listing);
 	s->listed = false;
-	int r = ips_list_sets(s->ips, OUR_SET_PREFIX, &s->listing);
+	int r = ips_list_sets(s->ips, our_prefix(s->af), &s->listing);
 	if (r < 0) {
 		failed(s, "listing ip sets: %s", strerror(-r));
 		return r;
@@ -157,7 +168,7 @@ static void plan_delta(struct ipsets *s, const struct pol_desired *d)
 static int ipsets_plan(struct dp_writer *w, const struct dp_input *in)
 {
 	struct ipsets *s = ipsets_of(w);
-	struct pol_desired *d = in->policy;
+	struct pol_desired *d = wanted(s, in);
 	ips_batch_reset(s->batch);
 	if (s->listed) {
 		plan_full(s, d);
@@ -192,7 +203,7 @@ static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
 	size_t n = ips_batch_count(s->batch);
 	hmap_clear(&s->sizes);
 	if (!n) {
-		note_sizes(s, in->policy);
+		note_sizes(s, wanted(s, in));
 		return 0;
 	}
 	int *errs = xcalloc(n, sizeof(*errs));
@@ -207,7 +218,7 @@ static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
 		       ips_last_error(s->ips) ? ips_last_error(s->ips) : "");
 		r = r < 0 ? r : -EIO;
 	} else {
-		note_sizes(s, in->policy);
+		note_sizes(s, wanted(s, in));
 		for (size_t i = 0; log_enabled(LOG_DEBUG) && i < n; i++)
 			log_debug("ipset %s", ips_batch_describe(s->batch, i));
 	}
@@ -230,7 +241,7 @@ static int ipsets_finish(struct dp_writer *w, const struct dp_input *in)
 	struct ipsets *s = ipsets_of(w);
 	ips_batch_reset(s->batch);
 	for (struct hmap_iter it = hmap_iter(&s->doomed); hmap_next(&it);)
-		if (!hmap_has(&in->policy->sets, it.key))
+		if (!hmap_has(&wanted(s, in)->sets, it.key))
 			ips_batch_destroy(s->batch, it.key);
 	size_t n = ips_batch_count(s->batch);
 	if (!n)
@@ -272,7 +283,7 @@ static enum dp_check ipsets_check(struct dp_writer *w)
 	if (!s->sizes.n || s->false_alarms >= 3)
 		return DP_CHECK_SAME;
 	struct ips_list l = { 0 };
-	int r = ips_list_names(s->ips, OUR_SET_PREFIX, &l);
+	int r = ips_list_names(s->ips, our_prefix(s->af), &l);
 	if (r < 0) {
 		ips_list_free(&l);
 		return DP_CHECK_SAME; /* the next apply or refresh reports it */
@@ -326,9 +337,10 @@ static const struct dp_writer_ops ipsets_ops = {
 	.free = ipsets_free,
 };
 
-struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips)
+struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips, int af)
 {
 	struct ipsets *s = xcalloc(1, sizeof(*s));
+	s->af = af;
 	s->w.ops = &ipsets_ops;
 	s->w.report = r;
 	s->ips = ips;

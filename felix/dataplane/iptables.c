@@ -31,7 +31,8 @@
 
 struct iptables {
 	struct dp_writer w;
-	struct ipt *ipt;
+	struct ipt *ipt; /* iptables or ip6tables, as the writer's family */
+	int af;
 	bool compare[PT_TABLES]; /* compare even if nothing changed (after a read) */
 	bool planned[PT_TABLES];
 	/* Each table's digests as felix last left it, for check: the header's (known from
@@ -45,6 +46,17 @@ struct iptables {
 static struct iptables *iptables_of(struct dp_writer *w)
 {
 	return (struct iptables *)w;
+}
+
+static const char *tool(const struct iptables *x)
+{
+	return x->af == AF_INET6 ? "ip6tables" : "iptables";
+}
+
+/* The wanted state of the writer's family. */
+static struct pol_desired *wanted(const struct iptables *x, const struct dp_input *in)
+{
+	return x->af == AF_INET6 ? in->policy6 : in->policy;
 }
 
 /* A failure: counted, logged, and the policy dataplane's problem until it works again. */
@@ -62,6 +74,7 @@ static void failed(struct iptables *x, const char *fmt, ...)
 /* The edits of one session: counted, and the first error kept (nothing is then written). */
 struct session {
 	struct ipt *t;
+	const char *tool; /* "iptables", "ip6tables" */
 	size_t writes;
 	int err;
 	char what[300];
@@ -148,7 +161,8 @@ static void sync_hook(struct session *s, const struct phook *h, const struct ipt
 		ok = !is_ours(k->ids[i]);
 	if (ok)
 		return;
-	log_info("iptables: our rules in %s are missing or out of place; restoring them", h->chain);
+	log_info("%s: our rules in %s are missing or out of place; restoring them", s->tool,
+		 h->chain);
 	for (size_t i = n; i-- > 0;)
 		if (is_ours(k->ids[i]))
 			note(s, ipt_delete(s->t, h->chain, i), "deleting from %s", h->chain);
@@ -182,11 +196,11 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	x->head_known[t] = false;
 	int r = ipt_begin(x->ipt, name, &k);
 	if (r < 0) {
-		failed(x, "iptables %s: reading the table: %s%s%s", name, strerror(-r),
+		failed(x, "%s %s: reading the table: %s%s%s", tool(x), name, strerror(-r),
 		       ipt_last_error(x->ipt)[0] ? ": " : "", ipt_last_error(x->ipt));
 		return r;
 	}
-	struct session s = { .t = x->ipt };
+	struct session s = { .t = x->ipt, .tool = tool(x) };
 	/* Chains first, so every jump has its target. */
 	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
 		if (!ipt_table_state_chain(&k, it.key))
@@ -210,7 +224,7 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	ipt_table_state_free(&k);
 	if (s.err) {
 		ipt_abort(x->ipt);
-		failed(x, "iptables %s: %s: %s%s%s (nothing written)", name, s.what,
+		failed(x, "%s %s: %s: %s%s%s (nothing written)", tool(x), name, s.what,
 		       strerror(-s.err), ipt_last_error(x->ipt)[0] ? ": " : "",
 		       ipt_last_error(x->ipt));
 		return s.err;
@@ -224,7 +238,7 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	r = ipt_commit(x->ipt);
 	double ms = (double)(now_ns() - t0) / 1e6;
 	if (r < 0) {
-		failed(x, "iptables %s: commit: %s%s%s", name, strerror(-r),
+		failed(x, "%s %s: commit: %s%s%s", tool(x), name, strerror(-r),
 		       ipt_last_error(x->ipt)[0] ? ": " : "", ipt_last_error(x->ipt));
 		return r;
 	}
@@ -233,11 +247,11 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 	remember(x, t);
 	if (x->drifted[t]) {
 		st->drift_repairs[DP_DRIFT_IPTABLES]++;
-		log_warn("iptables %s: someone else changed felix's rules; %zu change%s put them "
+		log_warn("%s %s: someone else changed felix's rules; %zu change%s put them "
 			 "back in %.1f ms",
-			 name, s.writes, s.writes == 1 ? "" : "s", ms);
+			 tool(x), name, s.writes, s.writes == 1 ? "" : "s", ms);
 	} else {
-		log_info("iptables %s: %zu change%s in %.1f ms", name, s.writes,
+		log_info("%s %s: %zu change%s in %.1f ms", tool(x), name, s.writes,
 			 s.writes == 1 ? "" : "s", ms);
 	}
 	x->drifted[t] = false;
@@ -255,10 +269,11 @@ static int iptables_read(struct dp_writer *w, const struct dp_input *in)
 static int iptables_plan(struct dp_writer *w, const struct dp_input *in)
 {
 	struct iptables *x = iptables_of(w);
+	struct pol_desired *d = wanted(x, in);
 	for (int t = 0; t < PT_TABLES; t++) {
-		x->planned[t] = in->policy->tables[t].dirty || x->compare[t];
-		in->policy->tables[t].dirty = false;
-		hmap_clear(&in->policy->dirty_chains[t]); /* tables are compared whole */
+		x->planned[t] = d->tables[t].dirty || x->compare[t];
+		d->tables[t].dirty = false;
+		hmap_clear(&d->dirty_chains[t]); /* tables are compared whole */
 	}
 	return 0;
 }
@@ -270,7 +285,7 @@ static int iptables_apply(struct dp_writer *w, const struct dp_input *in)
 	for (int t = 0; t < PT_TABLES; t++) {
 		if (!x->planned[t])
 			continue;
-		int r = sync_table(x, t, &in->policy->tables[t]);
+		int r = sync_table(x, t, &wanted(x, in)->tables[t]);
 		if (r < 0) {
 			ret = r;
 			continue;
@@ -319,7 +334,7 @@ static enum dp_check iptables_check(struct dp_writer *w)
 	for (int t = 0; t < PT_TABLES; t++) {
 		if (!x->head_known[t] || !table_changed(x, t, full))
 			continue;
-		log_debug("iptables %s: changed since felix's last look; comparing it",
+		log_debug("%s %s: changed since felix's last look; comparing it", tool(x),
 			  pt_table_name(t));
 		x->head_known[t] = false;
 		x->compare[t] = true;
@@ -343,9 +358,10 @@ static const struct dp_writer_ops iptables_ops = {
 	.free = iptables_free,
 };
 
-struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt)
+struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt, int af)
 {
 	struct iptables *x = xcalloc(1, sizeof(*x));
+	x->af = af;
 	x->w.ops = &iptables_ops;
 	x->w.report = r;
 	x->ipt = ipt;

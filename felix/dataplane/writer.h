@@ -45,6 +45,7 @@
 struct dp_input {
 	struct desired *routing;    /* links, neighbours and routes */
 	struct pol_desired *policy; /* ip sets and iptables */
+	struct pol_desired *policy6; /* IPv6's ip sets and ip6tables (NULL: none) */
 	const struct felix_config *cfg;
 	uint64_t now_ms;
 };
@@ -167,8 +168,10 @@ struct ips;
 struct links;
 struct dp_writer *neighs_new(struct dp_report *r, struct nl *nl, const struct links *links);
 struct dp_writer *routes_new(struct dp_report *r, struct nl *nl, const struct links *links);
-struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips);
-struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt);
+/* The ip sets and iptables writers of family @af (AF_INET: cali4 sets and iptables, reading
+ * dp_input.policy; AF_INET6: cali6 sets and ip6tables, reading dp_input.policy6). */
+struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips, int af);
+struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt, int af);
 /* The nftables backend: rules and sets in Brindle's own nf_tables tables (nftables.c). */
 struct nft;
 struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft);

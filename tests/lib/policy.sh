@@ -5,6 +5,8 @@
 #
 #   pt_node [FELIX_ENV...]       the node, the outside, the pool, felix
 #   pt_pod NS POD IP 'LABELS' ['PORTS'] [SA]  a pod serving TCP 80 443 5978 6379 8080 9090, UDP 53;
+#                                IP "V4,V6" gives it an IPv6 address too, wired as brindle-cni
+#                                wires one (default route via the host side's link-local);
 #                                with SA, in that service account (its label, and the profile
 #                                ksa.NS.SA after kns.NS, as the Kubernetes datastore maps a pod)
 #   pt_label NS POD IP 'LABELS' ['PORTS'] [SA]  the same endpoint, relabelled
@@ -84,8 +86,17 @@ pt_apply() {
 }
 
 pt_pod() {
-	local ns=$1 pod=$2 ip=$3
+	local ns=$1 pod=$2 ip=${3%%,*} ip6=""
+	[ "$3" = "$ip" ] || ip6=${3#*,}
 	bt_pod "$NODE" "$ns" "$pod" "$ip"
+	if [ -n "$ip6" ]; then
+		local podns="$BT_PREFIX-$ns-$pod" cali
+		cali=$(bt_cali "$ns" "$pod")
+		# (the kernel derives this link-local from the veth's MAC ee:ee:ee:ee:ee:ee too)
+		ip -n "$NODE" addr replace fe80::ecee:eeff:feee:eeee/64 dev "$cali" nodad
+		ip -n "$podns" addr add "$ip6/128" dev eth0 nodad
+		ip -n "$podns" -6 route add default via fe80::ecee:eeff:feee:eeee dev eth0
+	fi
 	PT_MAC=$BT_POD_MAC pt_label "$@"
 	bt_run_bg "probe-$ns-$pod" ip netns exec "$BT_PREFIX-$ns-$pod" "$PROBE" serve --tcp 80 \
 		--tcp 443 --tcp 5978 --tcp 6379 --tcp 8080 --tcp 9090 --udp 53
@@ -94,7 +105,8 @@ pt_pod() {
 # Write a pod's endpoint (pt_pod does; again to relabel it, same spec).
 pt_label() {
 	local ns=$1 pod=$2 ip=$3 labels=$4 ports=${5:-[]} sa=${6:-}
-	local sa_label="" sa_spec="" profiles="kns.$ns" mac=""
+	local sa_label="" sa_spec="" profiles="kns.$ns" mac="" nets="${3%%,*}/32"
+	[ "$ip" = "${ip%%,*}" ] || nets="$nets, '${ip#*,}/128'"
 	if [ -n "$sa" ]; then
 		sa_label=", projectcalico.org/serviceaccount: $sa"
 		sa_spec=", serviceAccountName: $sa"
@@ -109,7 +121,7 @@ metadata:
   namespace: $ns
   labels: {$labels${labels:+, }projectcalico.org/namespace: $ns, projectcalico.org/orchestrator: k8s$sa_label}
 spec: {node: node1, orchestrator: k8s, pod: $pod, endpoint: eth0, ports: $ports$mac$sa_spec,
-  interfaceName: $(bt_cali "$ns" "$pod"), ipNetworks: [$ip/32], profiles: [$profiles]}
+  interfaceName: $(bt_cali "$ns" "$pod"), ipNetworks: [$nets], profiles: [$profiles]}
 YAML
 }
 

@@ -63,14 +63,15 @@ stop_felix() {
 }
 routes6() { ip -n "$NODE" -6 route show proto 80; }
 
-# Off by default: felix does not police IPv6 yet, so it routes none to pods.
+# Off by default (as Calico's): no IPv6 route to pods, and no IPv6 rules.
 start_felix 0 false
 bt_wait_for 10 "the pod's IPv4 route" bash -c "ip -n '$NODE' -4 route show proto 80 | grep -q '^10.244.1.11 dev $CALI'"
 bt_expect_eq "no IPv6 route without ipv6Support" "" "$(routes6)"
-grep -q "does not police IPv6" "$BT_DIR/felix0.log" && bt_fail "felix warned of ipv6Support while it is off"
+bt_expect_eq "no ip6tables chains without ipv6Support" 0 \
+	"$(ip netns exec "$NODE" ip6tables-legacy-save | grep -c '^:cali-' || true)"
 stop_felix
 start_felix 1 true
-bt_expect_contains "the warning that IPv6 is not policed" "felix does not police IPv6 yet" "$(cat "$BT_DIR/felix1.log")"
+bt_expect_contains "IPv6 policy said at start" "IPv6 policy in ip6tables" "$(cat "$BT_DIR/felix1.log")"
 
 bt_wait_for 10 "the pod's /128 route" bash -c "ip -n '$NODE' -6 route show proto 80 | grep -q '^fd00:30::11 dev $CALI'"
 r6=$(routes6)
@@ -93,6 +94,26 @@ fi
 # Someone deletes the pod's route: felix puts it back.
 ip -n "$NODE" -6 route del fd00:30::11/128
 bt_wait_for 10 "the deleted /128 route put back" bash -c "ip -n '$NODE' -6 route show proto 80 | grep -q '^fd00:30::11 dev $CALI'"
+
+# ipv6Support from a FelixConfiguration, the environment silent: felix knows it only once the
+# first list is in, before it writes anything; it lists the datastore again with an IPv6 policy
+# core, and programs ip6tables as when the environment says it.
+stop_felix
+ip netns exec "$NODE" sh -c 'for t in filter nat; do ip6tables-legacy -t $t -F; ip6tables-legacy -t $t -X; done'
+"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: FelixConfiguration
+metadata: {name: default}
+spec: {ipv6Support: true}
+YAML
+bt_run_bg felix3 ip netns exec "$NODE" env NODENAME=node1 \
+	BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" FELIX_ROUTEREFRESHINTERVAL=2 "$FELIX"
+FELIX_PID=${bt_pids[-1]}
+bt_wait_for 20 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
+bt_expect_contains "felix listed again for IPv6" "listing the datastore again for the IPv6 policy" \
+	"$(cat "$BT_DIR/felix3.log")"
+bt_wait_for 10 "ip6tables programmed" bash -c "ip netns exec '$NODE' ip6tables-legacy-save -t filter | grep -q '^:cali-FORWARD'"
+bt_wait_for 10 "the /128 route" bash -c "ip -n '$NODE' -6 route show proto 80 | grep -q '^fd00:30::11 dev $CALI'"
 
 # The endpoint and the affinity go: exactly their routes go with them.
 "$BRINDLECTL" delete workloadendpoint node1-k8s-pod1-eth0 -n default >/dev/null

@@ -108,7 +108,7 @@ static bool dirty(struct calc *c, enum desired_kind k, const char *key)
 
 static void test_local_endpoints(void **state)
 {
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	put(c, wep("a", "node1", "calia", "10.244.1.7/32", "0a:58:0a:f4:01:07"), "default",
 	    "node1-k8s-a-eth0");
 	put(c, wep("b", "node2", "calib", "10.244.2.7/32", NULL), "default", "node2-k8s-b-eth0");
@@ -155,7 +155,7 @@ static void test_conflicting_endpoints(void **state)
 {
 	/* Two endpoints claim one address: the winner does not depend on arrival order. */
 	for (int order = 0; order < 2; order++) {
-		struct calc *c = calc_new("node1");
+		struct calc *c = calc_new("node1", false);
 		struct br_object *x = wep("x", "node1", "calix", "10.244.1.9/32", NULL);
 		struct br_object *y = wep("y", "node1", "caliy", "10.244.1.9/32", NULL);
 		if (order) {
@@ -174,7 +174,7 @@ static void test_conflicting_endpoints(void **state)
 
 static void test_blocks_and_vxlan(void **state)
 {
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	/* Updates in an awkward order: affinities before the pool and the nodes. */
 	put(c, affinity("node1", "10.244.1.0/26", "confirmed"), "node1", "10.244.1.0-26");
 	put(c, affinity("node1", "10.244.1.64/26", "pending"), "node1", "10.244.1.64-26");
@@ -241,7 +241,7 @@ static void test_blocks_and_vxlan(void **state)
 
 static void test_ipip(void **state)
 {
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	put(c, pool("10.244.0.0/16", "Never", "CrossSubnet"), NULL, "p");
 	put(c, node("node1", "192.168.100.11/24", NULL), NULL, "node1");
 	put(c, node("node2", "192.168.100.12/24", NULL), NULL, "node2");
@@ -263,7 +263,7 @@ static void test_ipip(void **state)
 
 static void test_config_changes_tunnels(void **state)
 {
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	put(c, pool("10.244.0.0/16", "Always", "Never"), NULL, "p");
 	put(c, node("node1", "192.168.100.11/24", "10.244.1.1"), NULL, "node1");
 	calc_desired(c)->tunnels_dirty = false;
@@ -280,7 +280,7 @@ static void test_config_changes_tunnels(void **state)
 
 static void test_unchanged_update_is_not_dirty(void **state)
 {
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	put(c, wep("a", "node1", "calia", "10.244.1.7/32", NULL), "default", "a");
 	desired_clear_dirty(calc_desired(c), DESIRED_ROUTE);
 	desired_clear_dirty(calc_desired(c), DESIRED_IFACE);
@@ -322,7 +322,7 @@ static char *notices_of(struct calc *c)
  */
 static void test_wep_trust_gate(void **state)
 {
-	struct calc *c = calc_new("node1");
+	struct calc *c = calc_new("node1", false);
 	/* The model refuses a default route outright: brindlectl apply stops it first. */
 	struct br_object **objs;
 	size_t n;

@@ -114,7 +114,7 @@ static struct fixture *fixture(void)
 	f->nl = nl_open_recording();
 	f->sys = sysctl_open_recording();
 	felix_config_defaults(&f->cfg);
-	f->calc = calc_new("node1");
+	f->calc = calc_new("node1", false);
 	calc_set_config(f->calc, &f->cfg);
 	/* The host's uplink holds the node address. */
 	add_link(f, "eth0", true);
@@ -194,7 +194,7 @@ static void test_cold_start_and_idempotence(void **state)
 	nl_record_clear_log(f->nl);
 	cluster(f);
 	struct dataplane *dp = new_dataplane(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	if (!logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"))
 		dump_log(f);
 	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
@@ -218,20 +218,20 @@ static void test_cold_start_and_idempotence(void **state)
 
 	/* Nothing changed: a second apply, and a full resync, write nothing. */
 	size_t before = log_count(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 2000), 0);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 3000), 0);
 	assert_int_equal(log_count(f), before);
 	assert_int_equal(sysctl_record_count(f->sys), 5);
 
 	/* A restarted felix (fresh state, same kernel) writes nothing either. */
 	dataplane_free(dp);
 	calc_free(f->calc);
-	f->calc = calc_new("node1");
+	f->calc = calc_new("node1", false);
 	calc_set_config(f->calc, &f->cfg);
 	cluster(f);
 	dp = new_dataplane(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 4000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 4000), 0);
 	if (log_count(f) != before) {
 		for (size_t i = before; i < log_count(f); i++)
 			print_message("unexpected: %s\n", nl_record_entry(f->nl, i));
@@ -271,17 +271,17 @@ static void test_foreign_and_grace(void **state)
 	nl_record_clear_log(f->nl);
 	cluster(f);
 	struct dataplane *dp = new_dataplane(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	assert_true(logged(f, "route del blackhole 10.250.0.0/26 proto 80"));
 	assert_true(logged(f, "route del blackhole 10.244.1.0/26 proto 80 metric 1024"));
 	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	assert_int_equal(dataplane_next_deadline(dp), 1000 + f->cfg.route_grace_ms);
 	/* Inside the grace period it stays; the endpoint shows up: it is kept for good. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 5000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 5000), 0);
 	assert_false(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	/* After the grace period, still unknown: removed. The foreign one never. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 11001), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 11001), 0);
 	assert_true(logged(f, "route del 10.244.1.8/32 dev calib proto 80 scope link"));
 	for (size_t i = 0; i < log_count(f); i++)
 		assert_null(strstr(nl_record_entry(f->nl, i), "10.99.0.1"));
@@ -303,12 +303,12 @@ static void test_grace_ends_when_endpoint_arrives(void **state)
 	nl_record_clear_log(f->nl);
 	struct dataplane *dp = new_dataplane(f);
 	/* In sync, but the endpoint is not in the datastore yet. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	assert_int_equal(log_count(f), 0);
 	cluster(f); /* the endpoint arrives, wanting exactly the CNI's route */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 3000), 0);
 	assert_false(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 60000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 60000), 0);
 	assert_false(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
 	dataplane_free(dp);
 	fixture_free(f);
@@ -320,7 +320,7 @@ static void test_interface_appears_later(void **state)
 	cluster(f);
 	struct dataplane *dp = new_dataplane(f);
 	/* The endpoint is known before its veth exists: nothing to write yet, no error. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	assert_false(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_true(dataplane_status(dp)->last_apply_ok);
 	add_link(f, "calia", true);
@@ -328,7 +328,7 @@ static void test_interface_appears_later(void **state)
 	assert_int_equal(nl_dump_links(f->nl, &links), 0);
 	dataplane_on_link(dp, nl_link_by_name(&links, "calia"), false);
 	nl_link_list_free(&links);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1100), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1100), 0);
 	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
 	assert_true(logged(f, "neigh replace 0a:00:00:00:00:07 ip 10.244.1.7 dev calia permanent "
 			      "proto 80"));
@@ -344,7 +344,8 @@ static void test_partial_failure_retried(void **state)
 	cluster(f);
 	struct dataplane *dp = new_dataplane(f);
 	nl_record_fail_next(f->nl, "route add blackhole 10.244.1.0/26", -EPERM);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), -EIO);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000),
+			 -EIO);
 	assert_false(dataplane_status(dp)->last_apply_ok);
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_NETLINK], 1);
 	/* The rest went through; the failed one comes back at the next apply. */
@@ -352,7 +353,7 @@ static void test_partial_failure_retried(void **state)
 	assert_false(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	/* The routes writer reads everything back at its retry, after the first backoff. */
 	assert_int_equal(dataplane_next_deadline(dp), 1100);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1100), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1100), 0);
 	assert_true(logged(f, "route add blackhole 10.244.1.0/26 proto 80"));
 	assert_true(dataplane_status(dp)->last_apply_ok);
 	dataplane_free(dp);
@@ -365,13 +366,13 @@ static void test_endpoint_deleted(void **state)
 	add_link(f, "calia", true);
 	cluster(f);
 	struct dataplane *dp = new_dataplane(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	nl_record_clear_log(f->nl);
 	struct ds_update u = { .kind = model_kind(KIND_WORKLOADENDPOINT),
 			       .scope = "default",
 			       .name = "a" };
 	calc_update(f->calc, &u);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1100), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1100), 0);
 	/* Exactly its route and neighbour; nothing else, and no grace for a known route. */
 	assert_int_equal(log_count(f), 2);
 	assert_true(logged(f, "route del 10.244.1.7/32 dev calia proto 80 scope link"));
@@ -392,7 +393,7 @@ static void test_ipip_without_kernel_support(void **state)
 	put(f->calc, affinity("node2", "10.10.2.0/26"), "node2", "10.10.2.0-26");
 	struct dataplane *dp = new_dataplane(f);
 	/* The recording kernel, like this machine's, cannot make tunl0. */
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	const struct dp_status *st = dataplane_status(dp);
 	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
 	assert_non_null(strstr(st->problem, "IPIP unavailable: IP pool legacy"));
@@ -402,7 +403,7 @@ static void test_ipip_without_kernel_support(void **state)
 			      "80 onlink"));
 	/* Reported once, not at every resync. */
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 2000), 0);
 	assert_int_equal(st->errors[DP_ERR_IPIP], 1);
 	assert_non_null(strstr(st->problem, "IPIP unavailable"));
 	dataplane_free(dp);
@@ -433,7 +434,7 @@ static void test_ipip_on_a_kernel_with_it(void **state)
 	put(f->calc, affinity("node2", "10.10.2.0/26"), "node2", "10.10.2.0-26");
 	put(f->calc, affinity("node3", "10.10.3.0/26"), "node3", "10.10.3.0-26");
 	struct dataplane *dp = new_dataplane(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	/* The device, its MTU (host 1500 - 20) and address, and the cross-subnet route only. */
 	assert_true(logged(f, "link add tunl0 type ipip up"));
 	assert_true(logged(f, "link set tunl0 mtu 1480 up"));
@@ -448,14 +449,14 @@ static void test_ipip_on_a_kernel_with_it(void **state)
 	/* Idempotent, restart included. */
 	size_t before = log_count(f);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 2000), 0);
 	assert_int_equal(log_count(f), before);
 	/* The pool no longer wants IPIP: the address goes, the route goes, tunl0 stays. */
 	put(f->calc,
 	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n"
 		"spec: {cidr: 10.10.0.0/16}\n"),
 	    NULL, "p");
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 3000), 0);
 	assert_true(logged(f, "addr del 10.10.1.1/32 dev tunl0"));
 	assert_true(logged(f, "route del 10.10.3.0/26 via 192.168.200.13 dev tunl0 proto 80 onlink"));
 	assert_false(logged(f, "link del tunl0"));
@@ -522,7 +523,7 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 	    "default", "h");
 	nl_record_clear_log(f->nl);
 	struct dataplane *dp = new_dataplane(f);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 1000), 0);
 	dump_log(f);
 	/* calih: no route, no neighbour, no settings. */
 	for (size_t i = 0; i < log_count(f); i++)
@@ -538,13 +539,13 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 	/* Not tried again at every apply, but at the next resync. */
 	nl_record_clear_log(f->nl);
 	desired_mark_all_dirty(calc_desired(f->calc), DESIRED_ROUTE);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 2000), 0);
 	/* calih's route is looked at (and refused) again; 10.244.1.7/32 is not tried. */
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], 5);
 	/* Once its owner removes it, felix's route goes in. */
 	raw(f, NL_DEL, &host);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 3000), 0);
 	assert_true(kernel_has_route(f, "10.244.1.7/32", 80));
 
 	/* A CNI route for an endpoint felix has not seen: the add finds it, felix adopts it. */
@@ -562,9 +563,9 @@ static void test_host_interfaces_and_foreign_routes(void **state)
 	    "default", "b");
 	uint64_t refused = dataplane_status(dp)->errors[DP_ERR_REFUSED];
 	nl_record_clear_log(f->nl);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 4000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 4000), 0);
 	assert_int_equal(dataplane_status(dp)->errors[DP_ERR_REFUSED], refused);
-	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, &f->cfg, 5000), 0);
+	assert_int_equal(dataplane_apply(dp, calc_desired(f->calc), NULL, NULL, &f->cfg, 5000), 0);
 	assert_true(kernel_has_route(f, "10.244.1.8/32", 80));
 	/* Identical to what felix wants: nothing more is written. */
 	assert_false(logged(f, "route replace 10.244.1.8/32 dev calib proto 80 scope link"));
@@ -610,7 +611,7 @@ static void test_policy_writers(void **state)
 	struct dp_backends b = { .ipt = ipt, .ips = ips };
 	struct dataplane *dp = dataplane_new(&b);
 	pol_flush(pol);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 1000), 0);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 1000), 0);
 	assert_true(ips_logged(ips, "create cali40s:"));
 	assert_true(ips_logged(ips, "add cali40s:"));
 	assert_int_equal(ipt_record_commits(ipt, "filter"), 1);
@@ -627,12 +628,12 @@ static void test_policy_writers(void **state)
 	/* Nothing changed: no write, after a resync either, nor from a restarted felix. */
 	size_t sets_before = ips_record_count(ips);
 	pol_flush(pol);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 2000), 0);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 2000), 0);
 	dataplane_request_resync(dp);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 3000), 0);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 3000), 0);
 	dataplane_free(dp);
 	dp = dataplane_new(&b);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 4000), 0);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 4000), 0);
 	assert_int_equal(ips_record_count(ips), sets_before);
 	assert_int_equal(ipt_record_commits(ipt, "filter"), 1);
 	assert_int_equal(ipt_record_commits(ipt, "nat"), 1);
@@ -652,14 +653,14 @@ static void test_policy_writers(void **state)
 	    NULL, "db");
 	ips_record_fail_next(ips, "create cali40c:", -ENOMEM);
 	pol_flush(pol);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 5000), -EIO);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 5000), -EIO);
 	st = dataplane_status(dp);
 	assert_int_equal(st->errors[DP_ERR_IPSET], 1);
 	assert_non_null(strstr(st->policy_problem, "ip sets"));
 	assert_int_equal(ipt_record_commits(ipt, "filter"), 1); /* the rules waited */
 	assert_int_equal(dataplane_next_deadline(dp), 5100);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 5050), -EIO);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 5100), 0);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 5050), -EIO);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 5100), 0);
 	assert_true(ips_logged(ips, "add cali40s:"));
 	assert_true(ips_logged(ips, "create cali40c:"));
 	assert_int_equal(ipt_record_commits(ipt, "filter"), 2);
@@ -670,7 +671,7 @@ static void test_policy_writers(void **state)
 	calc_update(f->calc, &del);
 	ips_record_clear_log(ips);
 	pol_flush(pol);
-	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), &f->cfg, 6000), 0);
+	assert_int_equal(dataplane_apply(dp, NULL, pol_desired(pol), NULL, &f->cfg, 6000), 0);
 	assert_int_equal(ipt_record_commits(ipt, "filter"), 3);
 	assert_true(ips_logged(ips, "destroy cali40s:"));
 	assert_true(ips_logged(ips, "destroy cali40c:"));
@@ -728,7 +729,8 @@ static void test_drift(void **state)
 	struct dataplane *dp = dataplane_new(&b);
 	pol_flush(pol);
 	assert_int_equal(
-		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1000), 0);
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), NULL, &f->cfg, 1000),
+		0);
 	const struct dp_status *st = dataplane_status(dp);
 	assert_false(dataplane_check(dp));
 
@@ -740,7 +742,8 @@ static void test_drift(void **state)
 	assert_true(dataplane_on_route(dp, &r, true, 1100));
 	nl_record_clear_log(f->nl);
 	assert_int_equal(
-		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1200), 0);
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), NULL, &f->cfg, 1200),
+		0);
 	if (!logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"))
 		dump_log(f);
 	assert_true(logged(f, "route add 10.244.1.7/32 dev calia proto 80 scope link"));
@@ -768,7 +771,8 @@ static void test_drift(void **state)
 	dataplane_on_link(dp, &vx, true);
 	nl_record_clear_log(f->nl);
 	assert_int_equal(
-		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1350), 0);
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), NULL, &f->cfg, 1350),
+		0);
 	assert_true(ifindex(f, "vxlan.calico") > 0);
 
 	/* iptables: a chain of ours flushed. */
@@ -781,7 +785,8 @@ static void test_drift(void **state)
 	assert_true(dataplane_check(dp));
 	pol_flush(pol);
 	assert_int_equal(
-		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1400), 0);
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), NULL, &f->cfg, 1400),
+		0);
 	assert_int_equal(ipt_record_commits(ipt, "filter"), commits + 2);
 	assert_int_equal(st->drift_repairs[DP_DRIFT_IPTABLES], 1);
 	assert_false(dataplane_check(dp));
@@ -819,7 +824,8 @@ static void test_drift(void **state)
 	assert_true(checks < 60);
 	pol_flush(pol);
 	assert_int_equal(
-		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1450), 0);
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), NULL, &f->cfg, 1450),
+		0);
 	assert_int_equal(st->drift_repairs[DP_DRIFT_IPTABLES], 2);
 
 	/* ip sets: a member removed. */
@@ -834,7 +840,8 @@ static void test_drift(void **state)
 	assert_true(dataplane_check(dp));
 	pol_flush(pol);
 	assert_int_equal(
-		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), &f->cfg, 1500), 0);
+		dataplane_apply(dp, calc_desired(f->calc), pol_desired(pol), NULL, &f->cfg, 1500),
+		0);
 	assert_int_equal(st->drift_repairs[DP_DRIFT_IPSET], 1);
 	assert_int_equal(ips_record_count(ips), before + 2); /* the del, and felix's add */
 	struct ips_list again = { 0 };
