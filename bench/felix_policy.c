@@ -13,7 +13,9 @@
  *     iptc_init + one rule replaced + iptc_commit of the filter table (the
  *     kernel's floor for any legacy commit of a table that size).
  *
- * Each figure is the median of 5 runs (the changes: 4 of each per run, each
+ * Both families, IPv4 then IPv6 (the same cluster with IPv6 addresses and
+ * networks, through ip6tables), with their ratio; BENCH_FAMILY=4 or 6 runs
+ * one. Each figure is the median of 5 runs (the changes: 4 of each per run, each
  * followed by the baseline, since a legacy commit leaves freeing the table it
  * replaced to the kernel and the next commit pays part of it); ratios are
  * within the run.
@@ -30,6 +32,7 @@
 
 #include <errno.h>
 #include <libiptc/libiptc.h>
+#include <libiptc/libip6tc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,14 +67,23 @@ static void sh(const char *cmd)
 	}
 }
 
+/* The family under way: AF_INET (iptables) or AF_INET6 (ip6tables). */
+static int af = AF_INET;
+
+static const char *tool(void)
+{
+	return af == AF_INET6 ? "ip6tables-legacy" : "iptables-legacy";
+}
+
 /* Empty tables and no sets: the namespace as felix first finds it. */
 static void reset(void)
 {
-	sh("for t in filter nat; do iptables-legacy -t $t -F && iptables-legacy -t $t -X; done");
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "for t in filter nat; do %s -t $t -F && %s -t $t -X; done",
+		 tool(), tool());
+	sh(cmd);
 	sh("ipset destroy 2>/dev/null || true");
 }
-
-static void feed(struct calc *c, int local, int remote, int policies);
 
 static void emit(struct br_object *o, void *ctx)
 {
@@ -83,11 +95,6 @@ static void emit(struct br_object *o, void *ctx)
 	calc_update(c, &u);
 }
 
-static void feed(struct calc *c, int local, int remote, int policies)
-{
-	policy_scenario(local, remote, policies, emit, c);
-}
-
 struct felix {
 	struct calc *c;
 	struct ipt *ipt;
@@ -96,17 +103,28 @@ struct felix {
 	struct felix_config cfg;
 };
 
+/* The policy core of the family under way. */
+static struct pol *policy(struct felix *f)
+{
+	return af == AF_INET6 ? calc_policy6(f->c) : calc_policy(f->c);
+}
+
 static void felix_open(struct felix *f, int local, int remote, int policies)
 {
 	felix_config_defaults(&f->cfg);
-	f->c = calc_new("node1", false);
+	f->cfg.ipv6_support = af == AF_INET6;
+	f->c = calc_new("node1", af == AF_INET6);
 	calc_set_config(f->c, &f->cfg);
-	feed(f->c, local, remote, policies);
-	if (ipt_open_kernel(AF_INET, NULL, 10000, &f->ipt) < 0 || ips_open_kernel(&f->ips) < 0) {
-		fprintf(stderr, "cannot open iptables / ip sets\n");
+	policy_scenario(local, remote, policies, emit, f->c);
+	if (ipt_open_kernel(af, NULL, 10000, &f->ipt) < 0 || ips_open_kernel(&f->ips) < 0) {
+		fprintf(stderr, "cannot open %s / ip sets\n", tool());
 		exit(1);
 	}
-	struct dp_backends b = { .ipt = f->ipt, .ips = f->ips };
+	struct dp_backends b = { .ips = f->ips };
+	if (af == AF_INET6)
+		b.ipt6 = f->ipt;
+	else
+		b.ipt = f->ipt;
 	f->dp = dataplane_new(&b);
 }
 
@@ -121,11 +139,13 @@ static void felix_close(struct felix *f)
 /* Calc (flush) and writes; returns the total, *calc_ms the calc part. */
 static double felix_apply(struct felix *f, double *calc_ms)
 {
-	struct pol *p = calc_policy(f->c);
+	struct pol *p = policy(f);
 	uint64_t t0 = now_ns();
 	pol_flush(p);
 	*calc_ms = ms_since(t0);
-	if (dataplane_apply(f->dp, NULL, pol_desired(p), NULL, &f->cfg, now_ms()) < 0) {
+	struct pol_desired *d = pol_desired(p);
+	if (dataplane_apply(f->dp, NULL, af == AF_INET ? d : NULL, af == AF_INET6 ? d : NULL,
+			    &f->cfg, now_ms()) < 0) {
 		fprintf(stderr, "felix apply failed: %s\n",
 			dataplane_status(f->dp)->policy_problem);
 		exit(1);
@@ -136,12 +156,12 @@ static double felix_apply(struct felix *f, double *calc_ms)
 /* The same rules and sets as restore files, from felix's desired state. */
 static void write_restore_files(struct felix *f, const char *ipt_path, const char *ips_path)
 {
-	struct pol_desired *d = pol_desired(calc_policy(f->c));
+	struct pol_desired *d = pol_desired(policy(f));
 	FILE *out = fopen(ips_path, "w");
 	for (struct hmap_iter it = hmap_iter(&d->sets); hmap_next(&it);) {
 		const struct pset *s = it.value;
-		fprintf(out, "create %s %s family inet hashsize 1024 maxelem 1048576\n",
-			s->info.name, ips_type_name(s->info.type));
+		fprintf(out, "create %s %s family %s hashsize 1024 maxelem 1048576\n", s->info.name,
+			ips_type_name(s->info.type), af == AF_INET6 ? "inet6" : "inet");
 		for (struct hmap_iter m = hmap_iter(&s->members); hmap_next(&m);)
 			fprintf(out, "add %s %s\n", s->info.name, m.key);
 	}
@@ -173,8 +193,8 @@ static double restore(const char *ipt_path, const char *ips_path)
 {
 	char cmd[512];
 	uint64_t t0 = now_ns();
-	snprintf(cmd, sizeof(cmd), "ipset restore -f %s && iptables-legacy-restore --noflush < %s",
-		 ips_path, ipt_path);
+	snprintf(cmd, sizeof(cmd), "ipset restore -f %s && %s-restore --noflush < %s", ips_path,
+		 tool(), ipt_path);
 	sh(cmd);
 	return ms_since(t0);
 }
@@ -186,29 +206,41 @@ static double restore(const char *ipt_path, const char *ips_path)
  */
 static double bare_commit(void)
 {
-	static const ipt_chainlabel chain = "cali-FORWARD";
+	static const xt_chainlabel chain = "cali-FORWARD";
 	uint64_t t0 = now_ns();
-	struct xtc_handle *h = iptc_init("filter");
-	const struct ipt_entry *e = h ? iptc_first_rule(chain, h) : NULL;
-	if (!e) {
-		fprintf(stderr, "iptc: %s\n", iptc_strerror(errno));
+	bool ok;
+	if (af == AF_INET6) {
+		struct xtc_handle *h = ip6tc_init("filter");
+		const struct ip6t_entry *e = h ? ip6tc_first_rule(chain, h) : NULL;
+		struct ip6t_entry *copy = e ? malloc(e->next_offset) : NULL;
+		if (copy)
+			memcpy(copy, e, e->next_offset);
+		ok = copy && ip6tc_replace_entry(chain, copy, 0, h) && ip6tc_commit(h);
+		if (h)
+			ip6tc_free(h);
+		free(copy);
+	} else {
+		struct xtc_handle *h = iptc_init("filter");
+		const struct ipt_entry *e = h ? iptc_first_rule(chain, h) : NULL;
+		struct ipt_entry *copy = e ? malloc(e->next_offset) : NULL;
+		if (copy)
+			memcpy(copy, e, e->next_offset);
+		ok = copy && iptc_replace_entry(chain, copy, 0, h) && iptc_commit(h);
+		if (h)
+			iptc_free(h);
+		free(copy);
+	}
+	if (!ok) {
+		fprintf(stderr, "%s: %s\n", tool(), iptc_strerror(errno));
 		exit(1);
 	}
-	struct ipt_entry *copy = malloc(e->next_offset);
-	memcpy(copy, e, e->next_offset);
-	if (!iptc_replace_entry(chain, copy, 0, h) || !iptc_commit(h)) {
-		fprintf(stderr, "iptc: %s\n", iptc_strerror(errno));
-		exit(1);
-	}
-	iptc_free(h);
-	free(copy);
 	return ms_since(t0);
 }
 
 static size_t count_rules(const char *table)
 {
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "iptables-legacy-save -t %s | grep -c '^-A'", table);
+	snprintf(cmd, sizeof(cmd), "%s-save -t %s | grep -c '^-A'", tool(), table);
 	FILE *p = popen(cmd, "r");
 	size_t n = 0;
 	if (p && fscanf(p, "%zu", &n) != 1)
@@ -218,34 +250,31 @@ static size_t count_rules(const char *table)
 	return n;
 }
 
-int main(int argc, char **argv)
+/* One family's figures (medians). */
+struct figures {
+	double full, full_calc, restore, floor_, pol, ep, calc_pol, calc_ep;
+	struct pol_stats st;
+	size_t rules;
+};
+
+static void run_family(int local, int remote, int policies, struct figures *out)
 {
-	int local = argc > 1 ? atoi(argv[1]) : 250;
-	int remote = argc > 2 ? atoi(argv[2]) : 10000;
-	int policies = argc > 3 ? atoi(argv[3]) : 500;
-	if (unshare(CLONE_NEWNET) < 0) {
-		perror("unshare (run as root)");
-		return 1;
-	}
-	log_init("bench", getenv("BENCH_DEBUG") ? LOG_INFO : LOG_WARNING, LOG_TEXT, 2);
-	sh("ip link set lo up");
 	char ipt_path[] = "/tmp/bench-ipt-XXXXXX", ips_path[] = "/tmp/bench-ips-XXXXXX";
 	close(mkstemp(ipt_path));
 	close(mkstemp(ips_path));
+	policy_scenario_family(af);
 	double f_total[RUNS], f_calc[RUNS], base[RUNS];
 	/* the changes: CHANGES of each per run, each followed by the floor */
 	double chg_pol[RUNS * CHANGES], chg_ep[RUNS * CHANGES], floor_[2 * RUNS * CHANGES];
 	double calc_pol[RUNS * CHANGES], calc_ep[RUNS * CHANGES];
 	int nc = 0, nf = 0;
-	struct pol_stats st = { 0 };
-	size_t rules = 0;
 	for (int r = 0; r < RUNS; r++) {
 		reset();
 		struct felix f;
 		felix_open(&f, local, remote, policies);
 		f_total[r] = felix_apply(&f, &f_calc[r]);
-		pol_stats(calc_policy(f.c), &st);
-		rules = count_rules("filter") + count_rules("nat");
+		pol_stats(policy(&f), &out->st);
+		out->rules = count_rules("filter") + count_rules("nat");
 		write_restore_files(&f, ipt_path, ips_path);
 		for (int k = 0; k < CHANGES; k++, nc++) {
 			/* one policy changed (its ports), then the floor */
@@ -263,25 +292,74 @@ int main(int argc, char **argv)
 	}
 	unlink(ipt_path);
 	unlink(ips_path);
-	double ft = median(f_total, RUNS), b = median(base, RUNS), fl = median(floor_, (size_t)nf);
-	printf("Policy programming: %d local endpoints, %d remote, %d policies (median of %d)\n",
-	       local, remote, policies, RUNS);
+	out->full = median(f_total, RUNS);
+	out->full_calc = median(f_calc, RUNS);
+	out->restore = median(base, RUNS);
+	out->floor_ = median(floor_, (size_t)nf);
+	out->pol = median(chg_pol, (size_t)nc);
+	out->ep = median(chg_ep, (size_t)nc);
+	out->calc_pol = median(calc_pol, (size_t)nc);
+	out->calc_ep = median(calc_ep, (size_t)nc);
+}
+
+static void report(const char *family, const struct figures *g, int local, int remote, int policies)
+{
+	printf("%s policy programming: %d local endpoints, %d remote, %d policies (median of "
+	       "%d)\n",
+	       family, local, remote, policies, RUNS);
 	printf("  in the kernel: %zu rules, %zu chains, %zu ip sets with %zu members; %zu active "
 	       "policies\n\n",
-	       rules, st.chains, st.active_sets, st.members, st.active_policies);
+	       g->rules, g->st.chains, g->st.active_sets, g->st.members, g->st.active_policies);
 	printf("Full programming from empty tables\n");
-	printf("  %-52s %8.1f ms  1.00x\n", "ipset restore + iptables-legacy-restore (baseline)", b);
-	printf("  %-52s %8.1f ms  %.2fx\n", "felix: calc + ip sets + iptables", ft, ft / b);
+	printf("  %-52s %8.1f ms  1.00x\n", "ipset restore + *tables-legacy-restore (baseline)",
+	       g->restore);
+	printf("  %-52s %8.1f ms  %.2fx\n", "felix: calc + ip sets + rules", g->full,
+	       g->full / g->restore);
 	printf("  %-52s %8.1f ms\n", "  of which calc (policies to rules and members)",
-	       median(f_calc, RUNS));
+	       g->full_calc);
 	printf("\nOne change with everything programmed: time to enforced (median of %d, each "
 	       "followed by the baseline)\n",
-	       nc);
-	printf("  %-52s %8.1f ms  1.00x\n", "bare libiptc init + 1 replace + commit (baseline)", fl);
-	double cp = median(chg_pol, (size_t)nc), ce = median(chg_ep, (size_t)nc);
-	printf("  %-52s %8.1f ms  %.2fx\n", "felix: one policy changed", cp, cp / fl);
-	printf("  %-52s %8.1f ms  %.2fx\n", "felix: one local endpoint added", ce, ce / fl);
-	printf("  %-52s %8.2f / %.2f ms\n", "  of which calc (policy / endpoint)",
-	       median(calc_pol, (size_t)nc), median(calc_ep, (size_t)nc));
+	       RUNS * CHANGES);
+	printf("  %-52s %8.1f ms  1.00x\n", "bare libiptc init + 1 replace + commit (baseline)",
+	       g->floor_);
+	printf("  %-52s %8.1f ms  %.2fx\n", "felix: one policy changed", g->pol,
+	       g->pol / g->floor_);
+	printf("  %-52s %8.1f ms  %.2fx\n", "felix: one local endpoint added", g->ep,
+	       g->ep / g->floor_);
+	printf("  %-52s %8.2f / %.2f ms\n\n", "  of which calc (policy / endpoint)", g->calc_pol,
+	       g->calc_ep);
+}
+
+int main(int argc, char **argv)
+{
+	int local = argc > 1 ? atoi(argv[1]) : 250;
+	int remote = argc > 2 ? atoi(argv[2]) : 10000;
+	int policies = argc > 3 ? atoi(argv[3]) : 500;
+	const char *fam = getenv("BENCH_FAMILY"); /* 4, 6, or both (unset) */
+	bool v4 = !fam || strcmp(fam, "6") != 0, v6 = !fam || strcmp(fam, "4") != 0;
+	if (unshare(CLONE_NEWNET) < 0) {
+		perror("unshare (run as root)");
+		return 1;
+	}
+	log_init("bench", getenv("BENCH_DEBUG") ? LOG_INFO : LOG_WARNING, LOG_TEXT, 2);
+	sh("ip link set lo up");
+	struct figures g4 = { 0 }, g6 = { 0 };
+	if (v4) {
+		af = AF_INET;
+		run_family(local, remote, policies, &g4);
+		report("IPv4", &g4, local, remote, policies);
+	}
+	if (v6) {
+		af = AF_INET6;
+		run_family(local, remote, policies, &g6);
+		report("IPv6 (the same cluster in IPv6 addresses, ip6tables)", &g6, local, remote,
+		       policies);
+	}
+	if (v4 && v6) {
+		printf("IPv6 against IPv4, same run (goal: within 1.2x)\n");
+		printf("  %-52s %8.2fx\n", "full programming", g6.full / g4.full);
+		printf("  %-52s %8.2fx\n", "one policy changed", g6.pol / g4.pol);
+		printf("  %-52s %8.2fx\n", "one local endpoint added", g6.ep / g4.ep);
+	}
 	return 0;
 }

@@ -249,7 +249,7 @@ static struct felix_times felix_cold(void)
 	for (int i = 0; i < IFACES; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "cali%011d", i);
-		if (sysctl_workload_iface(sys, name, &changed) < 0)
+		if (sysctl_workload_iface(sys, name, false, &changed) < 0)
 			exit(1);
 	}
 	t.sysctl_part = ms_since(t0); /* already right: reads only */

@@ -5,8 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define NAMESPACES 50
+
+static int family = AF_INET;
+
+void policy_scenario_family(int af)
+{
+	family = af;
+}
 
 static struct br_object *one(const char *yaml)
 {
@@ -32,15 +40,19 @@ void policy_scenario_iface(int j, char out[16])
 	snprintf(out, 16, "cali%011llx", (unsigned long long)(x & 0xfffffffffffull));
 }
 
-/* Endpoint j's address: 10.(64 + j / 65536).(j / 256 % 256).(j % 256), in 10.64.0.0/10. */
-static void policy_scenario_ip(int j, char out[20])
+/* Endpoint j's network: 10.(64 + j / 65536).(j / 256 % 256).(j % 256)/32, in 10.64.0.0/10
+ * (IPv6: fd00:10:(64 + j / 65536)::(j % 65536)/128). */
+static void policy_scenario_ip(int j, char out[48])
 {
-	snprintf(out, 20, "10.%d.%d.%d", 64 + j / 65536, j / 256 % 256, j % 256);
+	if (family == AF_INET6)
+		snprintf(out, 48, "fd00:10:%x::%x/128", 64 + j / 65536, j % 65536);
+	else
+		snprintf(out, 48, "10.%d.%d.%d/32", 64 + j / 65536, j / 256 % 256, j % 256);
 }
 
 struct br_object *policy_scenario_endpoint(int j, bool local)
 {
-	char buf[1024], iface[16], ip[20];
+	char buf[1024], iface[16], ip[48];
 	int app = j % 250, ns = app % NAMESPACES;
 	policy_scenario_iface(j, iface);
 	policy_scenario_ip(j, ip);
@@ -50,7 +62,7 @@ struct br_object *policy_scenario_endpoint(int j, bool local)
 		 "  labels: {app: a%d, role: r%d, projectcalico.org/namespace: ns%d, "
 		 "projectcalico.org/orchestrator: k8s}\n"
 		 "spec: {node: node%d, orchestrator: k8s, pod: pod%d, endpoint: eth0, "
-		 "interfaceName: %s, ipNetworks: ['%s/32'], profiles: [kns.ns%d], "
+		 "interfaceName: %s, ipNetworks: ['%s'], profiles: [kns.ns%d], "
 		 "ports: [{name: http, protocol: TCP, port: 8080}]}\n",
 		 local ? 1 : 2 + j % 40, j, ns, app, j % 20, ns, local ? 1 : 2 + j % 40, j, iface,
 		 ip, ns);
@@ -59,7 +71,16 @@ struct br_object *policy_scenario_endpoint(int j, bool local)
 
 struct br_object *policy_scenario_policy(int i, int variant)
 {
-	char buf[2048];
+	char buf[2048], block[96];
+	bool v6 = family == AF_INET6;
+	if (v6)
+		snprintf(block, sizeof(block),
+			 "{cidr: 'fd00:172:16:%x::/64', except: "
+			 "['fd00:172:16:%x:8000::/65']}",
+			 i % 250, i % 250);
+	else
+		snprintf(block, sizeof(block), "{cidr: 172.16.%d.0/24, except: [172.16.%d.128/25]}",
+			 i % 250, i % 250);
 	int n = snprintf(buf, sizeof(buf),
 			 "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
 			 "metadata: {name: p%d, namespace: ns%d}\n"
@@ -67,15 +88,15 @@ struct br_object *policy_scenario_policy(int i, int variant)
 			 "  ingress:\n  - from:\n"
 			 "    - podSelector: {matchLabels: {role: r%d}}\n"
 			 "    - namespaceSelector: {matchLabels: {team: t%d}}\n"
-			 "    - ipBlock: {cidr: 172.16.%d.0/24, except: [172.16.%d.128/25]}\n"
+			 "    - ipBlock: %s\n"
 			 "    ports: [{port: %d}, {port: 443}, {port: http}]\n",
-			 i, (i % 250) % NAMESPACES, i % 250, i % 20, i % 10, i % 250, i % 250,
-			 80 + variant);
+			 i, (i % 250) % NAMESPACES, i % 250, i % 20, i % 10, block, 80 + variant);
 	if (i % 5 == 0)
 		snprintf(buf + n, sizeof(buf) - (size_t)n,
-			 "  egress:\n  - to: [{ipBlock: {cidr: 10.96.0.0/12}}]\n"
+			 "  egress:\n  - to: [{ipBlock: {cidr: '%s'}}]\n"
 			 "  - ports: [{protocol: UDP, port: 53}]\n"
-			 "  policyTypes: [Ingress, Egress]\n");
+			 "  policyTypes: [Ingress, Egress]\n",
+			 v6 ? "fd00:10:96::/108" : "10.96.0.0/12");
 	return one(buf);
 }
 

@@ -9,11 +9,19 @@
  * app a(j%250), role r(j%20), port "http" = TCP 8080. So every local
  * endpoint is selected by two policies, and every policy applies to a local
  * endpoint when LOCAL >= 250.
+ *
+ * In IPv6 (policy_scenario_family(AF_INET6)) the same cluster with IPv6
+ * addresses and networks instead: endpoint j fd00:10:(64 + j / 65536)::(j %
+ * 65536), the ipBlocks fd00:172:16:(i%250)::/64 but its :8000::/65, egress
+ * to fd00:10:96::/108.
  */
 #ifndef BENCH_POLICY_SCENARIO_H
 #define BENCH_POLICY_SCENARIO_H
 
 #include <brindle/core/model.h>
+
+/* The family of the addresses and networks made from now on (AF_INET, the default, or AF_INET6). */
+void policy_scenario_family(int af);
 
 /* Local endpoint j's interface: "cali" + 11 hex digits of a hash of j (as the CNI names them). */
 void policy_scenario_iface(int j, char out[16]);

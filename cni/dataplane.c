@@ -523,7 +523,7 @@ int dp_setup(const struct dp_spec *s, char pod_mac[18], struct dp_made *made, st
 		goto out;
 	struct sysctl *sc = sysctl_open_kernel();
 	int changed = 0;
-	r = sysctl_workload_iface(sc, s->host_if, &changed);
+	r = sysctl_workload_iface(sc, s->host_if, has_family(s, AF_INET6), &changed);
 	sysctl_close(sc);
 	if (r < 0) {
 		sb_addf(err, "sysctls of %s: %s", s->host_if, strerror(-r));

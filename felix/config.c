@@ -55,6 +55,7 @@ void felix_config_defaults(struct felix_config *c)
 	c->mark_mask = 0xffff0000u;
 	snprintf(c->endpoint_to_host_action, sizeof(c->endpoint_to_host_action), "Drop");
 	snprintf(c->chain_insert_mode, sizeof(c->chain_insert_mode), "Insert");
+	snprintf(c->ip_forwarding, sizeof(c->ip_forwarding), "Enabled");
 	snprintf(c->rule_backend, sizeof(c->rule_backend), "Auto");
 	snprintf(c->iptables_backend, sizeof(c->iptables_backend), "Auto");
 	snprintf(c->nftables_mode, sizeof(c->nftables_mode), "Auto");
@@ -126,6 +127,8 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 		c->wep_min_prefix_v6 = (uint8_t)s->workload_ipv6_min_prefix_length.v;
 	if (s->more.ipv6_support.set)
 		c->ipv6_support = s->more.ipv6_support.v;
+	if (s->more.ip_forwarding)
+		snprintf(c->ip_forwarding, sizeof(c->ip_forwarding), "%s", s->more.ip_forwarding);
 	if (s->route_refresh_interval.text)
 		c->route_refresh_ms = (uint64_t)s->route_refresh_interval.ms;
 	if (s->iptables_refresh_interval.text)
@@ -377,6 +380,10 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 	if ((v = getenv_in(env, "FELIX_CHAININSERTMODE")) &&
 	    !env_choice(v, modes, c->chain_insert_mode, sizeof(c->chain_insert_mode)))
 		BAD("FELIX_CHAININSERTMODE", "Insert or Append");
+	static const char *const forwarding[] = { "Enabled", "Disabled", NULL };
+	if ((v = getenv_in(env, "FELIX_IPFORWARDING")) &&
+	    !env_choice(v, forwarding, c->ip_forwarding, sizeof(c->ip_forwarding)))
+		BAD("FELIX_IPFORWARDING", "Enabled or Disabled");
 	static const char *const backends[] = { "Legacy", "NFT", "Auto", NULL };
 	if ((v = getenv_in(env, "FELIX_IPTABLESBACKEND")) &&
 	    !env_choice(v, backends, c->iptables_backend, sizeof(c->iptables_backend)))

@@ -43,6 +43,7 @@ struct felix_config {
 	uint32_t mark_mask;
 	char endpoint_to_host_action[8]; /* Drop, Accept, Return */
 	char chain_insert_mode[8];	 /* Insert, Append */
+	char ip_forwarding[10]; /* Enabled (felix turns the node's forwarding on), Disabled */
 	/*
 	 * The rule backend: "Legacy" (iptables through libiptc, and ip sets), "NFT"
 	 * (Brindle's own nftables tables) or "Auto" (what the node already uses; decided

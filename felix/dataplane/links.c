@@ -442,7 +442,7 @@ static int tunnels_reconcile(struct links *l, struct desired *d)
 /* --- workload interface settings ---------------------------------------------------------- */
 
 /* 0, or a negative errno when its settings could not be written. */
-static int iface_settings(struct links *l, struct desired *d, const char *name)
+static int iface_settings(struct links *l, struct desired *d, bool ipv6, const char *name)
 {
 	if (!desired_get(d, DESIRED_IFACE, name))
 		return 0;
@@ -454,7 +454,7 @@ static int iface_settings(struct links *l, struct desired *d, const char *name)
 	if (links_refuse_host_iface(l, d, DESIRED_IFACE, name, name))
 		return 0;
 	int changed = 0;
-	int r = sysctl_workload_iface(l->sys, name, &changed);
+	int r = sysctl_workload_iface(l->sys, name, ipv6, &changed);
 	if (r < 0) {
 		dp_report_error(l->w.report, DP_ERR_SYSCTL, "settings of %s: %s", name,
 				strerror(-r));
@@ -489,6 +489,15 @@ static int links_read(struct dp_writer *w, const struct dp_input *in)
 	hmap_clear(&l->waiting);
 	in->routing->tunnels_dirty = true;
 	desired_mark_all_dirty(in->routing, DESIRED_IFACE);
+	/* The node forwards (Calico's ipForwarding): looked at with every read, so a change by
+	 * someone else is put back within the refresh interval. */
+	int changed = 0;
+	if (!streq(in->cfg->ip_forwarding, "Disabled") &&
+	    (r = sysctl_forwarding(l->sys, in->cfg->ipv6_support, &changed)) < 0)
+		dp_report_error(w->report, DP_ERR_SYSCTL, "forwarding: %s", strerror(-r));
+	else if (changed)
+		dp_report_change(w->report, "forwarding turned on (net.ipv4.ip_forward%s)",
+				 in->cfg->ipv6_support ? ", net.ipv6.conf.all.forwarding" : "");
 	return 0;
 }
 
@@ -535,7 +544,7 @@ static int links_apply(struct dp_writer *w, const struct dp_input *in)
 	if (l->tunnels)
 		ret = tunnels_reconcile(l, in->routing);
 	for (size_t i = 0; i < l->n_ifaces; i++) {
-		int r = iface_settings(l, in->routing, l->ifaces[i]);
+		int r = iface_settings(l, in->routing, in->cfg->ipv6_support, l->ifaces[i]);
 		if (r < 0 && !ret)
 			ret = r;
 	}

@@ -129,7 +129,8 @@ static MODEL_STRUCT(felix_ct_timeouts_desc, struct br_felix_ct_timeouts, felix_c
 		   more.device_route_source_address_i_pv6),                                        \
 		MF("programClusterRoutes", MF_STRING, struct br_felixconfig_spec,                  \
 		   more.program_cluster_routes),                                                   \
-		MF("ipForwarding", MF_STRING, struct br_felixconfig_spec, more.ip_forwarding),     \
+		MF("ipForwarding", MF_STRING, struct br_felixconfig_spec, more.ip_forwarding,      \
+		   .enum_values = E("Enabled", "Disabled")),                                       \
 		MF_L("externalNodesList", MF_STRLIST, struct br_felixconfig_spec,                  \
 		     more.external_nodes_list, more.n_external_nodes_list),                        \
 		MF("debugMemoryProfilePath", MF_STRING, struct br_felixconfig_spec,                \

@@ -34,21 +34,26 @@ must_check static int sysctl_ensure(struct sysctl *s, const char *path, const ch
 	return r;
 }
 
-int sysctl_workload_iface(struct sysctl *s, const char *ifname, int *changed)
+int sysctl_workload_iface(struct sysctl *s, const char *ifname, bool ipv6, int *changed)
 {
 	static const struct {
 		const char *dir, *name, *value;
 		bool optional; /* IPv6 may be disabled on the host */
+		bool ipv6;     /* only for IPv6 workloads */
 	} settings[] = {
-		{ "net/ipv4/conf", "proxy_arp", "1", false },
-		{ "net/ipv4/conf", "forwarding", "1", false },
-		{ "net/ipv4/conf", "route_localnet", "1", false },
-		{ "net/ipv4/neigh", "proxy_delay", "0", false },
-		{ "net/ipv6/conf", "accept_ra", "0", true },
+		{ "net/ipv4/conf", "proxy_arp", "1", false, false },
+		{ "net/ipv4/conf", "forwarding", "1", false, false },
+		{ "net/ipv4/conf", "route_localnet", "1", false, false },
+		{ "net/ipv4/neigh", "proxy_delay", "0", false, false },
+		{ "net/ipv6/conf", "accept_ra", "0", true, false },
+		{ "net/ipv6/conf", "forwarding", "1", true, true },
+		{ "net/ipv6/conf", "proxy_ndp", "1", true, true },
 	};
 	int first = 0;
 	*changed = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(settings); i++) {
+		if (settings[i].ipv6 && !ipv6)
+			continue;
 		char path[128];
 		bool ch;
 		snprintf(path, sizeof(path), "%s/%s/%s", settings[i].dir, ifname, settings[i].name);
@@ -60,6 +65,21 @@ int sysctl_workload_iface(struct sysctl *s, const char *ifname, int *changed)
 		*changed += ch;
 	}
 	return first;
+}
+
+int sysctl_forwarding(struct sysctl *s, bool ipv6, int *changed)
+{
+	bool ch = false;
+	*changed = 0;
+	int r = sysctl_ensure(s, "net/ipv4/ip_forward", "1", &ch);
+	*changed += ch;
+	if (ipv6) {
+		int r6 = sysctl_ensure(s, "net/ipv6/conf/all/forwarding", "1", &ch);
+		*changed += ch;
+		if (r6 < 0 && !r)
+			r = r6;
+	}
+	return r;
 }
 
 /* --- kernel ---------------------------------------------------------------------- */

@@ -19,13 +19,13 @@ static void test_recording(void **state)
 	sysctl_record_set(s, "net/ipv4/neigh/cali1/proxy_delay", "80");
 	int changed;
 	/* IPv6 absent: not an error; only differing values are written. */
-	assert_int_equal(sysctl_workload_iface(s, "cali1", &changed), 0);
+	assert_int_equal(sysctl_workload_iface(s, "cali1", false, &changed), 0);
 	assert_int_equal(changed, 3);
 	assert_int_equal(sysctl_record_count(s), 3);
 	assert_string_equal(sysctl_record_entry(s, 0), "net/ipv4/conf/cali1/proxy_arp=1");
-	assert_int_equal(sysctl_workload_iface(s, "cali1", &changed), 0);
+	assert_int_equal(sysctl_workload_iface(s, "cali1", false, &changed), 0);
 	assert_int_equal(changed, 0);
-	assert_int_equal(sysctl_workload_iface(s, "cali9", &changed), -ENOENT);
+	assert_int_equal(sysctl_workload_iface(s, "cali9", false, &changed), -ENOENT);
 	sysctl_close(s);
 }
 
@@ -45,16 +45,33 @@ static void test_kernel(void **state)
 	assert_int_equal(nl_apply(nl, b, NULL), 0);
 	struct sysctl *s = sysctl_open_kernel();
 	int changed;
-	assert_int_equal(sysctl_workload_iface(s, "cali5", &changed), 0);
+	assert_int_equal(sysctl_workload_iface(s, "cali5", false, &changed), 0);
 	assert_true(changed >= 3);
 	char v[16];
 	assert_int_equal(sysctl_read(s, "net/ipv4/conf/cali5/proxy_arp", v, sizeof(v)), 0);
 	assert_string_equal(v, "1");
 	assert_int_equal(sysctl_read(s, "net/ipv4/neigh/cali5/proxy_delay", v, sizeof(v)), 0);
 	assert_string_equal(v, "0");
-	assert_int_equal(sysctl_workload_iface(s, "cali5", &changed), 0);
+	assert_int_equal(sysctl_workload_iface(s, "cali5", false, &changed), 0);
 	assert_int_equal(changed, 0);
-	assert_int_equal(sysctl_workload_iface(s, "nosuch", &changed), -ENOENT);
+	/* An IPv6 workload's: IPv6 forwarding and proxy_ndp on the veth too. */
+	assert_int_equal(sysctl_workload_iface(s, "cali5", true, &changed), 0);
+	assert_int_equal(changed, 2);
+	assert_int_equal(sysctl_read(s, "net/ipv6/conf/cali5/proxy_ndp", v, sizeof(v)), 0);
+	assert_string_equal(v, "1");
+	assert_int_equal(sysctl_read(s, "net/ipv6/conf/cali5/forwarding", v, sizeof(v)), 0);
+	assert_string_equal(v, "1");
+	/* The node's forwarding: IPv4's, then IPv6's as well. */
+	assert_int_equal(sysctl_forwarding(s, false, &changed), 0);
+	assert_int_equal(sysctl_read(s, "net/ipv4/ip_forward", v, sizeof(v)), 0);
+	assert_string_equal(v, "1");
+	assert_int_equal(sysctl_forwarding(s, true, &changed), 0);
+	assert_int_equal(changed, 1);
+	assert_int_equal(sysctl_read(s, "net/ipv6/conf/all/forwarding", v, sizeof(v)), 0);
+	assert_string_equal(v, "1");
+	assert_int_equal(sysctl_forwarding(s, true, &changed), 0);
+	assert_int_equal(changed, 0);
+	assert_int_equal(sysctl_workload_iface(s, "nosuch", false, &changed), -ENOENT);
 	sysctl_close(s);
 	nl_batch_free(b);
 	nl_close(nl);

@@ -7,6 +7,7 @@
 #ifndef BRINDLE_SYS_SYSCTL_H
 #define BRINDLE_SYS_SYSCTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <brindle/core/util.h>
 
@@ -31,9 +32,16 @@ int sysctl_read(struct sysctl *s, const char *path, char *buf, size_t size) must
 /*
  * The per-interface settings of the dataplane contract for a workload
  * interface: proxy_arp=1, forwarding=1, route_localnet=1, neigh proxy_delay=0,
- * accept_ra=0 (IPv6 off on the host does not make this fail). Returns the
- * first error, after trying them all; *changed counts the values written.
+ * accept_ra=0, and with @ipv6 IPv6's forwarding=1 and proxy_ndp=1 (IPv6 off
+ * on the host does not make its settings fail). Returns the first error, after
+ * trying them all; *changed counts the values written.
  */
-int sysctl_workload_iface(struct sysctl *s, const char *ifname, int *changed) must_check;
+int sysctl_workload_iface(struct sysctl *s, const char *ifname, bool ipv6, int *changed) must_check;
+/*
+ * The node's forwarding, as Calico's felix sets it at start (ipForwarding Enabled):
+ * net.ipv4.ip_forward=1, and with @ipv6 net.ipv6.conf.all.forwarding=1. Returns the first
+ * error; *changed counts the values written.
+ */
+int sysctl_forwarding(struct sysctl *s, bool ipv6, int *changed) must_check;
 
 #endif
