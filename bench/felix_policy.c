@@ -13,13 +13,12 @@
  *     iptc_init + one rule replaced + iptc_commit of the filter table (the
  *     kernel's floor for any legacy commit of a table that size).
  *
- * Both families, IPv4 then IPv6 (the same cluster with IPv6 addresses and
- * networks, through ip6tables), with their ratio; BENCH_FAMILY=4 or 6 runs
- * one. Each figure is the median of 5 runs (the changes: 4 of each per run, each
- * followed by the baseline, since a legacy commit leaves freeing the table it
- * replaced to the kernel and the next commit pays part of it); ratios are
- * within the run.
- * Run: sudo build/release/bench/bench_felix_policy
+ * Both families, run by run alternately: IPv4, and IPv6 (the same cluster
+ * with IPv6 addresses and networks, through ip6tables), with their ratio;
+ * BENCH_FAMILY=4 or 6 runs one. Each figure is the median of 5 runs (the changes: 4 of each per
+ * run, each followed by the baseline, since a legacy commit leaves freeing the table it replaced to
+ * the kernel and the next commit pays part of it); ratios are within the run. Run: sudo
+ * build/release/bench/bench_felix_policy
  */
 #include "calc/calc.h"
 #include "calc/policy.h"
@@ -75,14 +74,13 @@ static const char *tool(void)
 	return af == AF_INET6 ? "ip6tables-legacy" : "iptables-legacy";
 }
 
-/* Empty tables and no sets: the namespace as felix first finds it. */
+/* Empty tables (of both families: the sets are shared) and no sets: the namespace as felix
+ * first finds it. */
 static void reset(void)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "for t in filter nat; do %s -t $t -F && %s -t $t -X; done",
-		 tool(), tool());
-	sh(cmd);
-	sh("ipset destroy 2>/dev/null || true");
+	sh("for c in iptables-legacy ip6tables-legacy; do for t in filter nat; do "
+	   "$c -t $t -F && $c -t $t -X; done; done");
+	sh("ipset destroy");
 }
 
 static void emit(struct br_object *o, void *ctx)
@@ -250,56 +248,61 @@ static size_t count_rules(const char *table)
 	return n;
 }
 
-/* One family's figures (medians). */
+/* One family's measurements, run by run, and their medians. */
 struct figures {
+	double f_total[RUNS], f_calc[RUNS], base[RUNS];
+	/* the changes: CHANGES of each per run, each followed by the floor */
+	double chg_pol[RUNS * CHANGES], chg_ep[RUNS * CHANGES], floors[2 * RUNS * CHANGES];
+	double chg_calc_pol[RUNS * CHANGES], chg_calc_ep[RUNS * CHANGES];
+	int runs, nc, nf;
 	double full, full_calc, restore, floor_, pol, ep, calc_pol, calc_ep;
 	struct pol_stats st;
 	size_t rules;
 };
 
-static void run_family(int local, int remote, int policies, struct figures *out)
+/* Run @r of the family under way: full programming, the changes, the baseline restore. */
+static void run_once(int local, int remote, int policies, struct figures *g)
 {
 	char ipt_path[] = "/tmp/bench-ipt-XXXXXX", ips_path[] = "/tmp/bench-ips-XXXXXX";
 	close(mkstemp(ipt_path));
 	close(mkstemp(ips_path));
 	policy_scenario_family(af);
-	double f_total[RUNS], f_calc[RUNS], base[RUNS];
-	/* the changes: CHANGES of each per run, each followed by the floor */
-	double chg_pol[RUNS * CHANGES], chg_ep[RUNS * CHANGES], floor_[2 * RUNS * CHANGES];
-	double calc_pol[RUNS * CHANGES], calc_ep[RUNS * CHANGES];
-	int nc = 0, nf = 0;
-	for (int r = 0; r < RUNS; r++) {
-		reset();
-		struct felix f;
-		felix_open(&f, local, remote, policies);
-		f_total[r] = felix_apply(&f, &f_calc[r]);
-		pol_stats(policy(&f), &out->st);
-		out->rules = count_rules("filter") + count_rules("nat");
-		write_restore_files(&f, ipt_path, ips_path);
-		for (int k = 0; k < CHANGES; k++, nc++) {
-			/* one policy changed (its ports), then the floor */
-			emit(policy_scenario_policy(7, 1 + nc), f.c);
-			chg_pol[nc] = felix_apply(&f, &calc_pol[nc]);
-			floor_[nf++] = bare_commit();
-			/* one local endpoint added, then the floor */
-			emit(policy_scenario_endpoint(local + remote + nc, true), f.c);
-			chg_ep[nc] = felix_apply(&f, &calc_ep[nc]);
-			floor_[nf++] = bare_commit();
-		}
-		felix_close(&f);
-		reset();
-		base[r] = restore(ipt_path, ips_path);
+	int r = g->runs++;
+	reset();
+	struct felix f;
+	felix_open(&f, local, remote, policies);
+	g->f_total[r] = felix_apply(&f, &g->f_calc[r]);
+	pol_stats(policy(&f), &g->st);
+	g->rules = count_rules("filter") + count_rules("nat");
+	write_restore_files(&f, ipt_path, ips_path);
+	for (int k = 0; k < CHANGES; k++, g->nc++) {
+		/* one policy changed (its ports), then the floor */
+		emit(policy_scenario_policy(7, 1 + g->nc), f.c);
+		g->chg_pol[g->nc] = felix_apply(&f, &g->chg_calc_pol[g->nc]);
+		g->floors[g->nf++] = bare_commit();
+		/* one local endpoint added, then the floor */
+		emit(policy_scenario_endpoint(local + remote + g->nc, true), f.c);
+		g->chg_ep[g->nc] = felix_apply(&f, &g->chg_calc_ep[g->nc]);
+		g->floors[g->nf++] = bare_commit();
 	}
+	felix_close(&f);
+	reset();
+	g->base[r] = restore(ipt_path, ips_path);
+	reset();
 	unlink(ipt_path);
 	unlink(ips_path);
-	out->full = median(f_total, RUNS);
-	out->full_calc = median(f_calc, RUNS);
-	out->restore = median(base, RUNS);
-	out->floor_ = median(floor_, (size_t)nf);
-	out->pol = median(chg_pol, (size_t)nc);
-	out->ep = median(chg_ep, (size_t)nc);
-	out->calc_pol = median(calc_pol, (size_t)nc);
-	out->calc_ep = median(calc_ep, (size_t)nc);
+}
+
+static void medians(struct figures *g)
+{
+	g->full = median(g->f_total, (size_t)g->runs);
+	g->full_calc = median(g->f_calc, (size_t)g->runs);
+	g->restore = median(g->base, (size_t)g->runs);
+	g->floor_ = median(g->floors, (size_t)g->nf);
+	g->pol = median(g->chg_pol, (size_t)g->nc);
+	g->ep = median(g->chg_ep, (size_t)g->nc);
+	g->calc_pol = median(g->chg_calc_pol, (size_t)g->nc);
+	g->calc_ep = median(g->chg_calc_ep, (size_t)g->nc);
 }
 
 static void report(const char *family, const struct figures *g, int local, int remote, int policies)
@@ -343,15 +346,25 @@ int main(int argc, char **argv)
 	}
 	log_init("bench", getenv("BENCH_DEBUG") ? LOG_INFO : LOG_WARNING, LOG_TEXT, 2);
 	sh("ip link set lo up");
-	struct figures g4 = { 0 }, g6 = { 0 };
+	static struct figures g4, g6;
+	/* the families run by run, alternating, so that a slow minute of the machine falls on
+	 * both */
+	for (int r = 0; r < RUNS; r++) {
+		if (v4) {
+			af = AF_INET;
+			run_once(local, remote, policies, &g4);
+		}
+		if (v6) {
+			af = AF_INET6;
+			run_once(local, remote, policies, &g6);
+		}
+	}
 	if (v4) {
-		af = AF_INET;
-		run_family(local, remote, policies, &g4);
+		medians(&g4);
 		report("IPv4", &g4, local, remote, policies);
 	}
 	if (v6) {
-		af = AF_INET6;
-		run_family(local, remote, policies, &g6);
+		medians(&g6);
 		report("IPv6 (the same cluster in IPv6 addresses, ip6tables)", &g6, local, remote,
 		       policies);
 	}
