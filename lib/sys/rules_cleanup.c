@@ -14,17 +14,18 @@
 #include <string.h>
 
 #define CHAIN_PREFIX "cali-"
-#define SET_PREFIX   "cali4"
 
-static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *chains)
+static int clean_table(struct ipt *t, const char *tool, const char *table, size_t *rules,
+		       size_t *chains)
 {
 	struct ipt_table_state k = { 0 };
 	size_t before = *rules + *chains;
 	int r = ipt_begin(t, table, &k);
-	if (r == -ENOENT) /* a kernel without this table: nothing of ours in it */
+	/* a kernel without this table (or without IPv6's): nothing of ours in it */
+	if (r == -ENOENT || r == -EAFNOSUPPORT || r == -ENOPROTOOPT)
 		return 0;
 	if (r < 0) {
-		log_error("iptables %s: %s", table, ipt_last_error(t));
+		log_error("%s %s: %s", tool, table, ipt_last_error(t));
 		return r;
 	}
 	for (size_t i = 0; i < k.n && r == 0; i++) {
@@ -48,27 +49,35 @@ static int clean_table(struct ipt *t, const char *table, size_t *rules, size_t *
 	else
 		ipt_abort(t); /* nothing of ours: nothing written */
 	if (r < 0)
-		log_error("iptables %s: %s", table, ipt_last_error(t));
+		log_error("%s %s: %s", tool, table, ipt_last_error(t));
 	return r;
 }
 
+/* iptables, then ip6tables (felix's IPv6 policy). */
 int cleanup_iptables(const char *lock_path)
 {
-	struct ipt *t;
-	int r = ipt_open_kernel(AF_INET, lock_path, 10000, &t);
-	if (r < 0) {
-		log_error("iptables: %s", strerror(-r));
-		return r;
+	static const int families[] = { AF_INET, AF_INET6 };
+	int ret = 0;
+	for (size_t f = 0; f < ARRAY_SIZE(families); f++) {
+		const char *tool = families[f] == AF_INET6 ? "ip6tables" : "iptables";
+		struct ipt *t;
+		int r = ipt_open_kernel(families[f], lock_path, 10000, &t);
+		if (r < 0) {
+			log_error("%s: %s", tool, strerror(-r));
+			return r;
+		}
+		static const char *const tables[] = { "raw", "mangle", "nat", "filter" };
+		size_t rules = 0, chains = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++)
+			r = clean_table(t, tool, tables[i], &rules, &chains);
+		ipt_close(t);
+		if (r == 0 && (rules || chains || families[f] == AF_INET))
+			log_info("%s: removed %zu rules from built-in chains and %zu chains", tool,
+				 rules, chains);
+		if (r < 0 && !ret)
+			ret = r;
 	}
-	static const char *const tables[] = { "raw", "mangle", "nat", "filter" };
-	size_t rules = 0, chains = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++)
-		r = clean_table(t, tables[i], &rules, &chains);
-	ipt_close(t);
-	if (r == 0)
-		log_info("iptables: removed %zu rules from built-in chains and %zu chains", rules,
-			 chains);
-	return r;
+	return ret;
 }
 
 int cleanup_ipsets(void)
@@ -79,19 +88,24 @@ int cleanup_ipsets(void)
 		log_error("ip sets: %s", strerror(-r));
 		return r;
 	}
-	struct ips_list l = { 0 };
-	if ((r = ips_list_names(s, SET_PREFIX, &l)) == 0 && l.n) {
-		struct ips_batch *b = ips_batch_new();
-		for (size_t i = 0; i < l.n; i++)
-			ips_batch_destroy(b, l.v[i].info.name);
-		r = ips_apply(s, b, NULL);
-		ips_batch_free(b);
+	static const char *const prefixes[] = { "cali4", "cali6" }; /* IPv4's, IPv6's */
+	size_t gone = 0;
+	for (size_t p = 0; p < ARRAY_SIZE(prefixes) && r == 0; p++) {
+		struct ips_list l = { 0 };
+		if ((r = ips_list_names(s, prefixes[p], &l)) == 0 && l.n) {
+			struct ips_batch *b = ips_batch_new();
+			for (size_t i = 0; i < l.n; i++)
+				ips_batch_destroy(b, l.v[i].info.name);
+			r = ips_apply(s, b, NULL);
+			ips_batch_free(b);
+			gone += l.n;
+		}
+		ips_list_free(&l);
 	}
 	if (r != 0)
 		log_error("ip sets: %s", ips_last_error(s));
 	else
-		log_info("ip sets: destroyed %zu", l.n);
-	ips_list_free(&l);
+		log_info("ip sets: destroyed %zu", gone);
 	ips_close(s);
 	return r > 0 ? -EIO : r;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # brindle-node cleanup on a node felix has programmed (a pod with a policy,
-# a VXLAN pool, a remote node's block) next to state that is not Brindle's:
-# an iptables chain and rules in built-in chains of filter and nat, an ip
-# set, a static route, a device. After felix stops, cleanup removes every
+# a VXLAN pool, a remote node's block; IPv6 policy too) next to state that is
+# not Brindle's: an iptables chain and rules in built-in chains of filter and
+# nat, an ip6tables rule, an ip set, a static route, a device. After felix stops, cleanup removes every
 # rule, chain and set of Brindle's, its routes and vxlan.calico, and leaves
 # the rest exactly as it was, and the CNI files install-cni wrote (not another
 # network's); a second cleanup finds nothing and succeeds.
@@ -27,6 +27,7 @@ in_n1 iptables-legacy -A FOREIGN -s 198.51.100.0/24 -j DROP
 in_n1 iptables-legacy -A INPUT -j FOREIGN
 in_n1 iptables-legacy -A FORWARD -s 203.0.113.7 -j ACCEPT
 in_n1 iptables-legacy -t nat -A POSTROUTING -s 198.51.100.0/24 -j MASQUERADE
+in_n1 ip6tables-legacy -A FORWARD -s 2001:db8:77::/48 -j ACCEPT
 in_n1 ipset create foreign-set hash:ip
 in_n1 ipset add foreign-set 198.51.100.9
 in_n1 ip route add 203.0.113.0/24 via 192.168.100.12 proto static
@@ -34,6 +35,7 @@ in_n1 ip link add foreign0 type veth peer name foreign1
 foreign() {
 	{
 		in_n1 iptables-legacy-save | grep -E 'FOREIGN|198\.51|203\.0\.113' || true
+		in_n1 ip6tables-legacy-save | grep -E '2001:db8:77' || true
 		in_n1 ipset list -n | grep -v '^cali' || true
 		in_n1 ip route show | grep -v 'proto 80' || true
 		in_n1 ip -o link show | awk '{print $2}' | grep -vE '^(vxlan\.calico|cali)' || true
@@ -68,12 +70,14 @@ bt_affinity node1 10.244.1.0/26
 bt_affinity node2 10.244.2.0/26
 bt_pod "$N1" default a 10.244.1.10
 bt_wep node1 default a 10.244.1.10 "$BT_POD_MAC"
-bt_run_bg felix ip netns exec "$N1" env NODENAME=node1 \
+bt_run_bg felix ip netns exec "$N1" env NODENAME=node1 FELIX_IPV6SUPPORT=true \
 	BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" "$FELIX"
 bt_wait_for 20 "felix ready" bt_http_ok "$N1" http://localhost:9099/readiness
 bt_wait_for 20 "felix's chains, sets, routes and device" bash -c "
 	ip netns exec $N1 iptables-legacy-save | grep -q ':cali-' &&
+	ip netns exec $N1 ip6tables-legacy-save | grep -q ':cali-' &&
 	ip netns exec $N1 ipset list -n | grep -q '^cali4' &&
+	ip netns exec $N1 ipset list -n | grep -q '^cali6' &&
 	ip -n $N1 route show proto 80 | grep -q vxlan.calico"
 bt_log "felix programmed: $(in_n1 iptables-legacy-save | grep -c cali) iptables lines, \
 $(in_n1 ipset list -n | grep -c '^cali4') sets, $(ip -n "$N1" route show proto 80 | wc -l) routes"
@@ -95,6 +99,7 @@ in_n1 env CNI_BIN_DIR="$BT_DIR/host/bin" CNI_NET_DIR="$BT_DIR/host/net.d" "$NODE
 bt_expect_eq "the CNI files install-cni wrote are gone, the others stay" "99-other.conflist loopback" \
 	"$(ls "$BT_DIR/host/bin" "$BT_DIR/host/net.d" | grep -v '^/\|^$' | sort | tr '\n' ' ' | sed 's/ $//')"
 bt_expect_eq "no iptables line of Brindle's" "" "$(in_n1 iptables-legacy-save | grep -i cali || true)"
+bt_expect_eq "no ip6tables line of Brindle's" "" "$(in_n1 ip6tables-legacy-save | grep -i cali || true)"
 bt_expect_eq "no ip set of Brindle's" "" "$(in_n1 ipset list -n | grep '^cali' || true)"
 bt_expect_eq "no nftables table of Brindle's, someone's stays" "someone" \
 	"$(in_n1 nft list tables | awk '{print $3}' | xargs)"

@@ -3,10 +3,11 @@
  * brindle-node cleanup does on uninstall, and what felix does to the backend
  * it does not use once the one it uses is programmed (a switch between
  * iptables and nftables leaves no rules of the old one behind).
- *   iptables  in raw, mangle, nat and filter: the rules in built-in chains
- *             whose comment id starts "cali:", then every chain named "cali-*"
- *             (flushed, then deleted), one commit per table;
- *   ip sets   every set named "cali4*" (after the rules that use them);
+ *   iptables  in raw, mangle, nat and filter, of iptables and then ip6tables:
+ *             the rules in built-in chains whose comment id starts "cali:",
+ *             then every chain named "cali-*" (flushed, then deleted), one
+ *             commit per table;
+ *   ip sets   every set named "cali4*" or "cali6*" (after the rules that use them);
  *   nftables  Brindle's own tables (brindle-filter, brindle-nat).
  * Each returns 0 or a negative errno, and logs what it did.
  */
