@@ -149,6 +149,7 @@ struct lab_pod_state {
 	const char *ref; /* ns/pod */
 	const char *node;
 	const char *ip;
+	const char *ip6; /* a dual-stack pod's IPv6 address (NULL: none) */
 	const char *netns;
 	struct lab_port *ports;
 	size_t n_ports;

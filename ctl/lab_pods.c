@@ -351,7 +351,8 @@ static int pod_add(struct lab *l, int argc, char **argv)
 		}
 		usleep(100000);
 	}
-	printf("pod %s on %s: %s\n", ps->ref, ps->node, ps->ip);
+	printf("pod %s on %s: %s%s%s\n", ps->ref, ps->node, ps->ip, ps->ip6 ? " " : "",
+	       ps->ip6 ? ps->ip6 : "");
 	return CTL_OK;
 }
 

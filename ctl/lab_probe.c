@@ -28,6 +28,7 @@ struct endpoint {
 	const char *given; /* as the user wrote it, echoed back */
 	const char *netns;
 	const char *ip;
+	const char *ip6;	      /* NULL: it has no IPv6 address */
 	const struct lab_port *ports; /* what it serves (matrix defaults) */
 	size_t n_ports;
 };
@@ -43,6 +44,7 @@ static const char *const verdict_names[] = { "allowed", "denied", "skipped", "er
 
 struct probe {
 	const struct endpoint *from, *to;
+	int family; /* 4 or 6: which of the destination's addresses */
 	enum lab_proto proto;
 	unsigned port;
 	enum verdict v;
@@ -62,6 +64,8 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 				char buf[IP_STRLEN];
 				e->netns = lab_ns_node(l->a, t->name, t->nodes[i].name);
 				e->ip = arena_strdup(l->a, ip_str(&t->nodes[i].ip, buf));
+				if (t->nodes[i].ip6.family)
+					e->ip6 = arena_strdup(l->a, ip_str(&t->nodes[i].ip6, buf));
 				e->ports = t->nodes[i].serve;
 				e->n_ports = t->nodes[i].n_serve;
 				return 0;
@@ -86,6 +90,7 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 		if (streq(pods[i].ref, s)) {
 			e->netns = pods[i].netns;
 			e->ip = pods[i].ip;
+			e->ip6 = pods[i].ip6;
 			/* declared ports and serve entries, in that order */
 			e->ports = pods[i].ports;
 			e->n_ports = pods[i].n_ports;
@@ -121,7 +126,7 @@ static pid_t start_probe(const char *probe_bin, struct probe *p, unsigned timeou
 	}
 	char *argv[] = { (char *)probe_bin,
 			 (char *)lab_probe_cmd(p->proto),
-			 (char *)p->to->ip,
+			 (char *)(p->family == 6 ? p->to->ip6 : p->to->ip),
 			 port,
 			 "--timeout",
 			 timeout,
@@ -136,8 +141,8 @@ static bool run_probes(const char *probe_bin, struct probe *v, size_t n, unsigne
 	size_t next = 0, running = 0;
 	bool ok = true;
 	for (size_t i = 0; i < n; i++)
-		if (lab_proto_skipped(v[i].proto))
-			v[i].v = V_SKIPPED;
+		if (lab_proto_skipped(v[i].proto) || (v[i].family == 6 && !v[i].to->ip6))
+			v[i].v = V_SKIPPED; /* no SCTP sockets here; no IPv6 address there */
 	while (next < n || running) {
 		while (next < n && running < MAX_RUNNING) {
 			struct probe *p = &v[next++];
@@ -189,8 +194,8 @@ static void json_probe(struct strbuf *sb, const struct probe *p)
 	json_write_string(sb, p->from->given);
 	sb_adds(sb, ",\"to\":");
 	json_write_string(sb, p->to->given);
-	sb_addf(sb, ",\"proto\":\"%s\",\"port\":%u,\"result\":\"%s\",\"ms\":%.1f}",
-		lab_proto_name(p->proto), p->port, verdict_names[p->v], p->ms);
+	sb_addf(sb, ",\"family\":%d,\"proto\":\"%s\",\"port\":%u,\"result\":\"%s\",\"ms\":%.1f}",
+		p->family, lab_proto_name(p->proto), p->port, verdict_names[p->v], p->ms);
 }
 
 /* Comma-separated list into @out (strings in @a). */
@@ -247,7 +252,8 @@ enum {
 	PROBE_PROTO,
 	PROBE_PORT,
 	PROBE_TIMEOUT,
-	PROBE_OUTPUT
+	PROBE_OUTPUT,
+	PROBE_FAMILY
 };
 const struct ctl_flag lab_probe_flags[] = {
 	[PROBE_FROM] = { "--from", NULL, "SRC",
@@ -258,6 +264,8 @@ const struct ctl_flag lab_probe_flags[] = {
 	[PROBE_TIMEOUT] = { "--timeout-ms", NULL, "N",
 			    "how long to wait for an answer (default 1000)" },
 	[PROBE_OUTPUT] = { "--output", "-o", "FORMAT", "json (default: a line of text)" },
+	[PROBE_FAMILY] = { "--family", NULL, "4|6",
+			   "the destination's IPv4 (default) or IPv6 address" },
 	{ 0 },
 };
 
@@ -267,7 +275,8 @@ enum {
 	MATRIX_FROM,
 	MATRIX_TO,
 	MATRIX_TIMEOUT,
-	MATRIX_OUTPUT
+	MATRIX_OUTPUT,
+	MATRIX_FAMILY
 };
 const struct ctl_flag lab_matrix_flags[] = {
 	[MATRIX_PORTS] = { "--ports", NULL, "P,...",
@@ -280,6 +289,9 @@ const struct ctl_flag lab_matrix_flags[] = {
 	[MATRIX_TIMEOUT] = { "--timeout-ms", NULL, "N",
 			     "how long each probe waits for an answer (default 1000)" },
 	[MATRIX_OUTPUT] = { "--output", "-o", "FORMAT", "table (default) or json" },
+	[MATRIX_FAMILY] = { "--family", NULL, "4|6|both",
+			    "probe the destinations' IPv4 addresses (default), IPv6 ones, or "
+			    "both" },
 	{ 0 },
 };
 
@@ -287,7 +299,7 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 {
 	static const char usage[] =
 		"probe NAME --from SRC --to DST --proto tcp|udp|sctp --port N [--timeout-ms N] "
-		"[-o json]";
+		"[--family 4|6] [-o json]";
 	struct lab l;
 	int r = open_lab(&l, argc, argv, usage);
 	if (r != CTL_OK)
@@ -301,7 +313,8 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 	const char *from = pa.value[PROBE_FROM], *to = pa.value[PROBE_TO],
 		   *proto = pa.value[PROBE_PROTO] ? pa.value[PROBE_PROTO] : "tcp",
 		   *port = pa.value[PROBE_PORT], *out = pa.value[PROBE_OUTPUT],
-		   *tmo = pa.value[PROBE_TIMEOUT] ? pa.value[PROBE_TIMEOUT] : "1000";
+		   *tmo = pa.value[PROBE_TIMEOUT] ? pa.value[PROBE_TIMEOUT] : "1000",
+		   *fam = pa.value[PROBE_FAMILY] ? pa.value[PROBE_FAMILY] : "4";
 	ctl_parsed_free(&pa);
 	if (r != CTL_OK) {
 		lab_free(&l);
@@ -324,7 +337,11 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 	} else if (out && !streq(out, "json")) {
 		ctl_error("-o: unknown output format \"%s\" (json)", out);
 		r = CTL_USAGE;
+	} else if (!streq(fam, "4") && !streq(fam, "6")) {
+		ctl_error("--family: \"%s\" is not 4 or 6", fam);
+		r = CTL_USAGE;
 	}
+	p.family = fam[0] == '6' ? 6 : 4;
 	struct lab_pod_state *pods;
 	size_t npods;
 	struct endpoint src, dst;
@@ -337,7 +354,10 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 		lab_find_bins(l.a, &b);
 		p.from = &src;
 		p.to = &dst;
-		if (!run_probes(b.probe, &p, 1, timeout)) {
+		if (p.family == 6 && !dst.ip6) {
+			ctl_error("%s has no IPv6 address", to);
+			r = CTL_FAIL;
+		} else if (!run_probes(b.probe, &p, 1, timeout)) {
 			ctl_error("could not probe from %s", from);
 			r = CTL_FAIL;
 		} else if (out) {
@@ -347,8 +367,9 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 			printf("%s\n", sb_str(&sb));
 			sb_free(&sb);
 		} else {
-			printf("%s -> %s %s/%u: %s (%.1f ms)\n", from, to, lab_proto_name(p.proto),
-			       p.port, verdict_names[p.v], p.ms);
+			printf("%s -> %s %s%s/%u: %s (%.1f ms)\n", from, to,
+			       p.family == 6 ? "IPv6 " : "", lab_proto_name(p.proto), p.port,
+			       verdict_names[p.v], p.ms);
 		}
 	}
 	lab_free(&l);
@@ -364,11 +385,13 @@ static void print_table(const struct probe *v, size_t n, const struct endpoint *
 	for (size_t i = 0; i < n; i++) {
 		bool first = true;
 		for (size_t j = 0; j < i; j++)
-			first &= !(v[j].proto == v[i].proto && v[j].port == v[i].port);
+			first &= !(v[j].family == v[i].family && v[j].proto == v[i].proto &&
+				   v[j].port == v[i].port);
 		if (!first)
 			continue;
 		char head[32];
-		snprintf(head, sizeof(head), "%s/%u", lab_proto_name(v[i].proto), v[i].port);
+		snprintf(head, sizeof(head), "%s%s/%u", v[i].family == 6 ? "IPv6 " : "",
+			 lab_proto_name(v[i].proto), v[i].port);
 		printf("%-*s", (int)MAX(w, strlen(head)), head);
 		for (size_t k = 0; k < nto; k++)
 			printf("  %s", to[k].given);
@@ -379,6 +402,7 @@ static void print_table(const struct probe *v, size_t n, const struct endpoint *
 				const char *cell = " ";
 				for (size_t j = 0; j < n; j++)
 					if (v[j].from == &from[f] && v[j].to == &to[k] &&
+					    v[j].family == v[i].family &&
 					    v[j].proto == v[i].proto && v[j].port == v[i].port)
 						cell = v[j].v == V_ALLOWED   ? "."
 						       : v[j].v == V_DENIED  ? "X"
@@ -396,7 +420,8 @@ static void print_table(const struct probe *v, size_t n, const struct endpoint *
 int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 {
 	static const char usage[] = "matrix NAME [--ports 80,81] [--protos tcp,udp,sctp] [--from "
-				    "SRC,...] [--to DST,...] [--timeout-ms N] [-o json|table]";
+				    "SRC,...] [--to DST,...] [--timeout-ms N] [--family 4|6|both] "
+				    "[-o json|table]";
 	struct lab l;
 	int r = open_lab(&l, argc, argv, usage);
 	if (r != CTL_OK)
@@ -410,7 +435,8 @@ int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 	const char *ports = pa.value[MATRIX_PORTS], *protos = pa.value[MATRIX_PROTOS],
 		   *from = pa.value[MATRIX_FROM], *to = pa.value[MATRIX_TO],
 		   *tmo = pa.value[MATRIX_TIMEOUT] ? pa.value[MATRIX_TIMEOUT] : "1000",
-		   *out = pa.value[MATRIX_OUTPUT] ? pa.value[MATRIX_OUTPUT] : "table";
+		   *out = pa.value[MATRIX_OUTPUT] ? pa.value[MATRIX_OUTPUT] : "table",
+		   *fam = pa.value[MATRIX_FAMILY] ? pa.value[MATRIX_FAMILY] : "4";
 	ctl_parsed_free(&pa);
 	if (r != CTL_OK) {
 		lab_free(&l);
@@ -433,6 +459,13 @@ int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 		r = CTL_USAGE;
 		goto out;
 	}
+	if (!streq(fam, "4") && !streq(fam, "6") && !streq(fam, "both")) {
+		ctl_error("--family: \"%s\" is not 4, 6 or both", fam);
+		r = CTL_USAGE;
+		goto out;
+	}
+	int families[2] = { fam[0] == '6' ? 6 : 4, 6 };
+	size_t nfam = streq(fam, "both") ? 2 : 1;
 	if (ports) {
 		nport = split(l.a, ports, &port_s);
 		portv = arena_new_array(l.a, unsigned, nport + 1);
@@ -496,25 +529,32 @@ int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 	/* without --ports/--protos each destination is probed on what it serves */
 	size_t cap = 0, n = 0;
 	for (size_t k = 0; k < nto; k++)
-		cap += nfrom * (nport ? nport * nproto : dst[k].n_ports);
+		cap += nfam * nfrom * (nport ? nport * nproto : dst[k].n_ports);
 	struct probe *v = arena_new_array(l.a, struct probe, cap + 1);
-	for (size_t f = 0; f < nfrom; f++)
-		for (size_t k = 0; k < nto; k++) {
-			if (nport) {
-				for (size_t pp = 0; pp < nproto; pp++)
-					for (size_t q = 0; q < nport; q++)
-						v[n++] = (struct probe){ .from = &src[f],
-									 .to = &dst[k],
-									 .proto = protov[pp],
-									 .port = portv[q] };
-			} else {
-				for (size_t q = 0; q < dst[k].n_ports; q++)
-					v[n++] = (struct probe){ .from = &src[f],
-								 .to = &dst[k],
-								 .proto = dst[k].ports[q].proto,
-								 .port = dst[k].ports[q].port };
+	for (size_t fa = 0; fa < nfam; fa++)
+		for (size_t f = 0; f < nfrom; f++)
+			for (size_t k = 0; k < nto; k++) {
+				if (nport) {
+					for (size_t pp = 0; pp < nproto; pp++)
+						for (size_t q = 0; q < nport; q++)
+							v[n++] = (struct probe){
+								.from = &src[f],
+								.to = &dst[k],
+								.family = families[fa],
+								.proto = protov[pp],
+								.port = portv[q]
+							};
+				} else {
+					for (size_t q = 0; q < dst[k].n_ports; q++)
+						v[n++] = (struct probe){
+							.from = &src[f],
+							.to = &dst[k],
+							.family = families[fa],
+							.proto = dst[k].ports[q].proto,
+							.port = dst[k].ports[q].port
+						};
+				}
 			}
-		}
 	struct lab_bins b;
 	lab_find_bins(l.a, &b);
 	if (!run_probes(b.probe, v, n, timeout)) {

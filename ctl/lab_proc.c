@@ -598,9 +598,15 @@ int lab_read_pods(struct lab *l, struct lab_pod_state **out, size_t *n)
 		if (!ref || !node || !ip || !netns || !strchr(ref, '/'))
 			continue;
 		GROW(v, cap, *n + 1);
-		v[*n] = (struct lab_pod_state){
-			.ref = ref, .node = node, .ip = ip, .netns = netns
-		};
+		/* a dual-stack pod's addresses: "IPV4,IPV6" */
+		char *comma = strchr(ip, ',');
+		if (comma)
+			*comma = '\0';
+		v[*n] = (struct lab_pod_state){ .ref = ref,
+						.node = node,
+						.ip = ip,
+						.ip6 = comma ? comma + 1 : NULL,
+						.netns = netns };
 		parse_ports(l, ports, &v[*n]);
 		(*n)++;
 	}

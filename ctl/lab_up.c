@@ -212,7 +212,9 @@ static int build_fabric(struct lab *l)
 	int r = lab_netns_add(l, fab);
 	if (r < 0)
 		return r;
-	if ((r = must("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1", fab)) < 0)
+	if ((r = must("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1", fab)) < 0 ||
+	    (t->ipv6 &&
+	     (r = must("ip netns exec %s sysctl -qw net.ipv6.conf.all.forwarding=1", fab)) < 0))
 		return r;
 	for (size_t i = 0; i < t->n_subnets; i++) {
 		const struct lab_subnet *s = &t->subnets[i];
@@ -226,6 +228,9 @@ static int build_fabric(struct lab *l)
 		    (r = must("ip -n %s addr add %s/%u dev br%zu", fab, ipstr(l->a, &s->gateway),
 			      s->cidr.len, i)) < 0 ||
 		    (r = must("ip -n %s link set br%zu up", fab, i)) < 0)
+			return r;
+		if (s->cidr6.len && (r = must("ip -n %s addr add %s/%u dev br%zu nodad", fab,
+					      ipstr(l->a, &s->gateway6), s->cidr6.len, i)) < 0)
 			return r;
 	}
 	return 0;
@@ -297,6 +302,12 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	    (r = must("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1", ns)) < 0 ||
 	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.all.rp_filter=0", ns)) < 0)
 		return r;
+	/* IPv6 beside it: the node's address and default route (felix turns forwarding on) */
+	if (n->ip6.family && ((r = must("ip -n %s addr add %s/%u dev eth0 nodad", ns,
+					ipstr(l->a, &n->ip6), s->cidr6.len)) < 0 ||
+			      (r = must("ip -n %s -6 route add default via %s dev eth0", ns,
+					ipstr(l->a, &s->gateway6))) < 0))
+		return r;
 	const char *dir = arena_printf(l->a, "%s/%s", l->dir, n->name);
 	if (mkdir(dir, 0755) < 0)
 		return fail_io(dir, NULL);
@@ -338,6 +349,7 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 			  arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir),
 			  /* each node a host of its own: its own xtables lock, not the machine's */
 			  arena_printf(l->a, "FELIX_IPTABLESLOCKFILEPATH=%s/xtables.lock", dir),
+			  t->ipv6 ? "FELIX_IPV6SUPPORT=true" : "FELIX_IPV6SUPPORT=false",
 			  (char *)b->felix, NULL, NULL };
 	/* the topology's ruleBackend, before the program (else nothing: felix's own choice,
 	 * and the FelixConfiguration's) */
@@ -554,23 +566,33 @@ static void add_ports_json(struct strbuf *sb, const struct lab_pod *p)
 	sb_adds(sb, "]");
 }
 
-/* The pod address from a CNI result ("ips":[{"address":"10.244.0.5/32"...}]). */
+/*
+ * The pod's addresses from a CNI result ("ips":[{"address":"10.244.0.5/32"...}]): the first
+ * one, or of a dual-stack pod "IPV4,IPV6" (what the lab's pods file records).
+ */
 static const char *result_ip(struct lab *l, const char *json)
 {
 	struct jv *doc;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	const char *ip = NULL;
+	const char *v4 = NULL, *v6 = NULL;
 	if (json_parse(l->a, json, strlen(json), &doc, &err) == 0) {
 		const struct jv *ips = jv_get(doc, "ips");
-		if (ips && ips->type == JV_ARRAY && ips->arr.n) {
-			const char *addr = jv_as_string(jv_get(ips->arr.items[0], "address"));
-			if (addr)
-				ip = arena_strndup(l->a, addr, strcspn(addr, "/"));
+		for (size_t i = 0; ips && ips->type == JV_ARRAY && i < ips->arr.n; i++) {
+			const char *addr = jv_as_string(jv_get(ips->arr.items[i], "address"));
+			if (!addr)
+				continue;
+			const char *ip = arena_strndup(l->a, addr, strcspn(addr, "/"));
+			if (strchr(ip, ':') && !v6)
+				v6 = ip;
+			else if (!strchr(ip, ':') && !v4)
+				v4 = ip;
 		}
 	}
 	sb_free(&err);
-	return ip;
+	if (v4 && v6)
+		return arena_printf(l->a, "%s,%s", v4, v6);
+	return v4 ? v4 : v6;
 }
 
 /*
@@ -589,8 +611,8 @@ static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const
 	sb_addf(conf,
 		"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
 		"cni\",\"nodename\":\"%s\",\"log_file_path\":\"%s/cni.log\",\"ipam\":{\"type\":"
-		"\"brindle-ipam\",\"ipam_lock_file\":\"%s/ipam.lock\"}",
-		node, l->dir, l->dir);
+		"\"brindle-ipam\",\"ipam_lock_file\":\"%s/ipam.lock\"%s}",
+		node, l->dir, l->dir, l->topo->ipv6 ? ",\"assign_ipv6\":\"true\"" : "");
 	sb_addf(conf, ",\"etcd_endpoints\":\"%s\"", l->endpoints);
 	if (!p) {
 		sb_adds(conf, "}\n");
@@ -617,8 +639,7 @@ static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, con
 		   const char *netns, const char *ns, const char *pod, const char *conf,
 		   struct strbuf *out)
 {
-	char *argv[] = { "env",
-			 arena_printf(l->a, "CNI_COMMAND=%s", cmd),
+	char *argv[] = { "env", arena_printf(l->a, "CNI_COMMAND=%s", cmd),
 			 arena_printf(l->a, "CNI_CONTAINERID=%s", netns),
 			 arena_printf(l->a, "CNI_NETNS=/var/run/netns/%s", netns),
 			 "CNI_IFNAME=eth0",
@@ -627,13 +648,16 @@ static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, con
 				      "K8S_POD_INFRA_CONTAINER_ID=%s",
 				      ns, pod, netns),
 			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
-			 (char *)b->cni,
-			 NULL };
+			 /* a dual-stack lab's felix polices IPv6 (ip6tables: the topology refuses
+			  * nft with an IPv6 pool) */
+			 l->topo->ipv6 ? "BRINDLE_IPV6_WITHOUT_POLICY=1"
+				       : "BRINDLE_IPV6_WITHOUT_POLICY=",
+			 (char *)b->cni, NULL };
 	struct lab_exec x = { .ns = lab_ns_node(l->a, l->topo->name, node) };
 	if (l->topo->kubernetes) {
 		/* what install-cni put on the node's host, run there */
 		argv[6] = "CNI_PATH=/opt/cni/bin";
-		argv[7] = "/opt/cni/bin/brindle-cni";
+		argv[8] = "/opt/cni/bin/brindle-cni";
 		if (!conf[0] || !(x.view = lab_kubelet_host_view(l, node)))
 			return -EIO;
 	}
@@ -691,9 +715,9 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 		 * route, so between nodes only BGP carries pods' routes: a dead BIRD
 		 * shows once graceful restart runs out.
 		 */
-		if ((r = must("ip -n %s route replace %s/32 via %s dev br%zu table %d",
-			      lab_ns_fabric(l->a, t->name), ip, ipstr(l->a, &n->ip), n->subnet,
-			      LAB_EXTERNAL_TABLE)) < 0)
+		if ((r = must("ip -n %s route replace %.*s/32 via %s dev br%zu table %d",
+			      lab_ns_fabric(l->a, t->name), (int)strcspn(ip, ","), ip,
+			      ipstr(l->a, &n->ip), n->subnet, LAB_EXTERNAL_TABLE)) < 0)
 			return r;
 	}
 	if (t->kubernetes && (r = lab_kube_pod_running(l, p, ip)) < 0)
@@ -770,14 +794,16 @@ static int bgp_sessions(struct lab *l, const char *node, int *established, struc
 /* BGP sessions a node must have before it counts as up (at least; all configured must be up). */
 static int expected_sessions(const struct lab_topology *t, const struct lab_node *n)
 {
-	int nrr = 0, k = (int)t->n_peers; /* every node peers with every bgpPeers entry */
-	for (size_t i = 0; i < t->n_nodes; i++)
-		nrr += t->nodes[i].rr_cluster_id != NULL;
-	if (n->rr_cluster_id)
-		return k + (int)t->n_nodes - 1; /* clients and the other reflectors */
-	if (t->node_mesh)
-		k += (int)t->n_nodes - nrr - 1;
-	return k + nrr;
+	int k = (int)t->n_peers; /* every node peers with every bgpPeers entry */
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct lab_node *o = &t->nodes[i];
+		/* a reflector with everyone; a client with the reflectors, and in a mesh with
+		 * the other clients too */
+		bool peers = o != n && (n->rr_cluster_id || o->rr_cluster_id || t->node_mesh);
+		if (peers)
+			k += 1 + (n->ip6.family && o->ip6.family); /* one session per family */
+	}
+	return k;
 }
 
 /* felix's readiness; when not ready, its reasons (the body of the 503) in @why. */
@@ -1100,7 +1126,8 @@ int lab_cmd_status(struct ctl *c, int argc, char **argv)
 	if (lab_read_pods(&l, &pods, &npods) == 0 && npods) {
 		printf("\n%-24s %-16s %s\n", "POD", "IP", "NODE");
 		for (size_t i = 0; i < npods; i++)
-			printf("%-24s %-16s %s\n", pods[i].ref, pods[i].ip, pods[i].node);
+			printf("%-24s %-16s %s%s%s\n", pods[i].ref, pods[i].ip, pods[i].node,
+			       pods[i].ip6 ? "  " : "", pods[i].ip6 ? pods[i].ip6 : "");
 	}
 	/* how to reach the lab's datastore with brindlectl itself */
 	if (t->kubernetes)

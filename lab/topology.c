@@ -170,6 +170,21 @@ static const char *get_name(struct pctx *c, const struct jv *obj, const char *ke
 	return s;
 }
 
+static bool get_ip6(struct pctx *c, const struct jv *obj, const char *key, const char *path,
+		    struct br_ip *out)
+{
+	const char *s = get_string(c, obj, key, path, false);
+	if (!s)
+		return false;
+	struct br_ip ip;
+	if (ip_parse(s, &ip) < 0 || ip.family != AF_INET6) {
+		perr(c, sub(c, path, key), "\"%s\" is not an IPv6 address", s);
+		return false;
+	}
+	*out = ip;
+	return true;
+}
+
 static bool get_ip4(struct pctx *c, const struct jv *obj, const char *key, const char *path,
 		    bool required, struct br_ip *out)
 {
@@ -185,15 +200,19 @@ static bool get_ip4(struct pctx *c, const struct jv *obj, const char *key, const
 	return true;
 }
 
-static bool get_cidr4(struct pctx *c, const struct jv *obj, const char *key, const char *path,
-		      struct br_cidr *out)
+/* A prefix of family @af (AF_UNSPEC: either). */
+static bool get_cidr(struct pctx *c, const struct jv *obj, const char *key, const char *path,
+		     int af, bool required, struct br_cidr *out)
 {
-	const char *s = get_string(c, obj, key, path, true);
+	const char *s = get_string(c, obj, key, path, required);
 	if (!s)
 		return false;
 	struct br_cidr cidr;
-	if (cidr_parse(s, false, &cidr) < 0 || cidr.ip.family != AF_INET) {
-		perr(c, sub(c, path, key), "\"%s\" is not an IPv4 prefix (a.b.c.d/n)", s);
+	if (cidr_parse(s, false, &cidr) < 0 || (af && cidr.ip.family != af)) {
+		perr(c, sub(c, path, key), "\"%s\" is not %s", s,
+		     af == AF_INET    ? "an IPv4 prefix (a.b.c.d/n)"
+		     : af == AF_INET6 ? "an IPv6 prefix (x::/n)"
+				      : "an IPv4 or IPv6 prefix");
 		return false;
 	}
 	if (!cidr_is_network(&cidr)) {
@@ -364,7 +383,9 @@ static bool pick_address(const struct lab_subnet *s, const struct claims *cl, st
 static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topology *t,
 			  struct claims *cl)
 {
-	static const char *const fields[] = { "name", "cidr", "gateway", NULL };
+	static const char *const fields[] = {
+		"name", "cidr", "gateway", "cidr6", "gateway6", NULL
+	};
 	bool bad;
 	const struct jv *l = list_of(c, root, "subnets", "", &bad);
 	if (!l || l->arr.n == 0) {
@@ -380,7 +401,7 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 			continue;
 		check_fields(c, e, p, fields);
 		struct lab_subnet s = { .name = get_name(c, e, "name", p, 63) };
-		bool ok = get_cidr4(c, e, "cidr", p, &s.cidr);
+		bool ok = get_cidr(c, e, "cidr", p, AF_INET, true, &s.cidr);
 		if (s.name && find_subnet(t, s.name) != SIZE_MAX)
 			perr(c, sub(c, p, "name"), "subnet \"%s\" is given twice", s.name);
 		if (ok && s.cidr.len > 29) {
@@ -400,6 +421,32 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 			claim(c, cl, &s.gateway, sub(c, p, "gateway"));
 		} else {
 			s.cidr = (struct br_cidr){ 0 };
+		}
+		if (jv_get(e, "cidr6") && get_cidr(c, e, "cidr6", p, AF_INET6, true, &s.cidr6)) {
+			if (s.cidr6.len < 64 || s.cidr6.len > 120) {
+				perr(c, sub(c, p, "cidr6"),
+				     "/%u: a lab subnet's IPv6 prefix is /64 to /120", s.cidr6.len);
+				s.cidr6 = (struct br_cidr){ 0 };
+			}
+			for (size_t j = 0; s.cidr6.len && j < t->n_subnets; j++)
+				if (t->subnets[j].cidr6.len &&
+				    cidr_overlaps(&t->subnets[j].cidr6, &s.cidr6))
+					perr(c, sub(c, p, "cidr6"), "overlaps subnet %s",
+					     t->subnets[j].name ? t->subnets[j].name : "?");
+		}
+		if (s.cidr6.len) {
+			/* the prefix with the IPv4 gateway's host part (.254 -> ::fe), as nodes */
+			uint32_t host =
+				s.cidr.len ? ip4_u32(&s.gateway) & (0xffffffffu >> s.cidr.len) : 1;
+			s.gateway6 = s.cidr6.ip;
+			for (int b = 0; b < 4; b++)
+				s.gateway6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
+			if (get_ip6(c, e, "gateway6", p, &s.gateway6) &&
+			    !cidr_contains_ip(&s.cidr6, &s.gateway6))
+				perr(c, sub(c, p, "gateway6"), "is not in cidr6");
+			claim(c, cl, &s.gateway6, sub(c, p, "gateway6"));
+		} else if (jv_get(e, "gateway6")) {
+			perr(c, sub(c, p, "gateway6"), "needs cidr6");
 		}
 		t->subnets[t->n_subnets++] = s;
 	}
@@ -424,8 +471,11 @@ static void parse_pools(struct pctx *c, const struct jv *root, struct lab_topolo
 		check_fields(c, e, p, fields);
 		struct lab_pool pool = { 0 };
 		int64_t bs;
-		bool ok = get_cidr4(c, e, "cidr", p, &pool.cidr);
-		if (get_int(c, e, "blockSize", p, 20, 32, false, 26, &bs)) {
+		bool ok = get_cidr(c, e, "cidr", p, AF_UNSPEC, true, &pool.cidr);
+		bool v6 = ok && pool.cidr.ip.family == AF_INET6;
+		t->ipv6 |= v6;
+		if (get_int(c, e, "blockSize", p, v6 ? 116 : 20, v6 ? 128 : 32, false,
+			    v6 ? 122 : 26, &bs)) {
 			pool.block_size = (unsigned)bs;
 			if (ok && bs < pool.cidr.len)
 				perr(c, sub(c, p, "blockSize"),
@@ -434,8 +484,10 @@ static void parse_pools(struct pctx *c, const struct jv *root, struct lab_topolo
 		}
 		pool.nat_outgoing = get_bool(c, e, "natOutgoing", p, false);
 		for (size_t j = 0; ok && j < t->n_subnets; j++)
-			if (t->subnets[j].cidr.len &&
-			    cidr_overlaps(&t->subnets[j].cidr, &pool.cidr))
+			if ((t->subnets[j].cidr.len &&
+			     cidr_overlaps(&t->subnets[j].cidr, &pool.cidr)) ||
+			    (t->subnets[j].cidr6.len &&
+			     cidr_overlaps(&t->subnets[j].cidr6, &pool.cidr)))
 				perr(c, sub(c, p, "cidr"), "overlaps subnet %s",
 				     t->subnets[j].name);
 		for (size_t j = 0; ok && j < t->n_pools; j++)
@@ -465,8 +517,9 @@ static size_t subnet_ref(struct pctx *c, const struct lab_topology *t, const str
 static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topology *t,
 			struct claims *cl)
 {
-	static const char *const fields[] = { "name", "subnet", "ip", "routeReflectorClusterID",
-					      "pods", "serve",	NULL };
+	static const char *const fields[] = {
+		"name", "subnet", "ip", "ip6", "routeReflectorClusterID", "pods", "serve", NULL
+	};
 	bool bad;
 	const struct jv *l = list_of(c, root, "nodes", "", &bad);
 	if (!l || l->arr.n == 0) {
@@ -516,6 +569,32 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 			     t->subnets[n->subnet].name);
 		else
 			claim(c, cl, &n->ip, sub(c, p, "ip"));
+	}
+	/* IPv6: given, or the subnet's prefix with the IPv4 address's host part (.11 -> ::b) */
+	for (size_t i = 0; i < t->n_nodes && l; i++) {
+		struct lab_node *n = &t->nodes[i];
+		const struct jv *e = l->arr.items[i];
+		const char *p = item(c, "nodes", i);
+		if (n->subnet == SIZE_MAX || e->type != JV_OBJECT)
+			continue;
+		const struct lab_subnet *s = &t->subnets[n->subnet];
+		if (!s->cidr6.len) {
+			if (jv_get(e, "ip6"))
+				perr(c, sub(c, p, "ip6"), "subnet %s has no cidr6", s->name);
+			continue;
+		}
+		if (jv_get(e, "ip6")) {
+			if (!get_ip6(c, e, "ip6", p, &n->ip6))
+				continue;
+			if (!cidr_contains_ip(&s->cidr6, &n->ip6))
+				perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6", s->name);
+		} else {
+			uint32_t host = ip4_u32(&n->ip) & (0xffffffffu >> s->cidr.len);
+			n->ip6 = s->cidr6.ip;
+			for (int b = 0; b < 4; b++)
+				n->ip6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
+		}
+		claim(c, cl, &n->ip6, sub(c, p, "ip6"));
 	}
 }
 
@@ -753,6 +832,24 @@ static void check_ns_names(struct pctx *c, const struct lab_topology *t)
 			}
 }
 
+/* An IPv6 pool makes the lab dual-stack: what that needs of the rest. */
+static void check_ipv6(struct pctx *c, const struct lab_topology *t)
+{
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct lab_node *n = &t->nodes[i];
+		if (n->pods && n->subnet != SIZE_MAX && !t->subnets[n->subnet].cidr6.len)
+			perr(c, sub(c, item(c, "subnets", n->subnet), "cidr6"),
+			     "is required: ipPools has an IPv6 pool, and node %s runs pods (subnet "
+			     "%s)",
+			     n->name, t->subnets[n->subnet].name);
+	}
+	if (t->rule_backend && streq(t->rule_backend, "NFT"))
+		perr(c, "ruleBackend",
+		     "nft has no IPv6 policy yet: a lab with an IPv6 pool runs legacy (or auto)");
+	if (t->kubernetes)
+		perr(c, "ipPools", "an IPv6 pool needs datastore etcdv3 (not yet on Kubernetes)");
+}
+
 int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,
 		       struct lab_topology **out, struct strbuf *err)
 {
@@ -839,6 +936,8 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 	parse_peers(&c, root, t, &cl);
 	parse_namespaces(&c, root, t);
 	parse_pods(&c, root, t, &cl);
+	if (t->ipv6)
+		check_ipv6(&c, t);
 	if (t->name)
 		check_ns_names(&c, t);
 	free(cl.v);
@@ -874,11 +973,13 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 	for (size_t i = 0; i < t->n_pools; i++)
 		sb_addf(sb,
 			"---\napiVersion: projectcalico.org/v3\nkind: IPPool\n"
-			"metadata: {name: pool-%zu}\nspec: {cidr: %s, blockSize: %u, natOutgoing: "
+			"metadata: {name: pool-%zu}\nspec: {cidr: '%s', blockSize: %u, "
+			"natOutgoing: "
 			"%s, vxlanMode: %s, ipipMode: %s}\n",
 			i, cidr_str(&t->pools[i].cidr, b1), t->pools[i].block_size,
-			t->pools[i].nat_outgoing ? "true" : "false", vxlan[t->encap],
-			ipip[t->encap]);
+			t->pools[i].nat_outgoing ? "true" : "false",
+			t->pools[i].cidr.ip.family == AF_INET6 ? "Never" : vxlan[t->encap],
+			t->pools[i].cidr.ip.family == AF_INET6 ? "Never" : ipip[t->encap]);
 	for (size_t i = 0; i < t->n_nodes; i++) {
 		const struct lab_node *n = &t->nodes[i];
 		sb_addf(sb,
@@ -887,6 +988,9 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 			"spec: {bgp: {ipv4Address: %s/%u",
 			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
 			ip_str(&n->ip, b2), t->subnets[n->subnet].cidr.len);
+		if (n->ip6.family)
+			sb_addf(sb, ", ipv6Address: '%s/%u'", ip_str(&n->ip6, b2),
+				t->subnets[n->subnet].cidr6.len);
 		if (n->rr_cluster_id)
 			sb_addf(sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
 		sb_adds(sb, "}}\n");

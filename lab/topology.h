@@ -42,10 +42,15 @@ struct lab_subnet {
 	const char *name;
 	struct br_cidr cidr;
 	struct br_ip gateway; /* the fabric's address on this segment */
+	/* cidr6: its IPv6 prefix beside the IPv4 one (len 0: none), and the fabric's IPv6
+	 * address on it (gateway6, default the prefix with the IPv4 gateway's host part, as
+	 * nodes' addresses: .254 -> ::fe) */
+	struct br_cidr cidr6;
+	struct br_ip gateway6;
 };
 
 struct lab_pool {
-	struct br_cidr cidr;
+	struct br_cidr cidr; /* IPv4 or IPv6 */
 	unsigned block_size;
 	bool nat_outgoing;
 };
@@ -54,6 +59,7 @@ struct lab_node {
 	const char *name;
 	size_t subnet; /* index into lab_topology.subnets */
 	struct br_ip ip;
+	struct br_ip ip6;	   /* family 0: none (its subnet has no cidr6) */
 	const char *rr_cluster_id; /* NULL unless a route reflector */
 	bool pods;		   /* may run pods */
 	struct lab_port *serve;
@@ -120,6 +126,8 @@ struct lab_topology {
 	size_t n_namespaces;
 	struct lab_pod *pods;
 	size_t n_pods;
+	/* an IPv6 pool: pods are dual-stack, felix has ipv6Support */
+	bool ipv6;
 };
 
 /*

@@ -48,9 +48,9 @@ bt_expect_eq "pod add says where" "pod z/d on node2: 10.244.7.7" "$out"
 # later on a loaded machine (seen once on the Kubernetes datastore): a bounded poll, logged
 new_pod() { lab matrix "$LAB" --from x/a --to z/d -o json | sed 's/,"ms":[0-9.]*}/}/g'; }
 lab_until_equal 10 "x/a on node1 reaches the new pod on node2 on everything it serves" \
-	'[{"from":"x/a","to":"z/d","proto":"TCP","port":80,"result":"allowed"},
- {"from":"x/a","to":"z/d","proto":"TCP","port":9000,"result":"allowed"},
- {"from":"x/a","to":"z/d","proto":"UDP","port":81,"result":"allowed"}]' new_pod
+	'[{"from":"x/a","to":"z/d","family":4,"proto":"TCP","port":80,"result":"allowed"},
+ {"from":"x/a","to":"z/d","family":4,"proto":"TCP","port":9000,"result":"allowed"},
+ {"from":"x/a","to":"z/d","family":4,"proto":"UDP","port":81,"result":"allowed"}]' new_pod
 wep=$(labctl get wep -n z -o json)
 bt_expect_contains "WorkloadEndpoint labels" '"app": "web"' "$wep"
 bt_expect_contains "WorkloadEndpoint named port" '"name": "metrics"' "$wep"

@@ -89,7 +89,7 @@ GRID
 )
 bt_expect_eq "every pod reaches every pod" "$all_open" "$(grid)"
 json=$(lab matrix "$LAB" --from x/a --to y/c -o json)
-bt_expect_eq "matrix JSON" '[{"from":"x/a","to":"y/c","proto":"TCP","port":80,"result":"allowed","ms":' \
+bt_expect_eq "matrix JSON" '[{"from":"x/a","to":"y/c","family":4,"proto":"TCP","port":80,"result":"allowed","ms":' \
 	"$(printf '%s' "$json" | sed 's/"ms":[0-9.]*}]$/"ms":/')"
 out=$(lab probe "$LAB" --from x/b --to y/a --proto SCTP --port 80 -o json)
 bt_expect_contains "SCTP is skipped" '"proto":"SCTP","port":80,"result":"skipped"' "$out"

@@ -234,6 +234,62 @@ static void test_errors(void **state)
 		     "unknown subnet \"c\"");
 }
 
+/* Dual stack: IPv6 prefixes beside the IPv4 ones, addresses derived, the resources. */
+static void test_dual_stack(void **state)
+{
+	static const char text[] =
+		"name: demo\n"
+		"subnets: [{name: a, cidr: 192.168.100.0/24, cidr6: 'fd00:100::/64'}]\n"
+		"ipPools: [{cidr: 10.244.0.0/16}, {cidr: 'fd00:10:244::/48'}]\n"
+		"nodes: [{name: n1, subnet: a}, {name: n2, subnet: a, ip: 192.168.100.12},\n"
+		"        {name: n3, subnet: a, ip6: 'fd00:100::99'}]\n";
+	struct arena *a = arena_new();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct lab_topology *t;
+	int r = lab_topology_parse(a, "demo.yaml", text, strlen(text), &t, &err);
+	if (r < 0)
+		fprintf(stderr, "%s", sb_str(&err));
+	assert_int_equal(r, 0);
+	assert_true(t->ipv6);
+	assert_string_equal(ipstr(&t->subnets[0].gateway6), "fd00:100::fe");
+	/* the IPv4 address's host part: .1 -> ::1, .12 -> ::c; or as given */
+	assert_string_equal(ipstr(&t->nodes[0].ip6), "fd00:100::1");
+	assert_string_equal(ipstr(&t->nodes[1].ip6), "fd00:100::c");
+	assert_string_equal(ipstr(&t->nodes[2].ip6), "fd00:100::99");
+	assert_int_equal(t->pools[1].block_size, 122); /* Calico's IPv6 default */
+	struct strbuf y = STRBUF_INIT;
+	sb_init(&y);
+	lab_resources_yaml(t, &y);
+	assert_non_null(strstr(sb_str(&y), "ipv6Address: 'fd00:100::c/64'"));
+	assert_non_null(strstr(sb_str(&y), "cidr: 'fd00:10:244::/48', blockSize: 122"));
+	sb_free(&y);
+	sb_free(&err);
+	arena_free(a);
+	/* what it needs, named */
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24}]\n"
+		     "ipPools: [{cidr: 'fd00:10::/48'}]\nnodes: [{name: n1, subnet: a}]\n",
+		     "demo.yaml: subnets[0].cidr6: is required: ipPools has an IPv6 pool, and node "
+		     "n1 runs pods (subnet a)");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
+		     "'fd00:100::/64'}]\nipPools: [{cidr: 'fd00:10::/48'}]\nruleBackend: nft\n"
+		     "nodes: [{name: n1, subnet: a}]\n",
+		     "demo.yaml: ruleBackend: nft has no IPv6 policy yet");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
+		     "'fd00:100::/48'}]\n",
+		     "demo.yaml: subnets[0].cidr6: /48: a lab subnet's IPv6 prefix is /64 to /120");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
+		     "10.0.0.0/8}]\n",
+		     "demo.yaml: subnets[0].cidr6: \"10.0.0.0/8\" is not an IPv6 prefix (x::/n)");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24}]\n"
+		     "ipPools: [{cidr: 10.244.0.0/16}]\nnodes: [{name: n1, subnet: a, ip6: "
+		     "'fd00::1'}]\n",
+		     "demo.yaml: nodes[0].ip6: subnet a has no cidr6");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
+		     "'fd00:100::/64'}]\nipPools: [{cidr: 'fd00:10::/48', blockSize: 64}]\n",
+		     "demo.yaml: ipPools[0].blockSize: 64 is out of range (116 to 128)");
+}
+
 static void test_protocols(void **state)
 {
 	enum lab_proto p;
@@ -254,7 +310,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_issue_example), cmocka_unit_test(test_example_file),
 		cmocka_unit_test(test_errors),	      cmocka_unit_test(test_datastore),
-		cmocka_unit_test(test_protocols),
+		cmocka_unit_test(test_protocols),     cmocka_unit_test(test_dual_stack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
