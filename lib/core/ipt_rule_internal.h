@@ -1,9 +1,10 @@
 /*
  * iptables rules: text in iptables-save syntax <-> the kernel's entry layout.
  * Pure: no sockets, no libiptc; only the kernel's uapi structures. Private to
- * lib/ipt_rule_parse.c (text -> entry) and lib/ipt_rule_format.c (entry ->
- * text, rule ids, set-name tables): the layout constants, the name tables
- * and the few helpers both directions use.
+ * lib/core/ipt_rule_tokens.c (text -> tokens), ipt_rule_parse.c (tokens ->
+ * entry, rule ids of text) and ipt_rule_format.c (entry -> text, rule ids,
+ * set-name tables): the layout constants, the name tables and the few
+ * helpers both directions use.
  *
  * Owns the subset listed in brindle/ipt.h. The entries are laid out as
  * iptables 1.8.9 (legacy) builds them on a current kernel, with the same
@@ -44,6 +45,21 @@
 #define STD_SIZE	    XT_ALIGN(sizeof(struct xt_standard_target))
 #define LOG_LEVEL_DEFAULT   4
 #define LIMIT_BURST_DEFAULT 5
+
+/* --- tokens (ipt_rule_tokens.c) ------------------------------------------------------ */
+
+struct ipt_tokens {
+	char **v;
+	size_t n, cap;
+};
+
+void ipt_tokens_free(struct ipt_tokens *t);
+/*
+ * Split as iptables-restore does: blanks separate, double quotes group and inside them a
+ * backslash takes the next character literally. Control characters are refused (with their
+ * offset in @err): iptables-save would print them raw, breaking lines.
+ */
+int ipt_tokenize(const char *text, struct ipt_tokens *out, struct strbuf *err);
 
 /* An address or mask of either family, as the entries hold them. */
 union ipt_addr {

@@ -16,81 +16,6 @@
 static const char *const log_levels[] = { "emerg",   "alert",  "crit", "error",
 					  "warning", "notice", "info", "debug" };
 
-/* --- tokens ------------------------------------------------------------------------ */
-
-struct tokens {
-	char **v;
-	size_t n, cap;
-};
-
-static void tokens_free(struct tokens *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i]);
-	free(t->v);
-}
-
-/*
- * Split as iptables-restore does: blanks separate, double quotes group and
- * inside them a backslash takes the next character literally. Control
- * characters are refused: iptables-save would print them raw, breaking lines.
- */
-static int tokenize(const char *text, struct tokens *out, struct strbuf *err)
-{
-	struct strbuf cur = STRBUF_INIT;
-	bool in_token = false, quoted = false;
-	for (const char *p = text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-			sb_addf(err, "control character 0x%02x at offset %zu", (unsigned char)*p,
-				(size_t)(p - text));
-			return -EINVAL;
-		}
-	sb_init(&cur);
-	for (const char *p = text;; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (quoted) {
-			if (!c) {
-				sb_addf(err, "token %zu: unterminated quote", out->n + 1);
-				goto fail;
-			}
-			if (c == '\\') {
-				if (!p[1]) {
-					sb_addf(err, "token %zu: unterminated quote", out->n + 1);
-					goto fail;
-				}
-				sb_addc(&cur, *++p);
-			} else if (c == '"') {
-				quoted = false;
-			} else {
-				sb_addc(&cur, (char)c);
-			}
-			continue;
-		}
-		if (c == '"') {
-			quoted = in_token = true;
-			continue;
-		}
-		if (c == ' ' || c == '\0') {
-			if (in_token) {
-				GROW(out->v, out->cap, out->n + 1);
-				out->v[out->n++] = sb_detach(&cur);
-				sb_init(&cur);
-				in_token = false;
-			}
-			if (!c)
-				break;
-			continue;
-		}
-		sb_addc(&cur, (char)c);
-		in_token = true;
-	}
-	sb_free(&cur);
-	return 0;
-fail:
-	sb_free(&cur);
-	return -EINVAL;
-}
-
 /* --- building entries ------------------------------------------------------------- */
 
 /* The header's fields for either family; IPT_INV_* and IP6T_INV_* are the same bits. */
@@ -104,7 +29,7 @@ struct hdr {
 };
 
 struct parser {
-	struct tokens t;
+	struct ipt_tokens t;
 	size_t i; /* next token */
 	struct strbuf *err;
 	const struct ipt_sets *sets;
@@ -539,21 +464,34 @@ static int match_multiport(struct parser *p, size_t m_at)
 	return 0;
 }
 
-static int match_icmp(struct parser *p, size_t m_at)
+/*
+ * -m icmp --icmp-type T[/C]|any (IPv4) or -m icmp6 --icmpv6-type T[/C] (IPv6, numbers only, as
+ * ip6tables-save prints them: it knows no "any"). struct ipt_icmp and struct ip6t_icmp have
+ * the same layout.
+ */
+static int match_icmp_of(struct parser *p, size_t m_at, bool v6)
 {
-	static const char *const known[] = { "--icmp-type", NULL };
-	struct ipt_icmp *ic = add_ext(p, "icmp", 0, sizeof(*ic));
+	_Static_assert(sizeof(struct ipt_icmp) == sizeof(struct ip6t_icmp) &&
+			       IPT_ICMP_INV == IP6T_ICMP_INV,
+		       "ICMP and ICMPv6 matches differ");
+	const char *name = v6 ? "icmp6" : "icmp",
+		   *what = v6 ? "icmpv6 type (T or T/C)" : "icmp type (T, T/C or any)";
+	static const char *const known4[] = { "--icmp-type", NULL }, *const known6[] = {
+		"--icmpv6-type", NULL
+	};
+	const char *const *known = v6 ? known6 : known4;
+	struct ipt_icmp *ic = add_ext(p, name, 0, sizeof(*ic));
 	size_t off = (size_t)((uint8_t *)ic - p->buf);
 	bool seen = false;
 	while (is_opt_of(p, p->i, known)) {
 		struct opt o;
-		int r = next_opt(p, "icmp", known, NULL, &o);
+		int r = next_opt(p, name, known, NULL, &o);
 		if (!r)
 			r = once(p, &o, &seen);
 		if (r)
 			return r;
 		struct ipt_icmp v = { .invflags = o.invert ? IPT_ICMP_INV : 0 };
-		if (strcmp(o.val, "any") == 0) {
+		if (!v6 && strcmp(o.val, "any") == 0) {
 			v.type = 0xff;
 			v.code[0] = 0;
 			v.code[1] = 0xff;
@@ -561,15 +499,15 @@ static int match_icmp(struct parser *p, size_t m_at)
 			char buf[16];
 			size_t len = strlen(o.val);
 			if (len >= sizeof(buf))
-				return fail(p, o.at + 1, "not an icmp type (T, T/C or any)");
+				return fail(p, o.at + 1, "not an %s", what);
 			memcpy(buf, o.val, len + 1);
 			char *slash = strchr(buf, '/');
 			if (slash)
 				*slash++ = 0;
 			uint32_t t, c = 0;
 			if (!parse_dec(buf, 255, &t) || (slash && !parse_dec(slash, 255, &c)))
-				return fail(p, o.at + 1, "not an icmp type (T, T/C or any)");
-			if (t == 255 && slash)
+				return fail(p, o.at + 1, "not an %s", what);
+			if (!v6 && t == 255 && slash)
 				return fail(p, o.at + 1,
 					    "type 255 prints as \"any\", whatever its code");
 			v.type = (uint8_t)t;
@@ -579,46 +517,22 @@ static int match_icmp(struct parser *p, size_t m_at)
 		memcpy(p->buf + off, &v, sizeof(v));
 	}
 	if (!seen)
-		return fail(p, m_at, "-m icmp needs --icmp-type");
-	p->icmp_tok = m_at + 1;
+		return fail(p, m_at, "-m %s needs %s", name, known[0]);
+	if (v6)
+		p->icmp6_tok = m_at + 1;
+	else
+		p->icmp_tok = m_at + 1;
 	return 0;
 }
 
-/* IPv6's: numbers only, as ip6tables-save prints them (it knows no "any"). */
+static int match_icmp(struct parser *p, size_t m_at)
+{
+	return match_icmp_of(p, m_at, false);
+}
+
 static int match_icmp6(struct parser *p, size_t m_at)
 {
-	static const char *const known[] = { "--icmpv6-type", NULL };
-	struct ip6t_icmp *ic = add_ext(p, "icmp6", 0, sizeof(*ic));
-	size_t off = (size_t)((uint8_t *)ic - p->buf);
-	bool seen = false;
-	while (is_opt_of(p, p->i, known)) {
-		struct opt o;
-		int r = next_opt(p, "icmp6", known, NULL, &o);
-		if (!r)
-			r = once(p, &o, &seen);
-		if (r)
-			return r;
-		struct ip6t_icmp v = { .invflags = o.invert ? IP6T_ICMP_INV : 0 };
-		char buf[16];
-		size_t len = strlen(o.val);
-		if (len >= sizeof(buf))
-			return fail(p, o.at + 1, "not an icmpv6 type (T or T/C)");
-		memcpy(buf, o.val, len + 1);
-		char *slash = strchr(buf, '/');
-		if (slash)
-			*slash++ = 0;
-		uint32_t t, c = 0;
-		if (!parse_dec(buf, 255, &t) || (slash && !parse_dec(slash, 255, &c)))
-			return fail(p, o.at + 1, "not an icmpv6 type (T or T/C)");
-		v.type = (uint8_t)t;
-		v.code[0] = (uint8_t)c;
-		v.code[1] = slash ? (uint8_t)c : 0xff;
-		memcpy(p->buf + off, &v, sizeof(v));
-	}
-	if (!seen)
-		return fail(p, m_at, "-m icmp6 needs --icmpv6-type");
-	p->icmp6_tok = m_at + 1;
-	return 0;
+	return match_icmp_of(p, m_at, true);
 }
 
 static int parse_addr_types(struct parser *p, size_t i, const char *s, uint16_t *out)
@@ -1047,7 +961,7 @@ int ipt_rule_parse(int af, const char *text, const struct ipt_sets *sets, void *
 		return -EINVAL;
 	}
 	bool have_target = false;
-	int r = tokenize(text, &p.t, err);
+	int r = ipt_tokenize(text, &p.t, err);
 	if (r)
 		goto done;
 	if (p.t.n == 0) {
@@ -1115,41 +1029,36 @@ int ipt_rule_parse(int af, const char *text, const struct ipt_sets *sets, void *
 	}
 	const struct hdr *h = &p.ip;
 	uint8_t *raw = xcalloc(1, total);
+	/* the header of either family: the same fields under the same names */
+#define FILL(ip, e, fam, flags_)                                                    \
+	do {                                                                        \
+		ip->src = h->src.fam, ip->smsk = h->smsk.fam, ip->dst = h->dst.fam; \
+		ip->dmsk = h->dmsk.fam;                                             \
+		memcpy(ip->iniface, h->iniface, IFNAMSIZ);                          \
+		memcpy(ip->outiface, h->outiface, IFNAMSIZ);                        \
+		memcpy(ip->iniface_mask, h->iniface_mask, IFNAMSIZ);                \
+		memcpy(ip->outiface_mask, h->outiface_mask, IFNAMSIZ);              \
+		ip->proto = h->proto, ip->flags = (uint8_t)(flags_);                \
+		ip->invflags = h->invflags;                                         \
+		e->target_offset = (uint16_t)(head + target_off);                   \
+		e->next_offset = (uint16_t)total;                                   \
+	} while (0)
 	if (af == AF_INET6) {
 		struct ip6t_entry *e = (void *)raw;
 		struct ip6t_ip6 *ip = &e->ipv6;
-		ip->src = h->src.v6, ip->smsk = h->smsk.v6, ip->dst = h->dst.v6;
-		ip->dmsk = h->dmsk.v6;
-		memcpy(ip->iniface, h->iniface, IFNAMSIZ);
-		memcpy(ip->outiface, h->outiface, IFNAMSIZ);
-		memcpy(ip->iniface_mask, h->iniface_mask, IFNAMSIZ);
-		memcpy(ip->outiface_mask, h->outiface_mask, IFNAMSIZ);
-		ip->proto = h->proto;
-		ip->flags = (uint8_t)((h->proto ? IP6T_F_PROTO : 0) | (h->go ? IP6T_F_GOTO : 0));
-		ip->invflags = h->invflags;
-		e->target_offset = (uint16_t)(head + target_off);
-		e->next_offset = (uint16_t)total;
+		FILL(ip, e, v6, (h->proto ? IP6T_F_PROTO : 0) | (h->go ? IP6T_F_GOTO : 0));
 	} else {
 		struct ipt_entry *e = (void *)raw;
 		struct ipt_ip *ip = &e->ip;
-		ip->src = h->src.v4, ip->smsk = h->smsk.v4, ip->dst = h->dst.v4;
-		ip->dmsk = h->dmsk.v4;
-		memcpy(ip->iniface, h->iniface, IFNAMSIZ);
-		memcpy(ip->outiface, h->outiface, IFNAMSIZ);
-		memcpy(ip->iniface_mask, h->iniface_mask, IFNAMSIZ);
-		memcpy(ip->outiface_mask, h->outiface_mask, IFNAMSIZ);
-		ip->proto = h->proto;
-		ip->flags = h->go ? IPT_F_GOTO : 0;
-		ip->invflags = h->invflags;
-		e->target_offset = (uint16_t)(head + target_off);
-		e->next_offset = (uint16_t)total;
+		FILL(ip, e, v4, h->go ? IPT_F_GOTO : 0);
 	}
+#undef FILL
 	memcpy(raw + head, p.buf, p.len);
 	*out = raw;
 	*len = total;
 done:
 	free(p.buf);
-	tokens_free(&p.t);
+	ipt_tokens_free(&p.t);
 	return r;
 }
 
@@ -1201,11 +1110,11 @@ bool ipt_rule_text_id(const char *text, char *id)
 {
 	if (plain_comment_id(text, id))
 		return true;
-	struct tokens t = { 0 };
+	struct ipt_tokens t = { 0 };
 	struct strbuf err = STRBUF_INIT;
 	bool found = false;
 	sb_init(&err);
-	if (tokenize(text, &t, &err) == 0) {
+	if (ipt_tokenize(text, &t, &err) == 0) {
 		bool in_comment = false;
 		for (size_t i = 0; i + 1 < t.n && !found; i++) {
 			if (strcmp(t.v[i], "-j") == 0 || strcmp(t.v[i], "-g") == 0) {
@@ -1218,7 +1127,7 @@ bool ipt_rule_text_id(const char *text, char *id)
 			}
 		}
 	}
-	tokens_free(&t);
+	ipt_tokens_free(&t);
 	sb_free(&err);
 	return found;
 }
