@@ -2,7 +2,8 @@
  * What lib/sys/ipam.c (reading, handles, assigning), ipam_claim.c (claiming
  * blocks) and ipam_release.c (releasing, empty blocks, orphans) share: the
  * attempt loop of every operation (ipam.c's comment at the top tells it), the
- * reads and writes they all make, and claims. Not for use outside them.
+ * reads and writes they all make (those two in ipam_op.c, below the three),
+ * and claims. Not for use outside them.
  */
 #ifndef BRINDLE_IPAM_INTERNAL_H
 #define BRINDLE_IPAM_INTERNAL_H
