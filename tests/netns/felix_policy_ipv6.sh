@@ -3,11 +3,13 @@
 # running felix with ipv6Support (iptables backend: ip6tables and cali60 ip
 # sets): the same policy enforced for both families, ipBlock with an IPv6
 # CIDR and except, IPv6-only rules, ICMPv6 rules, neighbour discovery never
-# blocked, and nothing IPv6 without ipv6Support.
+# blocked, and the connection event log of an IPv6 denial.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/policy.sh"
 
-PT_NO_FELIX=1 pt_node FELIX_IPV6SUPPORT=true FELIX_IPTABLESBACKEND=Legacy
+LOG=$BT_DIR/events.log
+PT_NO_FELIX=1 pt_node FELIX_IPV6SUPPORT=true FELIX_IPTABLESBACKEND=Legacy \
+	FELIX_POLICYEVENTLOGENABLED=true FELIX_POLICYEVENTLOGFILE="$LOG"
 # The node and the outside over IPv6 too; the pods' IPv6 pool routed to the node.
 ip -n "$NODE" addr add fd00:192:168:100::11/64 dev eth0 nodad
 ip -n "$OUT" addr add fd00:192:168:100::1/64 dev eth0 nodad
@@ -73,6 +75,12 @@ pt_denied out 10.244.1.10 6379
 # pods the policy does not select stay open
 pt_allowed default other fd00:10:244:1::11 80
 bt_log "NetworkPolicy over both families: ok"
+# The event log reads IPv6 packets too: the denial of other -> db over IPv6, with its addresses.
+pt_denied default other fd00:10:244:1::10 6379
+deny6() { grep '"verdict":"deny".*"src":"fd00:10:244:1::12".*"dst":"fd00:10:244:1::10".*"dport":6379' "$LOG"; }
+bt_wait_for 10 "an IPv6 deny event" deny6
+bt_expect_contains "the IPv6 denial names the endpoint" \
+	'"endpoint":"WorkloadEndpoint default/node1-k8s-db-eth0"' "$(deny6 | head -1)"
 
 # The rules are where they belong: ip6tables holds the IPv6 ones, with cali60 sets of IPv6
 # members; iptables the IPv4 ones.
