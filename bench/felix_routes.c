@@ -12,8 +12,11 @@
  *  2. One endpoint added with N routes already programmed: calc update plus
  *     apply, for N = 1,000 and 10,000 (the goal is < 5 ms, independent of N).
  *
- * Each figure is the median of 5 runs; ratios are to the libmnl batch of the
- * same run. Run: sudo build/release/bench/bench_felix_routes
+ * Both families, alternating run by run: IPv4 (10.244.0.0/16, /32 routes) and
+ * IPv6 (fd00:244::/96, /128 routes, felix with ipv6Support: the interfaces'
+ * IPv6 settings too), and IPv6 against IPv4 (the IPv6 issue's goal: within
+ * 1.2x). Each figure is the median of 5 runs; ratios are to the libmnl batch
+ * of the same family and run. Run: sudo build/release/bench/bench_felix_routes
  */
 #include "calc/calc.h"
 #include "dataplane/dataplane.h"
@@ -29,6 +32,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +70,8 @@ static void sh(const char *cmd)
 }
 
 static int ifindex_base;
+/* The family under way: AF_INET or AF_INET6. */
+static int af = AF_INET;
 
 static void make_interfaces(void)
 {
@@ -85,7 +91,18 @@ static void make_interfaces(void)
 
 static struct br_ip pod_ip(int i)
 {
-	return ip4_from_u32(0x0af40000u + (uint32_t)i + 1); /* 10.244.0.1 + i */
+	if (af == AF_INET)
+		return ip4_from_u32(0x0af40000u + (uint32_t)i + 1); /* 10.244.0.1 + i */
+	struct br_ip ip = { .family = AF_INET6, .a = { 0xfd, 0x00, 0x02, 0x44 } };
+	uint32_t v = (uint32_t)i + 1; /* fd00:244::1 + i */
+	for (int b = 0; b < 4; b++)
+		ip.a[12 + b] = (uint8_t)(v >> (24 - 8 * b));
+	return ip;
+}
+
+static unsigned host_len(void)
+{
+	return af == AF_INET6 ? 128 : 32;
 }
 
 static int iface_of(int i)
@@ -95,7 +112,7 @@ static int iface_of(int i)
 
 static void flush_routes(void)
 {
-	sh("ip route flush proto 80");
+	sh("ip -4 route flush proto 80 && ip -6 route flush proto 80");
 }
 
 /* Baseline 1: the same routes as one libmnl batch, nothing else. */
@@ -125,14 +142,15 @@ static double bare_mnl(void)
 			h->nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_REPLACE | NLM_F_ACK;
 			h->nlmsg_seq = seq++;
 			struct rtmsg *r = mnl_nlmsg_put_extra_header(h, sizeof(*r));
-			r->rtm_family = AF_INET;
-			r->rtm_dst_len = 32;
+			r->rtm_family = (unsigned char)af;
+			r->rtm_dst_len = (unsigned char)host_len();
 			r->rtm_table = RT_TABLE_MAIN;
 			r->rtm_protocol = 80;
-			r->rtm_scope = RT_SCOPE_LINK;
+			/* as felix writes them: IPv6 routes have no link scope */
+			r->rtm_scope = af == AF_INET6 ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
 			r->rtm_type = RTN_UNICAST;
 			struct br_ip ip = pod_ip(i);
-			mnl_attr_put(h, RTA_DST, 4, ip.a);
+			mnl_attr_put(h, RTA_DST, host_len() / 8, ip.a);
 			mnl_attr_put_u32(h, RTA_OIF, (uint32_t)oif[iface_of(i)]);
 			sent++;
 			mnl_nlmsg_batch_next(b);
@@ -160,8 +178,8 @@ static double ip_batch(void)
 	for (int i = 0; i < ROUTES; i++) {
 		char ip[IP_STRLEN];
 		struct br_ip a = pod_ip(i);
-		fprintf(f, "route replace %s/32 dev cali%011d proto 80 scope link\n",
-			ip_str(&a, ip), iface_of(i));
+		fprintf(f, "route replace %s/%u dev cali%011d proto 80%s\n", ip_str(&a, ip),
+			host_len(), iface_of(i), af == AF_INET6 ? "" : " scope link");
 	}
 	fclose(f);
 	uint64_t t0 = now_ns();
@@ -174,7 +192,7 @@ static double ip_batch(void)
 /* Endpoint @e: pod<e> on interface @ifname, with @n addresses: pod_ip(e + IFACES * k). */
 static struct br_object *make_wep_on(int e, const char *ifname, int n)
 {
-	char name[64], net[32], ipbuf[IP_STRLEN];
+	char name[64], net[CIDR_STRLEN], ipbuf[IP_STRLEN];
 	snprintf(name, sizeof(name), "pod%d", e);
 	struct br_object *o = model_new(model_kind(KIND_WORKLOADENDPOINT), "default", name);
 	struct br_workloadendpoint *w = (struct br_workloadendpoint *)o;
@@ -183,7 +201,7 @@ static struct br_object *make_wep_on(int e, const char *ifname, int n)
 	w->spec.ip_networks = arena_alloc(o->arena, sizeof(char *) * (size_t)n);
 	for (int k = 0; k < n; k++) {
 		struct br_ip a = pod_ip(e + IFACES * k);
-		snprintf(net, sizeof(net), "%s/32", ip_str(&a, ipbuf));
+		snprintf(net, sizeof(net), "%s/%u", ip_str(&a, ipbuf), host_len());
 		w->spec.ip_networks[k] = arena_strdup(o->arena, net);
 	}
 	w->spec.n_ip_networks = (size_t)n;
@@ -231,7 +249,8 @@ static struct felix_times felix_cold(void)
 	struct sysctl *sys = sysctl_open_kernel();
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	struct calc *c = calc_new("node1", false);
+	cfg.ipv6_support = af == AF_INET6;
+	struct calc *c = calc_new("node1", false); /* routes only: no policy core for IPv6 */
 	calc_set_config(c, &cfg);
 	t.calc = feed(c, IFACES);
 	struct dp_backends b = { .nl = nl, .sys = sys };
@@ -249,7 +268,7 @@ static struct felix_times felix_cold(void)
 	for (int i = 0; i < IFACES; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "cali%011d", i);
-		if (sysctl_workload_iface(sys, name, false, &changed) < 0)
+		if (sysctl_workload_iface(sys, name, af == AF_INET6, &changed) < 0)
 			exit(1);
 	}
 	t.sysctl_part = ms_since(t0); /* already right: reads only */
@@ -264,7 +283,10 @@ static void reset_sysctls(void)
 {
 	FILE *f = fopen("/tmp/bench-sysctl", "w");
 	for (int i = 0; i < IFACES; i++)
-		fprintf(f, "net.ipv4.conf.cali%011d.proxy_arp=0\n", i);
+		fprintf(f,
+			"net.ipv4.conf.cali%011d.proxy_arp=0\nnet.ipv6.conf.cali%011d.proxy_ndp="
+			"0\n",
+			i, i);
 	fclose(f);
 	sh("sysctl -q -p /tmp/bench-sysctl >/dev/null");
 	unlink("/tmp/bench-sysctl");
@@ -278,7 +300,8 @@ static double felix_calc_single(void)
 {
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	struct calc *c = calc_new("node1", false);
+	cfg.ipv6_support = af == AF_INET6;
+	struct calc *c = calc_new("node1", false); /* routes only: no policy core for IPv6 */
 	calc_set_config(c, &cfg);
 	struct br_object **objs = xcalloc(ROUTES, sizeof(*objs));
 	for (int e = 0; e < ROUTES; e++) {
@@ -304,7 +327,8 @@ static double felix_add_one(int n)
 	struct sysctl *sys = sysctl_open_kernel();
 	struct felix_config cfg;
 	felix_config_defaults(&cfg);
-	struct calc *c = calc_new("node1", false);
+	cfg.ipv6_support = af == AF_INET6;
+	struct calc *c = calc_new("node1", false); /* routes only: no policy core for IPv6 */
 	calc_set_config(c, &cfg);
 	feed(c, n / ADDRS);
 	struct dp_backends b = { .nl = nl, .sys = sys };
@@ -349,6 +373,58 @@ static double felix_add_one(int n)
 	return median(v, RUNS);
 }
 
+struct figures {
+	double mnl[RUNS], ipb[RUNS], fcalc[RUNS], fapply[RUNS], fsys[RUNS], ftotal[RUNS];
+	double fsingle[RUNS];
+	double m, ft, add[2];
+};
+
+static void cold_run(int r, struct figures *g)
+{
+	g->mnl[r] = bare_mnl();
+	flush_routes();
+	g->ipb[r] = ip_batch();
+	flush_routes();
+	reset_sysctls();
+	struct felix_times t = felix_cold();
+	g->fcalc[r] = t.calc;
+	g->fapply[r] = t.apply;
+	g->fsys[r] = t.sysctl_part;
+	g->ftotal[r] = t.calc + t.apply;
+	flush_routes();
+	g->fsingle[r] = felix_calc_single();
+}
+
+static void report(const char *family, struct figures *g)
+{
+	double m = median(g->mnl, RUNS), ib = median(g->ipb, RUNS), fa = median(g->fapply, RUNS);
+	double ft = median(g->ftotal, RUNS);
+	g->m = m;
+	g->ft = ft;
+	printf("%s cold start: %d routes over %d interfaces (median of %d)\n", family, ROUTES,
+	       IFACES, RUNS);
+	printf("  %-44s %8.1f ms  1.00x\n", "bare libmnl batch (baseline)", m);
+	printf("  %-44s %8.1f ms  %.2fx\n", "ip -batch", ib, ib / m);
+	printf("  %-44s %8.1f ms  %.2fx\n", "felix apply (read-back, plan, write, settings)", fa,
+	       fa / m);
+	printf("  %-44s %8.1f ms\n", "  of which: settings of 500 interfaces, re-read",
+	       median(g->fsys, RUNS));
+	printf("  %-44s %8.1f ms\n", "felix calc of 500 endpoints (before apply)",
+	       median(g->fcalc, RUNS));
+	printf("  %-44s %8.1f ms  %.2fx  (goal <= 1.5x)\n", "felix calc + apply", ft, ft / m);
+	printf("  %-44s %8.1f ms\n", "felix calc of 10,000 one-address endpoints",
+	       median(g->fsingle, RUNS));
+	printf("One endpoint added on a new interface, time to route programmed and interface\n"
+	       "settings written (calc + apply; median of %d)\n",
+	       RUNS);
+	int ns[] = { 1000, 10000 };
+	for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+		g->add[i] = felix_add_one(ns[i]);
+		printf("  with %5d present: %.3f ms\n", ns[i], g->add[i]);
+	}
+	printf("\n");
+}
+
 int main(void)
 {
 	if (unshare(CLONE_NEWNET) < 0) {
@@ -358,41 +434,33 @@ int main(void)
 	log_init("bench", LOG_WARNING, LOG_TEXT, 2);
 	sh("ip link set lo up");
 	make_interfaces();
-	double mnl[RUNS], ipb[RUNS], fcalc[RUNS], fapply[RUNS], fsys[RUNS], ftotal[RUNS];
-	double fsingle[RUNS];
+	const char *fam = getenv("BENCH_FAMILY"); /* 4, 6, or both (unset) */
+	bool v4 = !fam || strcmp(fam, "6") != 0, v6 = !fam || strcmp(fam, "4") != 0;
+	static struct figures g4, g6;
+	/* the families run by run, alternating, so that a slow minute falls on both */
 	for (int r = 0; r < RUNS; r++) {
-		mnl[r] = bare_mnl();
-		flush_routes();
-		ipb[r] = ip_batch();
-		flush_routes();
-		reset_sysctls();
-		struct felix_times t = felix_cold();
-		fcalc[r] = t.calc;
-		fapply[r] = t.apply;
-		fsys[r] = t.sysctl_part;
-		ftotal[r] = t.calc + t.apply;
-		flush_routes();
-		fsingle[r] = felix_calc_single();
+		if (v4) {
+			af = AF_INET;
+			cold_run(r, &g4);
+		}
+		if (v6) {
+			af = AF_INET6;
+			cold_run(r, &g6);
+		}
 	}
-	double m = median(mnl, RUNS), ib = median(ipb, RUNS), fa = median(fapply, RUNS);
-	double ft = median(ftotal, RUNS);
-	printf("Cold start: %d routes over %d interfaces (median of %d)\n", ROUTES, IFACES, RUNS);
-	printf("  %-44s %8.1f ms  1.00x\n", "bare libmnl batch (baseline)", m);
-	printf("  %-44s %8.1f ms  %.2fx\n", "ip -batch", ib, ib / m);
-	printf("  %-44s %8.1f ms  %.2fx\n", "felix apply (read-back, plan, write, settings)", fa,
-	       fa / m);
-	printf("  %-44s %8.1f ms\n", "  of which: settings of 500 interfaces, re-read",
-	       median(fsys, RUNS));
-	printf("  %-44s %8.1f ms\n", "felix calc of 500 endpoints (before apply)",
-	       median(fcalc, RUNS));
-	printf("  %-44s %8.1f ms  %.2fx  (goal <= 1.5x)\n", "felix calc + apply", ft, ft / m);
-	printf("  %-44s %8.1f ms\n", "felix calc of 10,000 one-address endpoints",
-	       median(fsingle, RUNS));
-	printf("\nOne endpoint added on a new interface, time to route programmed and interface\n"
-	       "settings written (calc + apply; median of %d)\n",
-	       RUNS);
-	int ns[] = { 1000, 10000 };
-	for (size_t i = 0; i < ARRAY_SIZE(ns); i++)
-		printf("  with %5d present: %.3f ms\n", ns[i], felix_add_one(ns[i]));
+	if (v4) {
+		af = AF_INET;
+		report("IPv4", &g4);
+	}
+	if (v6) {
+		af = AF_INET6;
+		report("IPv6", &g6);
+	}
+	if (!v4 || !v6)
+		return 0;
+	printf("IPv6 against IPv4, same run (goal: within 1.2x)\n");
+	printf("  %-44s %8.2fx\n", "cold start, felix calc + apply", g6.ft / g4.ft);
+	printf("  %-44s %8.2fx\n", "  (the bare libmnl batches)", g6.m / g4.m);
+	printf("  %-44s %8.2fx\n", "one endpoint added, 10,000 present", g6.add[1] / g4.add[1]);
 	return 0;
 }
