@@ -66,21 +66,12 @@ struct calc *calc_new(const char *nodename, bool ipv6)
 	return c;
 }
 
-/*
- * Policy sees every update it cares about, each core keeping what it needs of it: the IPv4
- * core takes the update's object when it keeps it, and the IPv6 core (when there is one) gets
- * a copy of its own. True when policy kept the object.
- */
+/* Both families' policy cores read the update (neither keeps its object): true when it was
+ * about policy alone. */
 static bool pol_update_all(struct calc *c, const struct ds_update *u)
 {
-	if (c->pol6 && u->kind->id == KIND_WORKLOADENDPOINT) {
-		pol_update(c->pol6, u); /* read, never kept (policy.h): no copy needed */
-	} else if (c->pol6) {
-		struct ds_update copy = *u;
-		copy.obj = u->obj ? model_clone(u->obj) : NULL;
-		if (!pol_update(c->pol6, &copy))
-			model_free(copy.obj);
-	}
+	if (c->pol6)
+		pol_update(c->pol6, u);
 	return pol_update(c->pol, u);
 }
 
@@ -618,9 +609,11 @@ void calc_update(struct calc *c, const struct ds_update *u)
 		wep_update(c, key, u);
 		return;
 	}
-	/* Policy reads every update it cares about; the kinds that are only policy's it keeps. */
-	if (pol_update_all(c, u))
+	/* Policy reads every update it cares about; the kinds that are only policy's end there. */
+	if (pol_update_all(c, u)) {
+		model_free(u->obj);
 		return;
+	}
 	switch (u->kind->id) {
 	case KIND_BLOCKAFFINITY: {
 		/* Affinities are scoped by node: the key's scope is the node. */

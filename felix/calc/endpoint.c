@@ -143,32 +143,33 @@ static uint8_t port_proto(const char *s)
 	return 0;
 }
 
-/* The members of @nets in family @af, into @k (measured in pass 0, written in pass 1). */
+/*
+ * The members of @nets in family @af, one string after another in @k (measured in pass 0,
+ * written in pass 1); *first is the first of them (NULL when measuring). Their number.
+ */
 static size_t addr_members(struct pack *k, int af, const char *const *nets, size_t n,
-			   const char **out)
+			   const char **first)
 {
 	size_t count = 0;
+	*first = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct br_cidr c;
 		if (cidr_parse(nets[i], true, &c) < 0 || c.ip.family != af)
 			continue;
 		cidr_mask(&c);
 		char m[CIDR_STRLEN];
-		if (c.len == 0) {
-			/* hash:net cannot hold /0: two halves */
+		bool halves = c.len == 0; /* hash:net cannot hold /0: its two halves */
+		if (halves)
 			c.len = 1;
+		for (int h = 0; h < (halves ? 2 : 1); h++) {
+			if (h)
+				c.ip.a[0] = 128;
 			endpoint_net_member(&c, m);
 			const char *s = pk_str(k, m);
-			if (out)
-				out[count] = s;
+			if (!count)
+				*first = s;
 			count++;
-			c.ip.a[0] = 128;
 		}
-		endpoint_net_member(&c, m);
-		const char *s = pk_str(k, m);
-		if (out)
-			out[count] = s;
-		count++;
 	}
 	return count;
 }
@@ -187,10 +188,12 @@ struct pep *endpoint_build(struct pol *p, const struct pep_src *s)
 		size_t nl = s->labels ? s->labels->n : 0;
 		struct br_kv *kv = pk_alloc(&k, sizeof(*kv) * nl, 8);
 		const char **profs = pk_alloc(&k, sizeof(*profs) * s->n_profiles, 8);
-		struct pack measure = { 0 };
-		size_t na = addr_members(&measure, p->af, s->nets, s->n_nets, NULL);
+		/* the addresses' strings, then the array that points at them */
+		const char *first;
+		size_t na = addr_members(&k, p->af, s->nets, s->n_nets, &first);
 		const char **addrs = pk_alloc(&k, sizeof(*addrs) * na, 8);
-		addr_members(&k, p->af, s->nets, s->n_nets, fill ? addrs : NULL);
+		for (size_t i = 0; fill && i < na; i++, first += strlen(first) + 1)
+			addrs[i] = first;
 		struct pport *ports = pk_alloc(&k, sizeof(*ports) * s->n_ports, 8);
 		const char **spoof =
 			s->local ? pk_alloc(&k, sizeof(*spoof) * s->n_spoof_ok, 8) : NULL;

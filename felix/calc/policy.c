@@ -291,7 +291,6 @@ bool pol_update(struct pol *p, const struct ds_update *u)
 	default:
 		return false;
 	}
-	model_free(u->obj);
 	return true;
 }
 

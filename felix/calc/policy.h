@@ -116,10 +116,11 @@ void pol_set_config(struct pol *p, const struct felix_config *cfg);
 void pol_set_dispatch_maps(struct pol *p, bool on);
 
 /*
- * Take one datastore update. Returns true when the update was about policy
- * (its object is then owned by the policy core), false when the caller keeps
- * it. WorkloadEndpoints are read (their labels, addresses, ports) but never
- * kept: the function returns false for them.
+ * Take one datastore update. The core reads the object and keeps none of it
+ * (the caller still owns it, so the cores of both families read one object).
+ * Returns true when the update was about policy alone, false when the caller
+ * has more to do with it (WorkloadEndpoints, IP pools and the kinds policy
+ * does not read).
  */
 bool pol_update(struct pol *p, const struct ds_update *u);
 

@@ -59,8 +59,8 @@ static struct pol *state(void)
 									   : NULL,
 				       .name = objs[i]->meta.name,
 				       .obj = objs[i] };
-		if (!pol_update(p, &u))
-			model_free(objs[i]);
+		pol_update(p, &u);
+		model_free(objs[i]);
 	}
 	free(objs);
 	pol_flush(p);

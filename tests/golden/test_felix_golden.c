@@ -213,8 +213,8 @@ static bool run_scenario(const char *path, const char *dir)
 				       .scope = o->kind->namespaced ? o->meta.namespace : NULL,
 				       .name = o->meta.name,
 				       .obj = o };
-		if (!pol_update(p, &u))
-			model_free(o);
+		pol_update(p, &u);
+		model_free(o);
 	}
 	pol_flush(p);
 	struct pol_desired *d = pol_desired(p);

@@ -46,8 +46,8 @@ static void apply(const char *yaml)
 				       .scope = o->kind->namespaced ? o->meta.namespace : NULL,
 				       .name = o->meta.name,
 				       .obj = o };
-		if (!pol_update(P, &u))
-			model_free(o);
+		pol_update(P, &u);
+		model_free(o);
 	}
 	free(objs);
 }
@@ -405,6 +405,7 @@ static void test_stored_http_match_fails_closed(void **state)
 	assert_non_null(o);
 	struct ds_update u = { .kind = o->kind, .name = "l7", .obj = o };
 	assert_true(pol_update(P, &u));
+	model_free(o);
 	const struct pchain *c = chain("cali-tw-calidb000000001");
 	const char *r = rule_with(c, "Fail closed: ");
 	assert_non_null(r);
@@ -525,6 +526,11 @@ static void test_calico_negations_and_netsets(void **state)
 	/* a network set goes: its nets go */
 	del(KIND_GLOBALNETWORKSET, NULL, "partners");
 	assert_members("GlobalNetworkPolicy partners", NULL, "192.0.2.0/25");
+	/* everything: hash:net holds no /0, so its two halves (beside the other members) */
+	apply("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkSet\n"
+	      "metadata: {name: all, labels: {kind: partner}}\n"
+	      "spec: {nets: [0.0.0.0/0, '::/0']}\n");
+	assert_members("GlobalNetworkPolicy partners", NULL, "0.0.0.0/1 128.0.0.0/1 192.0.2.0/25");
 }
 
 static void test_profile_and_namespace_labels(void **state)

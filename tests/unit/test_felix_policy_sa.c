@@ -43,8 +43,8 @@ static void apply(const char *yaml)
 				       .scope = o->kind->namespaced ? o->meta.namespace : NULL,
 				       .name = o->meta.name,
 				       .obj = o };
-		if (!pol_update(P, &u))
-			model_free(o);
+		pol_update(P, &u);
+		model_free(o);
 	}
 	free(objs);
 }
