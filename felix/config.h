@@ -80,8 +80,8 @@ struct felix_config {
 	uint8_t wep_min_prefix_v6; /* workloadIPv6MinPrefixLength, default 128 */
 	/*
 	 * ipv6Support (FELIX_IPV6SUPPORT): routes and blackholes for workloads' IPv6
-	 * addresses. Off by default, unlike Calico's: felix does not police IPv6 yet,
-	 * and routing IPv6 to pods whose IPv6 no policy covers would fail open.
+	 * addresses, and IPv6 policy (the iptables backend only). Off by default, unlike
+	 * Calico's: the nftables backend does not police IPv6 yet.
 	 */
 	bool ipv6_support;
 };

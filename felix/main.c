@@ -247,8 +247,9 @@ static void event_log_configure(struct felix *f)
 static void compute_config(struct felix *f, struct felix_config *out)
 {
 	struct model_errors errs = { 0 };
-	felix_config_compute(out, calc_felixconfig(f->calc, false), calc_felixconfig(f->calc, true),
-			     environ, &errs);
+	/* (no calculation yet at start: the environment's word alone) */
+	felix_config_compute(out, f->calc ? calc_felixconfig(f->calc, false) : NULL,
+			     f->calc ? calc_felixconfig(f->calc, true) : NULL, environ, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		log_error("configuration: %s", errs.v[i]);
 	model_errors_clear(&errs);
@@ -836,12 +837,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	f.node = node;
-	f.calc = calc_new(node, false);
 	compute_config(&f, &f.cfg); /* the environment's word (FelixConfiguration: at the sync) */
-	if (f.cfg.ipv6_support) {
-		calc_free(f.calc);
-		f.calc = calc_new(node, true);
-	}
+	f.calc = calc_new(node, f.cfg.ipv6_support);
 	log_set_level(f.cfg.log_severity);
 	calc_set_config(f.calc, &f.cfg);
 	log_info("brindle-felix %s starting on node %s", BRINDLE_VERSION, node);

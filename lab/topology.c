@@ -170,30 +170,17 @@ static const char *get_name(struct pctx *c, const struct jv *obj, const char *ke
 	return s;
 }
 
-static bool get_ip6(struct pctx *c, const struct jv *obj, const char *key, const char *path,
-		    struct br_ip *out)
-{
-	const char *s = get_string(c, obj, key, path, false);
-	if (!s)
-		return false;
-	struct br_ip ip;
-	if (ip_parse(s, &ip) < 0 || ip.family != AF_INET6) {
-		perr(c, sub(c, path, key), "\"%s\" is not an IPv6 address", s);
-		return false;
-	}
-	*out = ip;
-	return true;
-}
-
-static bool get_ip4(struct pctx *c, const struct jv *obj, const char *key, const char *path,
-		    bool required, struct br_ip *out)
+/* An address of family @af. */
+static bool get_ip(struct pctx *c, const struct jv *obj, const char *key, const char *path, int af,
+		   bool required, struct br_ip *out)
 {
 	const char *s = get_string(c, obj, key, path, required);
 	if (!s)
 		return false;
 	struct br_ip ip;
-	if (ip_parse(s, &ip) < 0 || ip.family != AF_INET) {
-		perr(c, sub(c, path, key), "\"%s\" is not an IPv4 address", s);
+	if (ip_parse(s, &ip) < 0 || ip.family != af) {
+		perr(c, sub(c, path, key), "\"%s\" is not an %s address", s,
+		     af == AF_INET6 ? "IPv6" : "IPv4");
 		return false;
 	}
 	*out = ip;
@@ -416,7 +403,8 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 		if (ok) {
 			uint32_t last = ip4_u32(&s.cidr.ip) | (0xffffffffu >> s.cidr.len);
 			s.gateway = ip4_from_u32(last - 1);
-			if (jv_get(e, "gateway") && get_ip4(c, e, "gateway", p, false, &s.gateway))
+			if (jv_get(e, "gateway") &&
+			    get_ip(c, e, "gateway", p, AF_INET, false, &s.gateway))
 				check_in_subnet(c, &s, &s.gateway, sub(c, p, "gateway"));
 			claim(c, cl, &s.gateway, sub(c, p, "gateway"));
 		} else {
@@ -441,7 +429,7 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 			s.gateway6 = s.cidr6.ip;
 			for (int b = 0; b < 4; b++)
 				s.gateway6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
-			if (get_ip6(c, e, "gateway6", p, &s.gateway6) &&
+			if (get_ip(c, e, "gateway6", p, AF_INET6, false, &s.gateway6) &&
 			    !cidr_contains_ip(&s.cidr6, &s.gateway6))
 				perr(c, sub(c, p, "gateway6"), "is not in cidr6");
 			claim(c, cl, &s.gateway6, sub(c, p, "gateway6"));
@@ -551,7 +539,7 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 			     "\"%s\" is not an IPv4 address", rr);
 		n->rr_cluster_id = rr;
 		if (jv_get(e, "ip")) {
-			if (get_ip4(c, e, "ip", p, true, &n->ip) && n->subnet != SIZE_MAX) {
+			if (get_ip(c, e, "ip", p, AF_INET, true, &n->ip) && n->subnet != SIZE_MAX) {
 				check_in_subnet(c, &t->subnets[n->subnet], &n->ip, sub(c, p, "ip"));
 				claim(c, cl, &n->ip, sub(c, p, "ip"));
 			}
@@ -584,7 +572,7 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 			continue;
 		}
 		if (jv_get(e, "ip6")) {
-			if (!get_ip6(c, e, "ip6", p, &n->ip6))
+			if (!get_ip(c, e, "ip6", p, AF_INET6, false, &n->ip6))
 				continue;
 			if (!cidr_contains_ip(&s->cidr6, &n->ip6))
 				perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6", s->name);
@@ -620,7 +608,7 @@ static void parse_externals(struct pctx *c, const struct jv *root, struct lab_to
 				perr(c, sub(c, p, "name"), "external host \"%s\" is given twice",
 				     x->name);
 		get_ports(c, e, "serve", p, false, &x->serve, &x->n_serve);
-		if (!get_ip4(c, e, "ip", p, true, &x->ip))
+		if (!get_ip(c, e, "ip", p, AF_INET, true, &x->ip))
 			continue;
 		char buf[IP_STRLEN];
 		for (size_t j = 0; j < t->n_subnets; j++)
@@ -664,7 +652,7 @@ static void parse_peers(struct pctx *c, const struct jv *root, struct lab_topolo
 			b->as_number = (uint32_t)as;
 		b->subnet = subnet_ref(c, t, e, p);
 		if (jv_get(e, "ip")) {
-			if (get_ip4(c, e, "ip", p, true, &b->ip) && b->subnet != SIZE_MAX) {
+			if (get_ip(c, e, "ip", p, AF_INET, true, &b->ip) && b->subnet != SIZE_MAX) {
 				check_in_subnet(c, &t->subnets[b->subnet], &b->ip, sub(c, p, "ip"));
 				claim(c, cl, &b->ip, sub(c, p, "ip"));
 			}
@@ -762,7 +750,7 @@ static void parse_pods(struct pctx *c, const struct jv *root, struct lab_topolog
 			perr(c, sub(c, p, "ip"), "a hostNetwork pod has its node's address");
 			continue;
 		}
-		if (!get_ip4(c, e, "ip", p, true, &pod->ip))
+		if (!get_ip(c, e, "ip", p, AF_INET, true, &pod->ip))
 			continue;
 		pod->has_ip = true;
 		bool in_pool = false;

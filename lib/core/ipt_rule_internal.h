@@ -134,7 +134,7 @@ static const struct {
 	{ "DNAT", XT_CONNTRACK_STATE_DNAT },
 };
 
-static const struct {
+static const struct reject_with {
 	const char *name;
 	int with;
 } reject_withs[] = {
@@ -156,33 +156,32 @@ static const struct {
 	{ "icmp6-reject-route", IP6T_ICMP6_REJECT_ROUTE },
 };
 
+/* REJECT's types of family @af: its table, and *n its length. */
+static inline const struct reject_with *reject_table(int af, size_t *n)
+{
+	*n = af == AF_INET6 ? ARRAY_SIZE(reject_withs6) : ARRAY_SIZE(reject_withs);
+	return af == AF_INET6 ? reject_withs6 : reject_withs;
+}
+
 /* REJECT's --reject-with @name in family @af; -1 when it has no such type. */
 static inline int reject_with(int af, const char *name)
 {
-	if (af == AF_INET6) {
-		for (size_t k = 0; k < ARRAY_SIZE(reject_withs6); k++)
-			if (strcmp(reject_withs6[k].name, name) == 0)
-				return reject_withs6[k].with;
-	} else {
-		for (size_t k = 0; k < ARRAY_SIZE(reject_withs); k++)
-			if (strcmp(reject_withs[k].name, name) == 0)
-				return reject_withs[k].with;
-	}
+	size_t n;
+	const struct reject_with *t = reject_table(af, &n);
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(t[k].name, name) == 0)
+			return t[k].with;
 	return -1;
 }
 
 /* The name iptables-save (ip6tables-save) prints for type @with, or NULL. */
 static inline const char *reject_name(int af, int with)
 {
-	if (af == AF_INET6) {
-		for (size_t k = 0; k < ARRAY_SIZE(reject_withs6); k++)
-			if (reject_withs6[k].with == with)
-				return reject_withs6[k].name;
-	} else {
-		for (size_t k = 0; k < ARRAY_SIZE(reject_withs); k++)
-			if (reject_withs[k].with == with)
-				return reject_withs[k].name;
-	}
+	size_t n;
+	const struct reject_with *t = reject_table(af, &n);
+	for (size_t k = 0; k < n; k++)
+		if (t[k].with == with)
+			return t[k].name;
 	return NULL;
 }
 

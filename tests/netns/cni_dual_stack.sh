@@ -60,7 +60,7 @@ new_pod_ns() {
 veth_of() { echo "cali$(printf '%s' "shop.$1" | sha1sum | cut -c1-11)"; }
 handles() { "$BRINDLECTL" get ipamhandles 2>/dev/null | grep -c 'testnet\.' || true; }
 
-# --- refused unless accepted: felix does not police IPv6 yet ----------------------------------------
+# --- refused unless accepted: the plugin cannot tell whether the node's felix polices IPv6 ----------
 new_pod_ns "${BT_PREFIX}p0"
 cni ADD c0 "${BT_PREFIX}p0" web-0 < <(conf "$DUAL")
 [ "$rc" -ne 0 ] || bt_fail "an IPv6 ADD without BRINDLE_IPV6_WITHOUT_POLICY=1 succeeded: $out"
