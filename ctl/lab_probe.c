@@ -534,25 +534,19 @@ int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 	for (size_t fa = 0; fa < nfam; fa++)
 		for (size_t f = 0; f < nfrom; f++)
 			for (size_t k = 0; k < nto; k++) {
-				if (nport) {
-					for (size_t pp = 0; pp < nproto; pp++)
-						for (size_t q = 0; q < nport; q++)
-							v[n++] = (struct probe){
-								.from = &src[f],
-								.to = &dst[k],
-								.family = families[fa],
-								.proto = protov[pp],
-								.port = portv[q]
-							};
-				} else {
-					for (size_t q = 0; q < dst[k].n_ports; q++)
-						v[n++] = (struct probe){
-							.from = &src[f],
-							.to = &dst[k],
-							.family = families[fa],
-							.proto = dst[k].ports[q].proto,
-							.port = dst[k].ports[q].port
-						};
+				size_t np = nport ? nport * nproto : dst[k].n_ports;
+				for (size_t q = 0; q < np; q++) {
+					struct probe *p = &v[n++];
+					*p = (struct probe){ .from = &src[f],
+							     .to = &dst[k],
+							     .family = families[fa] };
+					if (nport) { /* each protocol on each port */
+						p->proto = protov[q / nport];
+						p->port = portv[q % nport];
+					} else {
+						p->proto = dst[k].ports[q].proto;
+						p->port = dst[k].ports[q].port;
+					}
 				}
 			}
 	struct lab_bins b;

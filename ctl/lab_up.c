@@ -341,23 +341,23 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	 * would: a felix killed under traffic comes back (tests/vm) */
 	if ((r = lab_spawn_restarted(l, ns, arena_printf(l->a, "%s-confd", n->name), confd)) < 0)
 		return fail_io("starting brindle-confd", NULL);
-	char *felix[] = { "env", (char *)ep, (char *)ep2,
-			  arena_printf(l->a, "NODENAME=%s", n->name),
-			  "FELIX_PROMETHEUSMETRICSENABLED=true",
-			  "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
-			  /* the event log stays with the lab (and goes with lab down) */
-			  arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir),
-			  /* each node a host of its own: its own xtables lock, not the machine's */
-			  arena_printf(l->a, "FELIX_IPTABLESLOCKFILEPATH=%s/xtables.lock", dir),
-			  t->ipv6 ? "FELIX_IPV6SUPPORT=true" : "FELIX_IPV6SUPPORT=false",
-			  (char *)b->felix, NULL, NULL };
-	/* the topology's ruleBackend, before the program (else nothing: felix's own choice,
-	 * and the FelixConfiguration's) */
-	if (lab_rule_backend(l->topo)) {
-		felix[ARRAY_SIZE(felix) - 2] = felix[ARRAY_SIZE(felix) - 3];
-		felix[ARRAY_SIZE(felix) - 3] =
+	char *felix[16] = {
+		"env", (char *)ep, (char *)ep2, arena_printf(l->a, "NODENAME=%s", n->name),
+		"FELIX_PROMETHEUSMETRICSENABLED=true", "FELIX_DEFAULTENDPOINTTOHOSTACTION=Accept",
+		/* the event log stays with the lab (and goes with lab down) */
+		arena_printf(l->a, "FELIX_POLICYEVENTLOGDIR=%s", dir),
+		/* each node a host of its own: its own xtables lock, not the machine's */
+		arena_printf(l->a, "FELIX_IPTABLESLOCKFILEPATH=%s/xtables.lock", dir)
+	};
+	size_t k = 8;
+	/* what the topology says (else nothing: felix's own choice, and the
+	 * FelixConfiguration's): the ruleBackend, IPv6 with an IPv6 pool */
+	if (lab_rule_backend(l->topo))
+		felix[k++] =
 			arena_printf(l->a, "FELIX_IPTABLESBACKEND=%s", lab_rule_backend(l->topo));
-	}
+	if (t->ipv6)
+		felix[k++] = "FELIX_IPV6SUPPORT=true";
+	felix[k++] = (char *)b->felix;
 	if ((r = lab_spawn_restarted(l, ns, arena_printf(l->a, "%s-felix", n->name), felix)) < 0)
 		return fail_io("starting brindle-felix", NULL);
 	return start_probe(l, b, n, ns);
