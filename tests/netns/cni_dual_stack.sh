@@ -97,6 +97,8 @@ bt_expect_contains "host veth link-local" "inet6 fe80::ecee:eeff:feee:eeee/64 sc
 	"$(ip -n "$HOST" -6 addr show dev "$V1")"
 bt_expect_contains "host IPv6 route" "fd00:10:: dev $V1 proto 80" "$(ip -n "$HOST" -6 route show)"
 bt_expect_contains "host IPv4 route" "10.244.0.0 dev $V1 proto 80" "$(ip -n "$HOST" -4 route show)"
+bt_expect_eq "host veth IPv6 forwarding and proxy_ndp" "1 1" \
+	"$(ip netns exec "$HOST" sysctl -n "net.ipv6.conf.$V1.forwarding" "net.ipv6.conf.$V1.proxy_ndp" | xargs)"
 wep=$("$BRINDLECTL" get workloadendpoint -n shop -o yaml)
 bt_expect_contains "endpoint lists the IPv6 network" "fd00:10::/128" "$wep"
 bt_expect_contains "endpoint lists the IPv4 network" "10.244.0.0/32" "$wep"
