@@ -421,29 +421,26 @@ struct entry_view {
 
 static void view_entry(int af, const void *entry, struct entry_view *v)
 {
+	/* the same fields under the same names in both families' headers */
+#define VIEW(e, ip, goto_flag, frag_)                                               \
+	(struct entry_view)                                                         \
+	{                                                                           \
+		.proto = ip->proto, .target_offset = e->target_offset,              \
+		.next_offset = e->next_offset, .invflags = ip->invflags,            \
+		.go = ip->flags & goto_flag, .frag = frag_, .iniface = ip->iniface, \
+		.outiface = ip->outiface, .iniface_mask = ip->iniface_mask,         \
+		.outiface_mask = ip->outiface_mask                                  \
+	}
 	if (af == AF_INET6) {
 		const struct ip6t_entry *e = entry;
 		const struct ip6t_ip6 *ip = &e->ipv6;
-		*v = (struct entry_view){ ip->proto,
-					  e->target_offset,
-					  e->next_offset,
-					  ip->invflags,
-					  ip->flags & IP6T_F_GOTO,
-					  false,
-					  ip->iniface,
-					  ip->outiface,
-					  ip->iniface_mask,
-					  ip->outiface_mask };
+		*v = VIEW(e, ip, IP6T_F_GOTO, false);
 	} else {
 		const struct ipt_entry *e = entry;
 		const struct ipt_ip *ip = &e->ip;
-		*v = (struct entry_view){
-			ip->proto,	  e->target_offset,	  e->next_offset,
-			ip->invflags,	  ip->flags & IPT_F_GOTO, ip->flags & IPT_F_FRAG,
-			ip->iniface,	  ip->outiface,		  ip->iniface_mask,
-			ip->outiface_mask
-		};
+		*v = VIEW(e, ip, IPT_F_GOTO, ip->flags & IPT_F_FRAG);
 	}
+#undef VIEW
 }
 
 void ipt_rule_format(int af, const void *entry, const char *jump_target,
