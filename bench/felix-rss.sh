@@ -72,3 +72,32 @@ if [ -n "$REMOTE" ]; then
 		"$(ip netns exec "$NODE" ipset list -n | wc -l)"
 fi
 printf ')\n' 
+
+# The baseline for the table's share of the peak: the same rules and sets, as felix left
+# them, loaded into a fresh namespace by the standard tool (iptables-legacy-restore or
+# nft -f), whose own peak RSS is what building that table costs outside felix.
+if [ -n "$REMOTE" ]; then
+	bt_netns replay
+	REPLAY=$BT_PREFIX-replay
+	if [ "${FELIX_IPTABLESBACKEND:-}" = NFT ]; then
+		ip netns exec "$NODE" nft list ruleset >"$BT_DIR/rules"
+		tool="nft -f"
+	else
+		ip netns exec "$NODE" ipset save >"$BT_DIR/sets"
+		ip netns exec "$REPLAY" ipset restore <"$BT_DIR/sets"
+		{
+			ip netns exec "$NODE" iptables-legacy-save -t filter
+			ip netns exec "$NODE" iptables-legacy-save -t nat
+		} >"$BT_DIR/rules"
+		tool="iptables-legacy-restore"
+	fi
+	peak=$(ip netns exec "$REPLAY" /usr/bin/time -f %M $tool "$BT_DIR/rules" 2>&1 >/dev/null | tail -1)
+	idle=$(ip netns exec "$REPLAY" /usr/bin/time -f %M $tool /dev/null 2>&1 >/dev/null | tail -1)
+	if [ "${FELIX_IPTABLESBACKEND:-}" = NFT ]; then
+		loaded="$(ip netns exec "$REPLAY" nft list ruleset | wc -l) lines of ruleset"
+	else
+		loaded="$(ip netns exec "$REPLAY" iptables-legacy-save | grep -c '^-A') rules"
+	fi
+	printf '  %-52s %7s kB peak (%s kB of it the tool at rest; %s loaded)\n' \
+		"the same table loaded by $tool" "$peak" "$idle" "$loaded"
+fi

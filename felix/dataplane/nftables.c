@@ -34,10 +34,31 @@
 
 /* --- the mirror ------------------------------------------------------------------------ */
 
+/*
+ * A rule as the mirror keeps it: 24 bytes. Every id felix writes is IPT_ID_PREFIX and 16
+ * characters, so only those are kept, unterminated; an empty one (all NUL) matches nothing.
+ */
+#define MRULE_ID_LEN (IPT_ID_LEN - (sizeof(IPT_ID_PREFIX) - 1))
 struct mrule {
-	char id[IPT_ID_LEN + 1];
 	uint64_t handle;
+	char id[MRULE_ID_LEN];
 };
+
+static void mrule_set_id(struct mrule *r, const char *id)
+{
+	memset(r->id, 0, sizeof(r->id));
+	size_t pfx = strlen(IPT_ID_PREFIX);
+	if (strncmp(id, IPT_ID_PREFIX, pfx) == 0 && strlen(id + pfx) <= sizeof(r->id))
+		memcpy(r->id, id + pfx, strlen(id + pfx));
+}
+
+/* Whether @id (a whole rule id, "" for none) is the one @r keeps. */
+static bool mrule_has_id(const struct mrule *r, const char *id)
+{
+	struct mrule want;
+	mrule_set_id(&want, id);
+	return want.id[0] && memcmp(want.id, r->id, sizeof(r->id)) == 0;
+}
 
 struct mchain {
 	bool base;
@@ -148,7 +169,7 @@ static void mtable_load(struct mtable *m, const struct nft_table_state *ts)
 		c->n = c->cap = cs->n;
 		c->rules = xcalloc(cs->n + 1, sizeof(*c->rules));
 		for (size_t k = 0; k < cs->n; k++) {
-			memcpy(c->rules[k].id, cs->rules[k].id, sizeof(c->rules[k].id));
+			mrule_set_id(&c->rules[k], cs->rules[k].id);
 			c->rules[k].handle = cs->rules[k].handle;
 		}
 		hmap_put(&m->chains, cs->name, c);
@@ -345,7 +366,7 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
 	char id[IPT_ID_LEN + 1];
 	for (; k < total && k < mc->n; k++) {
 		wanted_rule(w, k, id);
-		if (!id[0] || !streq(id, mc->rules[k].id))
+		if (!mrule_has_id(&mc->rules[k], id))
 			break;
 	}
 	if (k == total && k == mc->n)
@@ -354,10 +375,14 @@ static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
 		nft_batch_del_rule(x->batch, table_name(t), name, mc->rules[i].handle);
 		x->writes++;
 	}
-	GROW(mc->rules, mc->cap, total + 1);
+	if (mc->cap < total) { /* exactly: chains seldom grow, and there are thousands */
+		mc->rules = xrealloc(mc->rules, total * sizeof(*mc->rules));
+		mc->cap = total;
+	}
 	mc->n = total;
 	for (size_t i = k; i < total; i++) {
-		const char *text = wanted_rule(w, i, mc->rules[i].id);
+		const char *text = wanted_rule(w, i, id);
+		mrule_set_id(&mc->rules[i], id);
 		mc->rules[i].handle = 0;
 		add_rule(x, t, name, mc, i, text, w->map);
 	}
