@@ -46,18 +46,40 @@ run_felix() { # NAME [WRAPPER...]: start, wait until ready, print RSS and high-w
 	bt_wait_for 120 "felix ready" bt_http_ok "$NODE" http://localhost:9099/readiness
 	sleep 1
 	fpid=$(pgrep -P "$pid" -f brindle-felix || pgrep -f "^$FELIX" | tail -1)
-	echo "$(rss "$fpid" VmRSS) $(rss "$fpid" VmHWM)"
+	local ready="$(rss "$fpid" VmRSS) $(rss "$fpid" VmHWM)" later=-
+	if [ "$name" = felix-scale ] && [ -n "$REMOTE" ]; then
+		later=$(one_change "$fpid")
+	fi
+	echo "$ready $later"
 	kill "$fpid"
 	wait "$pid" 2>/dev/null || true
 }
 
+# One later change (a NetworkPolicy added): the high-water mark once felix has written it.
+one_change() {
+	cat >"$BT_DIR/change.yaml" <<'YAML'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: rss-one-change, namespace: ns0}
+spec:
+  podSelector: {matchLabels: {app: a0}}
+  ingress: [{ports: [{port: 4242, protocol: TCP}]}]
+YAML
+	"$BRINDLECTL" apply -f "$BT_DIR/change.yaml" >/dev/null
+	bt_wait_for 60 "the change written" bash -c \
+		"ip netns exec $NODE iptables-legacy-save -t filter 2>/dev/null | grep -q 4242 ||
+		 ip netns exec $NODE nft list ruleset 2>/dev/null | grep -q 4242"
+	sleep 1
+	rss "$1" VmHWM
+}
+
 bt_start_etcd
-read -r idle_rss idle_hwm < <(run_felix felix-idle)
+read -r idle_rss idle_hwm _ < <(run_felix felix-idle)
 start=$SECONDS
 "$BT_BUILD_DIR/bench/bench_felix_populate" "$NODES" "$LOCAL" $REMOTE $POLICIES
 echo "datastore populated in $((SECONDS - start)) s" >&2
 # shellcheck disable=SC2086 # FELIX_WRAP is a command line
-read -r rss hwm < <(run_felix felix-scale ${FELIX_WRAP:-})
+read -r rss hwm later < <(run_felix felix-scale ${FELIX_WRAP:-})
 routes=$(ip -n "$NODE" route show proto 80 | wc -l)
 fdbs=$(bridge -n "$NODE" fdb show dev vxlan.calico | grep -c permanent || true)
 printf 'felix memory (release build)\n'
@@ -65,6 +87,7 @@ printf '  %-52s %7s kB RSS  %7s kB peak\n' "idle (empty datastore, baseline)" "$
 what="$LOCAL local endpoints, $NODES remote VXLAN nodes"
 [ -n "$REMOTE" ] && what="$what, $REMOTE remote endpoints, $POLICIES policies"
 printf '  %-52s %7s kB RSS  %7s kB peak\n' "$what" "$rss" "$hwm"
+[ "$later" != - ] && printf '  %-52s %7s kB peak\n' "the same after one NetworkPolicy added" "$later"
 printf '  (felix programmed %s routes and %s FDB entries' "$routes" "$fdbs"
 if [ -n "$REMOTE" ]; then
 	printf ', %s iptables rules, %s ip sets' \
