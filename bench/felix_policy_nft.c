@@ -87,7 +87,7 @@ static void felix_open(struct felix *f, int local, int remote, int policies)
 	calc_set_config(f->c, &f->cfg);
 	pol_set_dispatch_maps(calc_policy(f->c), true); /* as felix does on nftables */
 	policy_scenario(local, remote, policies, emit, f->c);
-	if (nft_open(&f->nft) < 0) {
+	if (nft_open(AF_INET, &f->nft) < 0) {
 		fprintf(stderr, "cannot open nftables\n");
 		exit(1);
 	}
@@ -146,8 +146,8 @@ static double kernel_floor(struct nft *nft)
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (nft_rule_from_text("-m comment --comment \"cali:benchfloor000000\" -j ACCEPT", &ir,
-			       &err) < 0) {
+	if (nft_rule_from_text(AF_INET, "-m comment --comment \"cali:benchfloor000000\" -j ACCEPT",
+			       &ir, &err) < 0) {
 		fprintf(stderr, "floor rule: %s\n", sb_str(&err));
 		exit(1);
 	}

@@ -50,6 +50,7 @@ struct felix {
 	struct ipt *ipt6; /* ip6tables, with ipv6Support on the iptables backend */
 	struct ips *ips;
 	struct nft *nft;	/* the nftables backend (ipt and ips then NULL) */
+	struct nft *nft6;	/* its ip6 tables (with ipv6Support) */
 	bool clean_other;	/* the unused backend's rules go after the first good apply */
 	bool rules_open;	/* the rule backend chosen (at the first apply in sync) */
 	char backend_wanted[8]; /* the configuration's rule backend at start ("Auto", ...) */
@@ -775,7 +776,7 @@ static bool node_uses_nftables(struct nft *n)
 static int open_rule_backend(struct felix *f)
 {
 	snprintf(f->backend_wanted, sizeof(f->backend_wanted), "%s", f->cfg.rule_backend);
-	int r = nft_open(&f->nft);
+	int r = nft_open(AF_INET, &f->nft);
 	if (r < 0 && !streq(f->backend_wanted, "Legacy")) {
 		log_error("nftables: %s", strerror(-r));
 		return r;
@@ -796,16 +797,15 @@ static int open_rule_backend(struct felix *f)
 			log_error("ip6tables: %s", strerror(-r));
 			return r;
 		}
-	} else if (calc_policy6(f->calc)) {
-		log_error(
-			"ipv6Support: the nftables backend does not police IPv6 yet, so no policy "
-			"covers workloads' IPv6 traffic (brindle-cni gives pods no IPv6 address "
-			"unless BRINDLE_IPV6_WITHOUT_POLICY=1); the iptables backend does "
-			"(FELIX_IPTABLESBACKEND=Legacy)");
+	} else if (calc_policy6(f->calc) && (r = nft_open(AF_INET6, &f->nft6)) < 0) {
+		log_error("nftables (ip6): %s", strerror(-r));
+		return r;
 	}
 	f->clean_other = true;
 	f->rules_open = true;
-	struct dp_backends b = { .ipt = f->ipt, .ipt6 = f->ipt6, .ips = f->ips, .nft = f->nft };
+	struct dp_backends b = {
+		.ipt = f->ipt, .ipt6 = f->ipt6, .ips = f->ips, .nft = f->nft, .nft6 = f->nft6
+	};
 	dataplane_set_rule_backend(f->dp, &b);
 	/* nftables looks interfaces up in verdict maps; iptables walks a tree of chains */
 	pol_set_dispatch_maps(calc_policy(f->calc), nft);
@@ -903,6 +903,7 @@ out:
 	ipt_close(f.ipt6);
 	ips_close(f.ips);
 	nft_close(f.nft);
+	nft_close(f.nft6);
 	calc_free(f.calc);
 	nl_monitor_close(f.mon);
 	nl_close(f.nl);

@@ -79,6 +79,7 @@ struct dataplane {
 	struct dp_report report;
 	struct links *links;
 	struct slot slots[W_COUNT];
+	uint64_t nft_commits; /* by the nftables writers of both families */
 };
 
 static uint64_t refresh_ms(enum writer_id id, const struct felix_config *cfg)
@@ -117,8 +118,11 @@ void dataplane_set_rule_backend(struct dataplane *dp, const struct dp_backends *
 	if (dp->slots[W_IPSETS].w || dp->slots[W_IPTABLES].w)
 		return; /* chosen once */
 	if (b->nft) {
-		/* one writer for rules and sets, in the policy writer's place */
-		dp->slots[W_IPTABLES].w = nftables_new(r, b->nft);
+		/* one writer for rules and sets, in the policy writer's place (each family's) */
+		dp->slots[W_IPTABLES].w = nftables_new(r, b->nft, AF_INET, &dp->nft_commits);
+		if (b->nft6)
+			dp->slots[W_IPTABLES6].w =
+				nftables_new(r, b->nft6, AF_INET6, &dp->nft_commits);
 	} else {
 		if (b->ips)
 			dp->slots[W_IPSETS].w = ipsets_new(r, b->ips, AF_INET);

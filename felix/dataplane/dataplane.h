@@ -83,6 +83,7 @@ struct dp_backends {
 	struct ipt *ipt6; /* ip6tables (NULL: no IPv6 policy) */
 	struct ips *ips; /* ip sets */
 	struct nft *nft; /* nftables: rules and sets, instead of ipt and ips */
+	struct nft *nft6; /* nftables' ip6 tables (NULL: no IPv6 policy) */
 };
 
 struct dataplane;

@@ -197,6 +197,9 @@ static void mtable_load(struct mtable *m, const struct nft_table_state *ts)
 struct nftables {
 	struct dp_writer w;
 	struct nft *nft;
+	int af;
+	uint64_t *commits;	 /* felix's nftables commits, all families' */
+	uint64_t commits_at_gen; /* *commits when gen was taken */
 	struct mtable m[PT_TABLES];
 	bool compare[PT_TABLES]; /* every chain and set compared at the next turn */
 	bool known_gen;
@@ -219,6 +222,12 @@ struct nftables {
 static struct nftables *nft_of(struct dp_writer *w)
 {
 	return (struct nftables *)w;
+}
+
+/* For messages: which family's tables. */
+static const char *fam(const struct nftables *x)
+{
+	return x->af == AF_INET6 ? "nftables (ip6)" : "nftables";
 }
 
 static const char *table_name(enum pt_table t)
@@ -290,10 +299,11 @@ static int nft_read_tables(struct dp_writer *w, const struct dp_input *in)
 		x->compare[t] = true;
 	}
 	if (r < 0) {
-		failed(x, "nftables: reading Brindle's tables: %s", nft_last_error(x->nft));
+		failed(x, "%s: reading Brindle's tables: %s", fam(x), nft_last_error(x->nft));
 		return r;
 	}
 	x->gen = gen;
+	x->commits_at_gen = *x->commits;
 	x->known_gen = true;
 	return 0;
 }
@@ -309,7 +319,7 @@ static void add_rule(struct nftables *x, enum pt_table t, const char *chain, str
 	sb_init(&err);
 	if (!text) {
 		nft_rule_dispatch(&ir, map->oif, map->root);
-	} else if (nft_rule_from_text(text, &ir, &err) < 0) {
+	} else if (nft_rule_from_text(x->af, text, &ir, &err) < 0) {
 		problem(x, "chain %s: rule \"%s\": %s", chain, text, sb_str(&err));
 		sb_free(&err);
 		return;
@@ -447,11 +457,11 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	struct nft_elem *want;
 	size_t nw, bad;
 	bool merged;
-	nft_elems_from_members(kind, members, nm, &want, &nw, &bad, &merged);
+	nft_elems_from_members(x->af, kind, members, nm, &want, &nw, &bad, &merged);
 	free(members);
 	ms->exact = !merged;
 	if (bad)
-		log_warn("nftables: set %s: %zu member%s that do not parse left out", name, bad,
+		log_warn("%s: set %s: %zu member%s that do not parse left out", fam(x), name, bad,
 			 bad == 1 ? "" : "s");
 	/* both sorted: what is only in the mirror goes, what is only wanted comes */
 	struct nft_elem *del = xcalloc(ms->n + 1, sizeof(*del)),
@@ -514,7 +524,7 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 	bool ok = true;
 	for (size_t i = 0; i < ml->n && ok; i++) {
 		struct nft_elem e;
-		if (!nft_elem_from_member(ms->kind, ml->v[i], &e))
+		if (!nft_elem_from_member(x->af, ms->kind, ml->v[i], &e))
 			continue;
 		int at = find_elem(ms, &e);
 		bool want = hmap_has(&s->members, ml->v[i]);
@@ -917,7 +927,7 @@ static void clear_pending(struct nftables *x)
 static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 {
 	struct nftables *x = nft_of(w);
-	struct pol_desired *d = in->policy;
+	struct pol_desired *d = x->af == AF_INET6 ? in->policy6 : in->policy;
 	bool any = false;
 	for (int t = 0; t < PT_TABLES; t++)
 		any |= x->compare[t] || d->tables[t].dirty;
@@ -979,7 +989,7 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 		return 0;
 	if (x->err) {
 		/* the mirror holds what was planned, not what is: read it back next time */
-		failed(x, "nftables: %s (nothing written)", x->problem);
+		failed(x, "%s: %s (nothing written)", fam(x), x->problem);
 		return x->err;
 	}
 	size_t edits = nft_batch_size(x->batch);
@@ -989,7 +999,7 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 	int r = nft_batch_commit(x->batch);
 	double ms = (double)(now_ns() - t0) / 1e6;
 	if (r < 0) {
-		failed(x, "nftables: %s (nothing written)", nft_last_error(x->nft));
+		failed(x, "%s: %s (nothing written)", fam(x), nft_last_error(x->nft));
 		return r;
 	}
 	for (size_t i = 0; i < x->n_pend; i++) {
@@ -1011,14 +1021,14 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 	st->rule_writes += x->writes;
 	st->set_writes += x->set_writes;
 	x->known_gen = nft_generation(x->nft, &x->gen) == 0;
+	x->commits_at_gen = ++*x->commits;
 	if (x->drifted) {
 		st->drift_repairs[DP_DRIFT_IPTABLES]++;
-		log_warn(
-			"nftables: someone else changed Brindle's tables; %zu edit%s put them back "
-			"in %.1f ms",
-			edits, edits == 1 ? "" : "s", ms);
+		log_warn("%s: someone else changed Brindle's tables; %zu edit%s put them back "
+			 "in %.1f ms",
+			 fam(x), edits, edits == 1 ? "" : "s", ms);
 	} else {
-		log_info("nftables: %zu edit%s in one batch in %.1f ms", edits,
+		log_info("%s: %zu edit%s in one batch in %.1f ms", fam(x), edits,
 			 edits == 1 ? "" : "s", ms);
 	}
 	x->drifted = false;
@@ -1033,9 +1043,11 @@ static enum dp_check nft_check(struct dp_writer *w)
 {
 	struct nftables *x = nft_of(w);
 	uint32_t gen;
-	if (!x->known_gen || nft_generation(x->nft, &gen) < 0 || gen == x->gen)
+	/* felix's other family's commits since: one generation each */
+	uint32_t ours = (uint32_t)(*x->commits - x->commits_at_gen);
+	if (!x->known_gen || nft_generation(x->nft, &gen) < 0 || gen == x->gen + ours)
 		return DP_CHECK_SAME;
-	log_debug("nftables: the ruleset changed since felix's last look; reading it back");
+	log_debug("%s: the ruleset changed since felix's last look; reading it back", fam(x));
 	x->drifted = true;
 	return DP_CHECK_READ;
 }
@@ -1060,11 +1072,13 @@ static const struct dp_writer_ops nftables_ops = {
 	.free = nft_free_writer,
 };
 
-struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft)
+struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft, int af, uint64_t *commits)
 {
 	struct nftables *x = xcalloc(1, sizeof(*x));
 	x->w.ops = &nftables_ops;
 	x->w.report = r;
 	x->nft = nft;
+	x->af = af;
+	x->commits = commits;
 	return &x->w;
 }

@@ -172,8 +172,14 @@ struct dp_writer *routes_new(struct dp_report *r, struct nl *nl, const struct li
  * dp_input.policy; AF_INET6: cali6 sets and ip6tables, reading dp_input.policy6). */
 struct dp_writer *ipsets_new(struct dp_report *r, struct ips *ips, int af);
 struct dp_writer *iptables_new(struct dp_report *r, struct ipt *ipt, int af);
-/* The nftables backend: rules and sets in Brindle's own nf_tables tables (nftables.c). */
+/*
+ * The nftables backend: rules and sets in Brindle's own nf_tables tables (nftables.c), of
+ * family @af (@nft's: AF_INET reads dp_input.policy into ip tables, AF_INET6 dp_input.policy6
+ * into ip6 tables). @commits counts the commits of all of felix's nftables writers (one per
+ * family share it): each commit moves the ruleset's generation by one, so a writer tells
+ * felix's own commits from someone else's by it.
+ */
 struct nft;
-struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft);
+struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft, int af, uint64_t *commits);
 
 #endif

@@ -21,6 +21,7 @@
 #define ICMP_DEST_UNREACH 3
 
 struct tx {
+	int af;
 	struct nft_rule_ir *r;
 	struct strbuf *err;
 	int rc;
@@ -90,17 +91,37 @@ static void u32_host(uint8_t *out, uint32_t v)
 
 /* --- the ip part -------------------------------------------------------------------- */
 
-static void addr(struct tx *t, uint32_t off, struct in_addr a, struct in_addr m, bool inv)
+/*
+ * Where the source and destination addresses are in the network header: IPv4's after 12 bytes
+ * (version to checksum); IPv6's after 8 (version, class and flow label, payload length, next
+ * header, hop limit), the destination 16 bytes further.
+ */
+static uint32_t saddr_off(int af)
 {
-	if (m.s_addr == 0)
+	return af == AF_INET6 ? 8 : 12;
+}
+
+static uint32_t daddr_off(int af)
+{
+	return af == AF_INET6 ? 24 : 16;
+}
+
+/* An address match: @a and its mask @m, @len bytes each (network order). */
+static void addr(struct tx *t, uint32_t off, const uint8_t *a, const uint8_t *m, uint8_t len,
+		 bool inv)
+{
+	static const uint8_t zero[16],
+		ones[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	if (memcmp(m, zero, len) == 0)
 		return;
-	load_payload(t, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, off, 4);
-	if (m.s_addr != 0xffffffffu) {
-		uint32_t zero = 0;
-		bitwise(t, NFT_REG_1, &m.s_addr, &zero, 4);
-	}
-	uint32_t v = a.s_addr & m.s_addr;
-	cmp(t, NFT_REG_1, inv, &v, 4);
+	load_payload(t, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, off, len);
+	if (memcmp(m, ones, len) != 0)
+		bitwise(t, NFT_REG_1, m, zero, len);
+	uint8_t v[16];
+	for (uint8_t i = 0; i < len; i++)
+		v[i] = a[i] & m[i];
+	cmp(t, NFT_REG_1, inv, v, len);
 }
 
 static void iface(struct tx *t, uint32_t key, const char *name, const unsigned char *mask, bool inv)
@@ -118,17 +139,37 @@ static void iface(struct tx *t, uint32_t key, const char *name, const unsigned c
 	cmp(t, NFT_REG_1, inv, buf, wildcard ? (uint8_t)n : IFNAMSIZ);
 }
 
+static void proto(struct tx *t, uint16_t proto, bool inv)
+{
+	if (proto) {
+		uint8_t p = (uint8_t)proto;
+		load_meta(t, NFT_REG_1, NFT_META_L4PROTO, 1);
+		cmp(t, NFT_REG_1, inv, &p, 1);
+	}
+}
+
 static void ip_part(struct tx *t, const struct ipt_ip *ip)
 {
-	addr(t, 12, ip->src, ip->smsk, ip->invflags & IPT_INV_SRCIP);
-	addr(t, 16, ip->dst, ip->dmsk, ip->invflags & IPT_INV_DSTIP);
+	addr(t, saddr_off(AF_INET), (const void *)&ip->src, (const void *)&ip->smsk, 4,
+	     ip->invflags & IPT_INV_SRCIP);
+	addr(t, daddr_off(AF_INET), (const void *)&ip->dst, (const void *)&ip->dmsk, 4,
+	     ip->invflags & IPT_INV_DSTIP);
 	iface(t, NFT_META_IIFNAME, ip->iniface, ip->iniface_mask, ip->invflags & IPT_INV_VIA_IN);
 	iface(t, NFT_META_OIFNAME, ip->outiface, ip->outiface_mask, ip->invflags & IPT_INV_VIA_OUT);
-	if (ip->proto) {
-		uint8_t p = (uint8_t)ip->proto;
-		load_meta(t, NFT_REG_1, NFT_META_L4PROTO, 1);
-		cmp(t, NFT_REG_1, ip->invflags & XT_INV_PROTO, &p, 1);
-	}
+	proto(t, ip->proto, ip->invflags & XT_INV_PROTO);
+}
+
+static void ip6_part(struct tx *t, const struct ip6t_ip6 *ip)
+{
+	addr(t, saddr_off(AF_INET6), ip->src.s6_addr, ip->smsk.s6_addr, 16,
+	     ip->invflags & IP6T_INV_SRCIP);
+	addr(t, daddr_off(AF_INET6), ip->dst.s6_addr, ip->dmsk.s6_addr, 16,
+	     ip->invflags & IP6T_INV_DSTIP);
+	iface(t, NFT_META_IIFNAME, ip->iniface, ip->iniface_mask, ip->invflags & IP6T_INV_VIA_IN);
+	iface(t, NFT_META_OIFNAME, ip->outiface, ip->outiface_mask,
+	      ip->invflags & IP6T_INV_VIA_OUT);
+	if (ip->flags & IP6T_F_PROTO)
+		proto(t, ip->proto, ip->invflags & IP6T_INV_PROTO);
 }
 
 /* --- matches ------------------------------------------------------------------------ */
@@ -184,19 +225,23 @@ static void set_match(struct tx *t, const struct xt_set_info_match_v4 *s,
 		return;
 	}
 	bool src0 = ms->flags & (1 << 1);
+	uint32_t off = src0 ? saddr_off(t->af) : daddr_off(t->af);
+	uint8_t alen = (uint8_t)nft_addr_len(t->af);
 	struct nftx *x;
 	if (ms->dim == 1) {
-		load_payload(t, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, src0 ? 12 : 16, 4);
+		load_payload(t, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, off, alen);
 		x = add(t, NFTX_LOOKUP, NFT_REG_1);
-		x->len = NFT_SET_KEY_ADDR;
+		x->len = (uint8_t)nft_set_key_len(t->af, NFT_SET_ADDRS);
 	} else {
-		/* address . protocol . port, each in a 32-bit register of its own */
+		/* address . protocol . port in consecutive 32-bit registers (the address takes
+		 * four for IPv6), each item padded to a register */
 		bool src1 = ms->flags & (1 << 2);
-		load_payload(t, NFT_REG32_00, NFT_PAYLOAD_NETWORK_HEADER, src0 ? 12 : 16, 4);
-		load_meta(t, NFT_REG32_01, NFT_META_L4PROTO, 1);
-		load_payload(t, NFT_REG32_02, NFT_PAYLOAD_TRANSPORT_HEADER, src1 ? 0 : 2, 2);
+		uint8_t next = (uint8_t)(NFT_REG32_00 + alen / 4);
+		load_payload(t, NFT_REG32_00, NFT_PAYLOAD_NETWORK_HEADER, off, alen);
+		load_meta(t, next, NFT_META_L4PROTO, 1);
+		load_payload(t, (uint8_t)(next + 1), NFT_PAYLOAD_TRANSPORT_HEADER, src1 ? 0 : 2, 2);
 		x = add(t, NFTX_LOOKUP, NFT_REG32_00);
-		x->len = NFT_SET_KEY_PORT;
+		x->len = (uint8_t)nft_set_key_len(t->af, NFT_SET_PORTS);
 	}
 	x->a = (ms->flags & IPSET_INV_MATCH) ? NFT_LOOKUP_F_INV : 0;
 	nft_set_name(names->names[ms->index], x->str);
@@ -313,7 +358,8 @@ static void match(struct tx *t, const struct xt_entry_match *m, const struct ipt
 		set_match(t, d, names);
 	} else if (strcmp(name, "multiport") == 0) {
 		multiport(t, d);
-	} else if (strcmp(name, "icmp") == 0) {
+	} else if (strcmp(name, t->af == AF_INET6 ? "icmp6" : "icmp") == 0) {
+		/* struct ip6t_icmp is struct ipt_icmp (type, code range, the same negation bit) */
 		icmp(t, d);
 	} else if (strcmp(name, "addrtype") == 0) {
 		addrtype(t, d);
@@ -332,6 +378,33 @@ static void verdict(struct tx *t, int32_t v, const char *chain)
 	x->verdict = v;
 	if (chain)
 		snprintf(x->str, sizeof(x->str), "%s", chain);
+}
+
+/* ip6tables' REJECT: ICMPv6 destination unreachable, its code from --reject-with, or a reset. */
+static void reject6(struct tx *t, const struct ip6t_reject_info *rj)
+{
+	static const struct {
+		unsigned with;
+		uint8_t code;
+	} codes[] = {
+		{ IP6T_ICMP6_NO_ROUTE, 0 },	 { IP6T_ICMP6_ADM_PROHIBITED, 1 },
+		{ IP6T_ICMP6_NOT_NEIGHBOUR, 2 }, { IP6T_ICMP6_ADDR_UNREACH, 3 },
+		{ IP6T_ICMP6_PORT_UNREACH, 4 },	 { IP6T_ICMP6_POLICY_FAIL, 5 },
+		{ IP6T_ICMP6_REJECT_ROUTE, 6 },
+	};
+	if (rj->with == IP6T_TCP_RESET) {
+		add(t, NFTX_REJECT, 0)->a = NFT_REJECT_TCP_RST;
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
+		if (codes[i].with == rj->with) {
+			struct nftx *x = add(t, NFTX_REJECT, 0);
+			x->a = NFT_REJECT_ICMP_UNREACH;
+			x->b = codes[i].code;
+			return;
+		}
+	}
+	bad(t, "REJECT: --reject-with %u has no nftables translation", rj->with);
 }
 
 static void target(struct tx *t, const struct xt_entry_target *tg, bool go)
@@ -355,9 +428,14 @@ static void target(struct tx *t, const struct xt_entry_target *tg, bool go)
 		x->a = NFT_META_MARK;
 		x->len = 4;
 	} else if (strcmp(name, "MASQUERADE") == 0) {
-		const struct nf_nat_ipv4_multi_range_compat *m = d;
 		struct nftx *x = add(t, NFTX_MASQ, 0);
-		x->a = m->range[0].flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+		if (t->af == AF_INET6) {
+			const struct nf_nat_range *m = d;
+			x->a = m->flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+		} else {
+			const struct nf_nat_ipv4_multi_range_compat *m = d;
+			x->a = m->range[0].flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY;
+		}
 	} else if (strcmp(name, "NFLOG") == 0) {
 		const struct xt_nflog_info *n = d;
 		struct nftx *x = add(t, NFTX_LOG, 0);
@@ -371,6 +449,8 @@ static void target(struct tx *t, const struct xt_entry_target *tg, bool go)
 		struct nftx *x = add(t, NFTX_LOG, 0);
 		x->a = l->level;
 		snprintf(x->str, sizeof(x->str), "%s", l->prefix);
+	} else if (strcmp(name, "REJECT") == 0 && t->af == AF_INET6) {
+		reject6(t, d);
 	} else if (strcmp(name, "REJECT") == 0) {
 		const struct ipt_reject_info *rj = d;
 		struct nftx *x = add(t, NFTX_REJECT, 0);
@@ -397,30 +477,46 @@ static void target(struct tx *t, const struct xt_entry_target *tg, bool go)
 	}
 }
 
-int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf *err)
+int nft_rule_from_text(int af, const char *text, struct nft_rule_ir *out, struct strbuf *err)
 {
 	memset(out, 0, sizeof(*out));
+	if (af != AF_INET && af != AF_INET6) {
+		sb_addf(err, "address family %d: neither IPv4 nor IPv6", af);
+		return -EINVAL;
+	}
 	struct ipt_set_table names;
 	ipt_set_table_init(&names);
 	void *entry = NULL;
 	size_t len;
-	int r = ipt_rule_parse(AF_INET, text, &names.sets, &entry, &len, err);
+	int r = ipt_rule_parse(af, text, &names.sets, &entry, &len, err);
 	if (r < 0) {
 		ipt_set_table_free(&names);
 		return r;
 	}
-	const struct ipt_entry *e = entry;
-	struct tx t = { .r = out, .err = err };
-	ip_part(&t, &e->ip);
-	for (size_t off = sizeof(*e); off < e->target_offset && !t.rc;) {
-		const struct xt_entry_match *m = (const void *)((const char *)e + off);
+	struct tx t = { .af = af, .r = out, .err = err };
+	size_t first, target_off;
+	bool go;
+	if (af == AF_INET6) {
+		const struct ip6t_entry *e = entry;
+		ip6_part(&t, &e->ipv6);
+		first = sizeof(*e);
+		target_off = e->target_offset;
+		go = e->ipv6.flags & IP6T_F_GOTO;
+	} else {
+		const struct ipt_entry *e = entry;
+		ip_part(&t, &e->ip);
+		first = sizeof(*e);
+		target_off = e->target_offset;
+		go = e->ip.flags & IPT_F_GOTO;
+	}
+	for (size_t off = first; off < target_off && !t.rc;) {
+		const struct xt_entry_match *m = (const void *)((const char *)entry + off);
 		match(&t, m, &names);
 		off += m->u.match_size;
 	}
 	if (!t.rc) {
 		add(&t, NFTX_COUNTER, 0);
-		target(&t, (const void *)((const char *)e + e->target_offset),
-		       e->ip.flags & IPT_F_GOTO);
+		target(&t, (const void *)((const char *)entry + target_off), go);
 	}
 	free(entry);
 	ipt_set_table_free(&names);
@@ -433,7 +529,7 @@ void nft_rule_dispatch(struct nft_rule_ir *out, bool oif, const char *map)
 {
 	memset(out, 0, sizeof(*out));
 	struct strbuf err = STRBUF_INIT;
-	struct tx t = { .r = out, .err = &err };
+	struct tx t = { .af = AF_INET, .r = out, .err = &err };
 	const char *id = oif ? NFT_DISPATCH_OIF_ID : NFT_DISPATCH_IIF_ID;
 	comment(&t, id);
 	add(&t, NFTX_COUNTER, 0);
@@ -601,10 +697,11 @@ void nft_set_name(const char *ipset, char *out)
 
 int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b)
 {
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
+	int c = memcmp(a->lo, b->lo, sizeof(a->lo));
+	if (!c)
+		c = memcmp(a->hi, b->hi, sizeof(a->hi));
+	if (c)
+		return c < 0 ? -1 : 1;
 	if (a->proto != b->proto)
 		return a->proto < b->proto ? -1 : 1;
 	return a->port < b->port ? -1 : a->port > b->port;
@@ -615,38 +712,42 @@ static int cmp_elems(const void *a, const void *b)
 	return nft_elem_cmp(a, b);
 }
 
-/* "10.0.0.0/24" or "10.0.0.1" into [lo, hi]. */
-static bool parse_net(const char *s, size_t len, struct nft_elem *e)
+/* "10.0.0.0/24" or "10.0.0.1" ("fd00::/64", "fd00::1" for AF_INET6) into [lo, hi]. */
+static bool parse_net(int af, const char *s, size_t len, struct nft_elem *e)
 {
-	char buf[32];
+	char buf[INET6_ADDRSTRLEN + 4];
 	if (len >= sizeof(buf))
 		return false;
 	memcpy(buf, s, len);
 	buf[len] = '\0';
-	unsigned prefix = 32;
+	unsigned alen = nft_addr_len(af), prefix = alen * 8;
 	char *slash = strchr(buf, '/');
 	if (slash) {
 		char *end;
 		unsigned long v = strtoul(slash + 1, &end, 10);
-		if (*end || end == slash + 1 || v > 32)
+		if (*end || end == slash + 1 || slash[1] == '-' || v > alen * 8)
 			return false;
 		prefix = (unsigned)v;
 		*slash = '\0';
 	}
-	struct in_addr a;
-	if (inet_pton(AF_INET, buf, &a) != 1)
+	uint8_t a[16] = { 0 };
+	if (inet_pton(af, buf, a) != 1)
 		return false;
-	uint32_t mask = prefix ? 0xffffffffu << (32 - prefix) : 0;
-	e->lo = ntohl(a.s_addr) & mask;
-	e->hi = e->lo | ~mask;
+	for (unsigned i = 0; i < alen; i++) {
+		unsigned bits = prefix > i * 8 ? prefix - i * 8 : 0;
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+		e->lo[i] = a[i] & mask;
+		e->hi[i] = e->lo[i] | (uint8_t)~mask;
+	}
 	return true;
 }
 
-/* "10.0.0.1,tcp:80" */
-static bool parse_port_member(const char *s, struct nft_elem *e)
+/* "10.0.0.1,tcp:80" ("fd00::1,tcp:80") */
+static bool parse_port_member(int af, const char *s, struct nft_elem *e)
 {
 	const char *comma = strchr(s, ',');
-	if (!comma || !parse_net(s, (size_t)(comma - s), e) || e->lo != e->hi)
+	if (!comma || !parse_net(af, s, (size_t)(comma - s), e) ||
+	    memcmp(e->lo, e->hi, sizeof(e->lo)) != 0)
 		return false;
 	const char *colon = strchr(comma + 1, ':');
 	if (!colon)
@@ -662,21 +763,23 @@ static bool parse_port_member(const char *s, struct nft_elem *e)
 			e->proto = protos[i].num;
 	char *end;
 	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (!e->proto || *end || end == colon + 1 || port > 65535)
+	if (!e->proto || *end || end == colon + 1 || colon[1] == '-' || port > 65535)
 		return false;
 	e->port = (uint16_t)port;
-	e->hi = 0;
+	memset(e->hi, 0, sizeof(e->hi));
 	return true;
 }
 
-bool nft_elem_from_member(enum nft_set_kind kind, const char *member, struct nft_elem *out)
+bool nft_elem_from_member(int af, enum nft_set_kind kind, const char *member, struct nft_elem *out)
 {
 	memset(out, 0, sizeof(*out));
-	return kind == NFT_SET_PORTS ? parse_port_member(member, out)
-				     : parse_net(member, strlen(member), out);
+	if (af != AF_INET && af != AF_INET6)
+		return false;
+	return kind == NFT_SET_PORTS ? parse_port_member(af, member, out)
+				     : parse_net(af, member, strlen(member), out);
 }
 
-void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, size_t n,
+void nft_elems_from_members(int af, enum nft_set_kind kind, const char *const *members, size_t n,
 			    struct nft_elem **out, size_t *n_out, size_t *bad, bool *merged)
 {
 	struct nft_elem *v = xcalloc(n + 1, sizeof(*v));
@@ -684,7 +787,7 @@ void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, 
 	*bad = 0;
 	*merged = false;
 	for (size_t i = 0; i < n; i++) {
-		if (nft_elem_from_member(kind, members[i], &v[k]))
+		if (nft_elem_from_member(af, kind, members[i], &v[k]))
 			k++;
 		else
 			(*bad)++;
@@ -695,9 +798,10 @@ void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, 
 		if (m && kind == NFT_SET_PORTS && nft_elem_cmp(&v[m - 1], &v[i]) == 0)
 			continue;
 		/* overlapping intervals become one (a duplicate member too) */
-		if (m && kind == NFT_SET_ADDRS && v[i].lo <= v[m - 1].hi) {
-			if (v[i].hi > v[m - 1].hi)
-				v[m - 1].hi = v[i].hi;
+		struct nft_elem *last = m ? &v[m - 1] : NULL;
+		if (last && kind == NFT_SET_ADDRS && memcmp(v[i].lo, last->hi, 16) <= 0) {
+			if (memcmp(v[i].hi, last->hi, 16) > 0)
+				memcpy(last->hi, v[i].hi, 16);
 			*merged = true;
 			continue;
 		}

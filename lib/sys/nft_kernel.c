@@ -41,12 +41,15 @@
 
 /* nft's datatype numbers, kept with a set so that `nft list` shows its elements. */
 #define TYPE_IPADDR	  7
+#define TYPE_IP6ADDR	  8
 #define TYPE_INET_PROTO	  12
 #define TYPE_INET_SERVICE 13
 #define TYPE_IFNAME	  41
 #define TYPE_BITS	  6
 
 struct nft {
+	int af; /* AF_INET or AF_INET6: the family of the tables this handle reads and writes */
+	uint8_t family; /* NFPROTO_IPV4 or NFPROTO_IPV6 */
 	struct mnl_socket *nl;
 	uint32_t portid, seq;
 	struct strbuf err;
@@ -64,9 +67,13 @@ static int fail(struct nft *n, int r, const char *fmt, ...)
 	return r;
 }
 
-int nft_open(struct nft **out)
+int nft_open(int af, struct nft **out)
 {
+	if (af != AF_INET && af != AF_INET6)
+		return -EAFNOSUPPORT;
 	struct nft *n = xcalloc(1, sizeof(*n));
+	n->af = af;
+	n->family = af == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
 	sb_init(&n->err);
 	n->nl = mnl_socket_open(NETLINK_NETFILTER);
 	if (!n->nl || mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
@@ -144,7 +151,7 @@ static int talk(struct nft *n, struct nlmsghdr *h, msg_cb cb, void *ctx)
 
 static struct nlmsghdr *request(struct nft *n, char *buf, uint16_t type, uint16_t flags)
 {
-	return nftnl_nlmsg_build_hdr(buf, type, NFPROTO_IPV4, flags, ++n->seq);
+	return nftnl_nlmsg_build_hdr(buf, type, n->family, flags, ++n->seq);
 }
 
 static int gen_cb(const struct nlmsghdr *h, void *ctx)
@@ -170,6 +177,7 @@ int nft_generation(struct nft *n, uint32_t *out)
 /* --- reading a table ------------------------------------------------------------------ */
 
 struct reader {
+	int af;
 	const char *table; /* dumps are filtered here too: the kernel does not filter chains */
 	struct nft_table_state *t;
 	struct hmap chains; /* name -> index + 1 */
@@ -275,7 +283,8 @@ static int set_cb(const struct nlmsghdr *h, void *ctx)
 		struct nft_set_state *ss = &t->sets[t->n_sets++];
 		memset(ss, 0, sizeof(*ss));
 		ss->name = dup_str(nftnl_set_get_str(s, NFTNL_SET_NAME));
-		ss->kind = nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) == NFT_SET_KEY_PORT
+		ss->kind = nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) ==
+					   nft_set_key_len(rd->af, NFT_SET_PORTS)
 				   ? NFT_SET_PORTS
 				   : NFT_SET_ADDRS;
 	}
@@ -283,9 +292,26 @@ static int set_cb(const struct nlmsghdr *h, void *ctx)
 	return MNL_CB_OK;
 }
 
+/* Big-endian numbers of @len bytes, one up or down; true when it wrapped. */
+static bool be_inc(uint8_t *v, unsigned len)
+{
+	for (unsigned i = len; i-- > 0;)
+		if (++v[i] != 0)
+			return false;
+	return true;
+}
+
+static bool be_dec(uint8_t *v, unsigned len)
+{
+	for (unsigned i = len; i-- > 0;)
+		if (v[i]-- != 0)
+			return false;
+	return true;
+}
+
 /* A set's elements as the kernel keeps them: starts and interval ends, or triples. */
 struct raw_elem {
-	uint32_t key; /* host order */
+	uint8_t key[16]; /* the address, network order */
 	bool end;
 	uint8_t proto;
 	uint16_t port;
@@ -294,6 +320,7 @@ struct raw_elem {
 struct elem_reader {
 	struct raw_elem *v;
 	size_t n, cap;
+	int af;
 	enum nft_set_kind kind;
 };
 
@@ -301,23 +328,22 @@ static int elem_each(struct nftnl_set_elem *e, void *ctx)
 {
 	struct elem_reader *er = ctx;
 	uint32_t len = 0;
+	unsigned alen = nft_addr_len(er->af);
 	const uint8_t *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-	if (!k || len < 4)
+	if (!k || len < alen)
 		return 0;
 	GROW(er->v, er->cap, er->n + 1);
 	struct raw_elem *re = &er->v[er->n++];
 	memset(re, 0, sizeof(*re));
-	uint32_t be;
-	memcpy(&be, k, 4);
-	re->key = ntohl(be);
+	memcpy(re->key, k, alen);
 	uint32_t flags = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS)
 				 ? nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS)
 				 : 0;
 	re->end = flags & NFT_SET_ELEM_INTERVAL_END;
-	if (er->kind == NFT_SET_PORTS && len >= NFT_SET_KEY_PORT) {
+	if (er->kind == NFT_SET_PORTS && len >= nft_set_key_len(er->af, NFT_SET_PORTS)) {
 		uint16_t port;
-		re->proto = k[4];
-		memcpy(&port, k + 8, 2);
+		re->proto = k[alen];
+		memcpy(&port, k + alen + 4, 2);
 		re->port = ntohs(port);
 	}
 	return 0;
@@ -375,8 +401,9 @@ static int elems_cb(const struct nlmsghdr *h, void *ctx)
 static int cmp_raw(const void *a, const void *b)
 {
 	const struct raw_elem *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
+	int c = memcmp(x->key, y->key, sizeof(x->key));
+	if (c)
+		return c < 0 ? -1 : 1;
 	/* at one key an interval's end comes first: it closes the interval before, and a start
 	 * there opens the next (adjacent intervals) */
 	return (int)y->end - (int)x->end;
@@ -392,21 +419,27 @@ static void elems_from_raw(struct nft_set_state *ss, struct elem_reader *er)
 {
 	if (er->n)
 		qsort(er->v, er->n, sizeof(*er->v), cmp_raw);
+	unsigned alen = nft_addr_len(er->af);
 	ss->elems = xcalloc(er->n + 1, sizeof(*ss->elems));
 	for (size_t i = 0; i < er->n; i++) {
 		const struct raw_elem *re = &er->v[i];
 		struct nft_elem *e = &ss->elems[ss->n];
+		memset(e, 0, sizeof(*e));
+		memcpy(e->lo, re->key, alen);
 		if (ss->kind == NFT_SET_PORTS) {
-			*e = (struct nft_elem){ .lo = re->key,
-						.proto = re->proto,
-						.port = re->port };
+			e->proto = re->proto;
+			e->port = re->port;
 			ss->n++;
 			continue;
 		}
 		if (re->end)
 			continue;
-		e->lo = re->key;
-		e->hi = i + 1 < er->n && er->v[i + 1].end ? er->v[i + 1].key - 1 : 0xffffffffu;
+		if (i + 1 < er->n && er->v[i + 1].end) {
+			memcpy(e->hi, er->v[i + 1].key, alen);
+			be_dec(e->hi, alen);
+		} else {
+			memset(e->hi, 0xff, alen);
+		}
 		ss->n++;
 	}
 	qsort(ss->elems, ss->n, sizeof(*ss->elems), cmp_elem);
@@ -457,7 +490,7 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 	if (r < 0)
 		return fail(n, r, "reading table %s: %s", table, strerror(-r));
 	grow_rcvbuf(n, 4 << 20);
-	struct reader rd = { .table = table, .t = out };
+	struct reader rd = { .af = n->af, .table = table, .t = out };
 	rd.chains = (struct hmap)HMAP_INIT;
 	/* chains */
 	struct nftnl_chain *c = nftnl_chain_alloc();
@@ -486,7 +519,7 @@ static int read_table(struct nft *n, const char *table, struct nft_table_state *
 	}
 	for (size_t i = 0; r == 0 && i < out->n_sets; i++) {
 		struct nft_set_state *ss = &out->sets[i];
-		struct elem_reader er = { .kind = ss->kind };
+		struct elem_reader er = { .af = n->af, .kind = ss->kind };
 		r = dump_elems(n, table, ss->name, &(struct elems_walk){ elem_each, &er });
 		if (r == 0)
 			elems_from_raw(ss, &er);
@@ -646,7 +679,7 @@ static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t fl
 	sb_vaddf(&b->texts, fmt, ap);
 	va_end(ap);
 	sb_addc(&b->texts, '\0');
-	return nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b->nb), type, NFPROTO_IPV4, flags,
+	return nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b->nb), type, b->n->family, flags,
 				     ++b->n->seq);
 }
 
@@ -662,7 +695,7 @@ void nft_batch_add_table(struct nft_batch *b, const char *table)
 {
 	struct nftnl_table *t = nftnl_table_alloc();
 	nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
-	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, b->n->family);
 	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, "add table %s", table);
 	nftnl_table_nlmsg_build_payload(h, t);
 	nftnl_table_free(t);
@@ -711,35 +744,31 @@ void nft_batch_del_chain(struct nft_batch *b, const char *table, const char *cha
 
 /* The element keys of @e: an interval's start and end (exclusive; none at the top), or a
  * triple. Returns how many elements it takes (1 or 2). */
-static int elem_keys(enum nft_set_kind kind, const struct nft_elem *e, uint8_t k[2][16],
+static int elem_keys(int af, enum nft_set_kind kind, const struct nft_elem *e, uint8_t k[2][24],
 		     uint32_t *len)
 {
-	memset(k, 0, 32);
-	uint32_t lo = htonl(e->lo);
-	memcpy(k[0], &lo, 4);
+	unsigned alen = nft_addr_len(af);
+	memset(k, 0, 2 * 24);
+	memcpy(k[0], e->lo, alen);
+	*len = nft_set_key_len(af, kind);
 	if (kind == NFT_SET_PORTS) {
 		uint16_t port = htons(e->port);
-		k[0][4] = e->proto;
-		memcpy(k[0] + 8, &port, 2);
-		*len = NFT_SET_KEY_PORT;
+		k[0][alen] = e->proto;
+		memcpy(k[0] + alen + 4, &port, 2);
 		return 1;
 	}
-	*len = 4;
-	if (e->hi == 0xffffffffu)
-		return 1;
-	uint32_t end = htonl(e->hi + 1);
-	memcpy(k[1], &end, 4);
-	return 2;
+	memcpy(k[1], e->hi, alen);
+	return be_inc(k[1], alen) ? 1 : 2; /* an interval to the top has no end */
 }
 
 /* Elements of a set into message @h: the whole list in one message. */
-static void put_elems(struct nftnl_set *s, enum nft_set_kind kind, const struct nft_elem *e,
+static void put_elems(int af, struct nftnl_set *s, enum nft_set_kind kind, const struct nft_elem *e,
 		      size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint8_t k[2][16];
+		uint8_t k[2][24];
 		uint32_t len;
-		int m = elem_keys(kind, &e[i], k, &len);
+		int m = elem_keys(af, kind, &e[i], k, &len);
 		for (int j = 0; j < m; j++) {
 			struct nftnl_set_elem *se = nftnl_set_elem_alloc();
 			nftnl_set_elem_set(se, NFTNL_SET_ELEM_KEY, k[j], len);
@@ -755,19 +784,19 @@ void nft_batch_add_set(struct nft_batch *b, const char *table, const char *set,
 		       enum nft_set_kind kind)
 {
 	struct nftnl_set *s = named_set(table, set);
-	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, b->n->family);
 	nftnl_set_set_u32(s, NFTNL_SET_ID, ++b->anon_id);
+	uint32_t addr_type = b->n->af == AF_INET6 ? TYPE_IP6ADDR : TYPE_IPADDR;
 	if (kind == NFT_SET_ADDRS) {
 		nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL);
-		nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IPADDR);
-		nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, NFT_SET_KEY_ADDR);
+		nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, addr_type);
 	} else {
 		nftnl_set_set_u32(s, NFTNL_SET_FLAGS, 0);
 		nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE,
-				  ((TYPE_IPADDR << TYPE_BITS) | TYPE_INET_PROTO) << TYPE_BITS |
+				  ((addr_type << TYPE_BITS) | TYPE_INET_PROTO) << TYPE_BITS |
 					  TYPE_INET_SERVICE);
-		nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, NFT_SET_KEY_PORT);
 	}
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, nft_set_key_len(b->n->af, kind));
 	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWSET, NLM_F_CREATE, "add set %s %s", table, set);
 	nftnl_set_nlmsg_build_payload(h, s);
 	nftnl_set_free(s);
@@ -801,7 +830,7 @@ static void queue_elems(struct nft_batch *b, struct nftnl_set *s, bool add, size
 void nft_batch_add_ifmap(struct nft_batch *b, const char *table, const char *map)
 {
 	struct nftnl_set *s = named_set(table, map);
-	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, b->n->family);
 	nftnl_set_set_u32(s, NFTNL_SET_ID, ++b->anon_id);
 	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
 	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IFNAME);
@@ -847,7 +876,7 @@ void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
 	for (size_t at = 0; at < n; at += ELEMS_PER_MSG) {
 		size_t k = MIN(n - at, (size_t)ELEMS_PER_MSG);
 		struct nftnl_set *s = named_set(table, set);
-		put_elems(s, kind, e + at, k);
+		put_elems(b->n->af, s, kind, e + at, k);
 		queue_elems(b, s, add, k, "set", table, set);
 	}
 }
@@ -870,7 +899,7 @@ static void anon_set(struct nft_batch *b, const char *table, const struct nft_an
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
 	nftnl_set_set_str(s, NFTNL_SET_NAME, "__set%d");
 	nftnl_set_set_u32(s, NFTNL_SET_ID, id);
-	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_IPV4);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, b->n->family);
 	nftnl_set_set_u32(s, NFTNL_SET_FLAGS,
 			  NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_INTERVAL);
 	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_INET_SERVICE);
@@ -1027,7 +1056,7 @@ size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *ch
 		anon_set(b, table, &ir->anon, anon_id);
 	}
 	struct nftnl_rule *r = nftnl_rule_alloc();
-	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_IPV4);
+	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, b->n->family);
 	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
 	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
 	add_exprs(r, ir, anon_id);

@@ -110,33 +110,43 @@ int cleanup_ipsets(void)
 	return r > 0 ? -EIO : r;
 }
 
-int cleanup_nftables(void)
+/* Brindle's tables of one family (nftables' ip or ip6). */
+static int cleanup_nftables_af(int af, size_t *gone)
 {
 	struct nft *n;
-	int r = nft_open(&n);
+	int r = nft_open(af, &n);
 	if (r < 0) {
 		log_error("nftables: %s", strerror(-r));
 		return r;
 	}
 	static const char *const tables[] = { NFT_TABLE_FILTER, NFT_TABLE_NAT };
 	struct nft_batch *b = nft_batch_new(n);
-	size_t gone = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(tables) && r == 0; i++) {
 		bool exists;
 		size_t chains;
 		r = nft_table_chains(n, tables[i], &exists, &chains);
 		if (r == 0 && exists) {
 			nft_batch_del_table(b, tables[i]);
-			gone++;
+			(*gone)++;
 		}
 	}
 	if (r == 0)
 		r = nft_batch_commit(b);
 	nft_batch_free(b);
 	if (r < 0)
-		log_error("nftables: %s", nft_last_error(n));
-	else if (gone)
-		log_info("nftables: removed Brindle's %zu table%s", gone, gone == 1 ? "" : "s");
+		log_error("nftables (%s): %s", af == AF_INET6 ? "ip6" : "ip", nft_last_error(n));
 	nft_close(n);
+	return r;
+}
+
+int cleanup_nftables(void)
+{
+	size_t gone = 0;
+	int r = cleanup_nftables_af(AF_INET, &gone);
+	int r6 = cleanup_nftables_af(AF_INET6, &gone);
+	if (r == 0)
+		r = r6;
+	if (r == 0 && gone)
+		log_info("nftables: removed Brindle's %zu table%s", gone, gone == 1 ? "" : "s");
 	return r;
 }

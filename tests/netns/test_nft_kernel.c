@@ -8,6 +8,7 @@
  * command runs under timeout(1).
  */
 #include "harness.h"
+#include "nft_elems.h"
 
 #include <brindle/sys/nft.h>
 
@@ -64,7 +65,7 @@ static size_t rule(struct nft_batch *b, const char *chain, const char *text)
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (nft_rule_from_text(text, &ir, &err) < 0)
+	if (nft_rule_from_text(AF_INET, text, &ir, &err) < 0)
 		fail_msg("%s: %s", text, sb_str(&err));
 	sb_free(&err);
 	return nft_batch_add_rule(b, T, chain, &ir);
@@ -83,7 +84,7 @@ static int setup(void **state)
 		print_error("unshare(CLONE_NEWNET): %s (needs root)\n", strerror(errno));
 		return -1;
 	}
-	if (nft_open(&N) < 0) {
+	if (nft_open(AF_INET, &N) < 0) {
 		print_error("nft_open failed\n");
 		return -1;
 	}
@@ -147,11 +148,11 @@ static void write_example(void)
 	struct nft_batch *b = nft_batch_new(N);
 	nft_batch_add_table(b, T);
 	nft_batch_add_set(b, T, "cali40s_web", NFT_SET_ADDRS);
-	struct nft_elem web[] = { { .lo = 0x0a000000, .hi = 0x0a0000ff },
-				  { .lo = 0x0a010005, .hi = 0x0a010005 } };
+	struct nft_elem web[] = { elem_range4(0x0a000000, 0x0a0000ff),
+				  elem_range4(0x0a010005, 0x0a010005) };
 	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, web, 2, true);
 	nft_batch_add_set(b, T, "cali40n_http", NFT_SET_PORTS);
-	struct nft_elem http[] = { { .lo = 0x0a000001, .proto = 6, .port = 80 } };
+	struct nft_elem http[] = { elem_port4(0x0a000001, 6, 80) };
 	nft_batch_elems(b, T, "cali40n_http", NFT_SET_PORTS, http, 1, true);
 	nft_batch_add_chain(b, T, "cali-pi-web", -1, 0, NULL);
 	nft_batch_add_chain(b, T, "FORWARD", NF_INET_FORWARD, 0, "filter");
@@ -214,10 +215,10 @@ static void test_write_and_read(void **state)
 	assert_non_null(s);
 	assert_int_equal(s->kind, NFT_SET_ADDRS);
 	assert_int_equal(s->n, 2);
-	assert_int_equal(s->elems[0].lo, 0x0a000000);
-	assert_int_equal(s->elems[0].hi, 0x0a0000ff);
-	assert_int_equal(s->elems[1].lo, 0x0a010005);
-	assert_int_equal(s->elems[1].hi, 0x0a010005);
+	assert_int_equal(elem_addr4(s->elems[0].lo), 0x0a000000);
+	assert_int_equal(elem_addr4(s->elems[0].hi), 0x0a0000ff);
+	assert_int_equal(elem_addr4(s->elems[1].lo), 0x0a010005);
+	assert_int_equal(elem_addr4(s->elems[1].hi), 0x0a010005);
 	s = nft_table_state_set(&ts, "cali40n_http");
 	assert_int_equal(s->kind, NFT_SET_PORTS);
 	assert_int_equal(s->n, 1);
@@ -254,16 +255,16 @@ static void test_edits(void **state)
 	const struct nft_chain_state *c = nft_table_state_chain(&ts, "cali-pi-web");
 	struct nft_batch *b = nft_batch_new(N);
 	nft_batch_del_rule(b, T, "cali-pi-web", c->rules[2].handle);
-	struct nft_elem gone = { .lo = 0x0a010005, .hi = 0x0a010005 };
+	struct nft_elem gone = elem_range4(0x0a010005, 0x0a010005);
 	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, &gone, 1, false);
-	struct nft_elem top = { .lo = 0xffffff00, .hi = 0xffffffff };
+	struct nft_elem top = elem_range4(0xffffff00, 0xffffffff);
 	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, &top, 1, true);
 	nft_batch_add_set(b, T, "cali40s_empty", NFT_SET_ADDRS); /* read back with no element */
 	/* adjacent intervals (one's end is the next one's start) read back as they are */
 	nft_batch_add_set(b, T, "cali40s_adjacent", NFT_SET_ADDRS);
-	struct nft_elem adj[] = { { .lo = 0x0a000014, .hi = 0x0a000014 },
-				  { .lo = 0x0a000015, .hi = 0x0a000015 },
-				  { .lo = 0x0a000016, .hi = 0x0a00001f } };
+	struct nft_elem adj[] = { elem_range4(0x0a000014, 0x0a000014),
+				  elem_range4(0x0a000015, 0x0a000015),
+				  elem_range4(0x0a000016, 0x0a00001f) };
 	nft_batch_elems(b, T, "cali40s_adjacent", NFT_SET_ADDRS, adj, 3, true);
 	size_t slot = rule(b, "FORWARD", "-m comment --comment \"cali:9999999999999999\" -j DROP");
 	if (nft_batch_commit(b) < 0)
@@ -287,16 +288,16 @@ static void test_edits(void **state)
 	assert_string_equal(c->rules[1].id, "cali:bbbbbbbbbbbbbbbb");
 	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s_web");
 	assert_int_equal(s->n, 2);
-	assert_int_equal(s->elems[1].lo, 0xffffff00);
-	assert_int_equal(s->elems[1].hi, 0xffffffff);
+	assert_int_equal(elem_addr4(s->elems[1].lo), 0xffffff00);
+	assert_int_equal(elem_addr4(s->elems[1].hi), 0xffffffff);
 	s = nft_table_state_set(&ts, "cali40s_empty");
 	assert_non_null(s);
 	assert_int_equal(s->n, 0);
 	s = nft_table_state_set(&ts, "cali40s_adjacent");
 	assert_int_equal(s->n, 3);
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(s->elems[i].lo, adj[i].lo);
-		assert_int_equal(s->elems[i].hi, adj[i].hi);
+		assert_int_equal(memcmp(s->elems[i].lo, adj[i].lo, 4), 0);
+		assert_int_equal(memcmp(s->elems[i].hi, adj[i].hi, 4), 0);
 	}
 	nft_table_state_free(&ts);
 	char *got = listed(T);
@@ -401,7 +402,7 @@ static pid_t committer(useconds_t delay_us)
 		return child;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	struct nft *o;
-	if (nft_open(&o) < 0)
+	if (nft_open(AF_INET, &o) < 0)
 		_exit(1);
 	time_t end = time(NULL) + 15;
 	for (int i = 0; time(NULL) < end; i++) {

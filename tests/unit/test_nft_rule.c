@@ -5,6 +5,7 @@
  * translation of each construct of the subset.
  */
 #include "harness.h"
+#include "nft_elems.h"
 
 #include <brindle/core/nft_rule.h>
 
@@ -18,7 +19,7 @@ static char *debug_form(const char *text, struct nft_rule_ir *ir)
 	struct strbuf err = STRBUF_INIT, out = STRBUF_INIT;
 	sb_init(&err);
 	sb_init(&out);
-	if (nft_rule_from_text(text, ir, &err) < 0)
+	if (nft_rule_from_text(AF_INET, text, ir, &err) < 0)
 		fail_msg("%s: %s", text, sb_str(&err));
 	sb_free(&err);
 	nft_rule_format(ir, &out);
@@ -162,7 +163,7 @@ static void test_refused(void **state)
 		struct nft_rule_ir ir;
 		struct strbuf err = STRBUF_INIT;
 		sb_init(&err);
-		assert_int_equal(nft_rule_from_text(bad[i].text, &ir, &err), -EINVAL);
+		assert_int_equal(nft_rule_from_text(AF_INET, bad[i].text, &ir, &err), -EINVAL);
 		assert_string_equal(sb_str(&err), bad[i].err);
 		assert_int_equal(ir.n, 0);
 		sb_free(&err);
@@ -178,36 +179,38 @@ static void test_elements(void **state)
 	struct nft_elem *e;
 	size_t n, bad;
 	bool merged;
-	nft_elems_from_members(NFT_SET_ADDRS, addrs, ARRAY_SIZE(addrs), &e, &n, &bad, &merged);
+	nft_elems_from_members(AF_INET, NFT_SET_ADDRS, addrs, ARRAY_SIZE(addrs), &e, &n, &bad,
+			       &merged);
 	assert_int_equal(bad, 2);
 	/* 10.0.0.5 inside 10.0.0.0/24 is joined to it; adjacent /24s stay apart (nftables keeps
 	 * adjacent intervals, so each member stays one element where none overlap) */
 	assert_true(merged);
 	assert_int_equal(n, 5);
-	assert_int_equal(e[0].lo, 0x0a000000);
-	assert_int_equal(e[0].hi, 0x0a0000ff);
-	assert_int_equal(e[1].lo, 0x0a000100);
-	assert_int_equal(e[3].hi, 0x0a0003ff);
-	assert_int_equal(e[4].lo, 0xc0a80001);
-	assert_int_equal(e[4].hi, 0xc0a80001);
+	assert_int_equal(elem_addr4(e[0].lo), 0x0a000000);
+	assert_int_equal(elem_addr4(e[0].hi), 0x0a0000ff);
+	assert_int_equal(elem_addr4(e[1].lo), 0x0a000100);
+	assert_int_equal(elem_addr4(e[3].hi), 0x0a0003ff);
+	assert_int_equal(elem_addr4(e[4].lo), 0xc0a80001);
+	assert_int_equal(elem_addr4(e[4].hi), 0xc0a80001);
 	free(e);
 	const char *const hosts[] = { "10.0.0.2", "10.0.0.1", "10.0.0.3" };
-	nft_elems_from_members(NFT_SET_ADDRS, hosts, 3, &e, &n, &bad, &merged);
+	nft_elems_from_members(AF_INET, NFT_SET_ADDRS, hosts, 3, &e, &n, &bad, &merged);
 	assert_false(merged);
 	assert_int_equal(n, 3);
 	free(e);
 	const char *const all[] = { "0.0.0.0/0", "10.0.0.1" };
-	nft_elems_from_members(NFT_SET_ADDRS, all, 2, &e, &n, &bad, &merged);
+	nft_elems_from_members(AF_INET, NFT_SET_ADDRS, all, 2, &e, &n, &bad, &merged);
 	assert_int_equal(n, 1);
-	assert_int_equal(e[0].lo, 0);
-	assert_int_equal(e[0].hi, 0xffffffff);
+	assert_int_equal(elem_addr4(e[0].lo), 0);
+	assert_int_equal(elem_addr4(e[0].hi), 0xffffffff);
 	free(e);
 	const char *const ports[] = { "10.0.0.2,udp:53", "10.0.0.1,tcp:80", "10.0.0.1,tcp:80",
 				      "10.0.0.0/24,tcp:80", "10.0.0.1,icmp:1" };
-	nft_elems_from_members(NFT_SET_PORTS, ports, ARRAY_SIZE(ports), &e, &n, &bad, &merged);
+	nft_elems_from_members(AF_INET, NFT_SET_PORTS, ports, ARRAY_SIZE(ports), &e, &n, &bad,
+			       &merged);
 	assert_int_equal(bad, 2);
 	assert_int_equal(n, 2);
-	assert_int_equal(e[0].lo, 0x0a000001);
+	assert_int_equal(elem_addr4(e[0].lo), 0x0a000001);
 	assert_int_equal(e[0].proto, 6);
 	assert_int_equal(e[0].port, 80);
 	assert_int_equal(e[1].proto, 17);

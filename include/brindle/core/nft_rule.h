@@ -14,7 +14,7 @@
  * and port) takes consecutive ones, each item padded to 4 bytes, as nft does.
  *
  * The matches and targets of the subset, as nftables writes them:
- *   -s/-d CIDR         ip saddr/daddr (payload, bitwise for a prefix, cmp)
+ *   -s/-d CIDR         ip saddr/daddr, ip6 saddr/daddr (payload, bitwise for a prefix, cmp)
  *   -i/-o IFACE[+]     meta iifname/oifname (cmp on the name, or its prefix for "+")
  *   -p PROTO           meta l4proto
  *   -m comment         the rule's comment (user data), not an expression
@@ -24,7 +24,7 @@
  *                      for a two-dimension set (named ports), in the set of the same name
  *   -m multiport       th sport/dport: cmp for one port, range for one range, else a
  *                      lookup in the rule's own anonymous interval set
- *   -m icmp            icmp type (and code)
+ *   -m icmp, -m icmp6  icmp type (and code), icmpv6 type (and code)
  *   -m addrtype        fib saddr/daddr type (with the output interface for --limit-iface-out)
  *   -m limit           limit rate N/second burst B packets
  *   -j ACCEPT|DROP|RETURN|CHAIN, -g CHAIN   the verdict
@@ -32,7 +32,9 @@
  *   -j MASQUERADE [--random-fully]          masquerade
  *   -j NFLOG                                log group N prefix P (snaplen, threshold)
  *   -j LOG                                  log prefix P level L
- *   -j REJECT --reject-with ...             reject (icmp type, or tcp reset)
+ *   -j REJECT --reject-with ...             reject (icmp or icmpv6 type, or tcp reset)
+ * Rules of either family: an IPv6 rule (ip6tables' text, AF_INET6) becomes the
+ * same expressions with IPv6 addresses, for a table of the ip6 family.
  * Every rule counts what matched it (a counter before its statements), as an
  * iptables rule does: `nft list` shows them as iptables -v would.
  */
@@ -45,6 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 enum nftx_kind {
 	NFTX_PAYLOAD,  /* reg <- packet[base + a .. + len] */
@@ -97,20 +100,35 @@ struct nft_rule_ir {
 	char id[IPT_ID_LEN + 1]; /* "" when none */
 };
 
-/* Set keys of the named sets: an address (one dimension), or address . protocol . port. */
-#define NFT_SET_KEY_ADDR 4
-#define NFT_SET_KEY_PORT 12
-
 enum nft_set_kind {
-	NFT_SET_ADDRS, /* intervals of ipv4_addr */
-	NFT_SET_PORTS, /* ipv4_addr . inet_proto . inet_service */
+	NFT_SET_ADDRS, /* intervals of ipv4_addr (ipv6_addr) */
+	NFT_SET_PORTS, /* ipv4_addr (ipv6_addr) . inet_proto . inet_service */
 };
 
-/* A set element: an interval [lo, hi] of addresses (host order), or a named port. */
+/* Address bytes of family @af (AF_INET or AF_INET6): 4 or 16. */
+static inline unsigned nft_addr_len(int af)
+{
+	return af == AF_INET6 ? 16 : 4;
+}
+
+/*
+ * Key bytes of a named set of @kind in family @af: an address (one dimension), or address .
+ * protocol . port, each item padded to 4 bytes as nft does (12 bytes for IPv4, 24 for IPv6).
+ */
+static inline unsigned nft_set_key_len(int af, enum nft_set_kind kind)
+{
+	return nft_addr_len(af) + (kind == NFT_SET_PORTS ? 8 : 0);
+}
+
+/*
+ * A set element: an interval [lo, hi] of addresses, or a named port (its address in lo).
+ * Addresses in network order, an IPv4 one in the first 4 bytes and the rest zero, so that
+ * memcmp orders them as numbers.
+ */
 struct nft_elem {
-	uint32_t lo, hi; /* interval sets; a port set's address in lo */
-	uint8_t proto;	 /* port sets */
-	uint16_t port;
+	uint8_t lo[16], hi[16]; /* interval sets; a port set's address in lo */
+	uint16_t port;		/* port sets, host order */
+	uint8_t proto;
 };
 
 int nft_elem_cmp(const struct nft_elem *a, const struct nft_elem *b);
@@ -131,19 +149,20 @@ void nft_set_name(const char *ipset, char *out);
  * each element is one member, and a member can be added or removed alone).
  * *out is malloc'd (caller frees).
  */
-void nft_elems_from_members(enum nft_set_kind kind, const char *const *members, size_t n,
+void nft_elems_from_members(int af, enum nft_set_kind kind, const char *const *members, size_t n,
 			    struct nft_elem **out, size_t *n_out, size_t *bad, bool *merged);
-/* One member as an element; false when it does not parse. */
-bool nft_elem_from_member(enum nft_set_kind kind, const char *member, struct nft_elem *out);
+/* One member of family @af as an element; false when it does not parse. */
+bool nft_elem_from_member(int af, enum nft_set_kind kind, const char *member, struct nft_elem *out);
 
 /*
- * Translate @text (a rule of the subset) into @out. Set matches name their
- * set; a set match with two dimensions is a lookup of a NFT_SET_KEY_PORT
- * key, one dimension of a NFT_SET_KEY_ADDR key. On error returns -EINVAL
- * with the reason in @err (ipt_rule_parse's messages, or what nftables
- * cannot express).
+ * Translate @text (a rule of the subset, of family @af) into @out. Set
+ * matches name their set; a set match with two dimensions is a lookup of a
+ * NFT_SET_PORTS key, one dimension of a NFT_SET_ADDRS key. On error returns
+ * -EINVAL with the reason in @err (ipt_rule_parse's messages, or what
+ * nftables cannot express).
  */
-int nft_rule_from_text(const char *text, struct nft_rule_ir *out, struct strbuf *err) must_check;
+int nft_rule_from_text(int af, const char *text, struct nft_rule_ir *out,
+		       struct strbuf *err) must_check;
 
 /*
  * Interface dispatch through a verdict map: `iifname vmap @MAP` (`oifname` for @oif), whose

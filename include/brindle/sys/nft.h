@@ -1,6 +1,6 @@
 /*
- * nf_tables, for the nft backend: Brindle's own tables in the ip family,
- * read back and written in atomic batches over one netlink socket
+ * nf_tables, for the nft backend: Brindle's own tables in the ip family (ip6
+ * for IPv6), read back and written in atomic batches over one netlink socket
  * (libnftnl and libmnl; lib/sys/nft_kernel.c). Only tables whose names the
  * caller gives are ever read or written: kube-proxy's, the host firewall's
  * and iptables-nft's are never touched.
@@ -73,13 +73,17 @@ const struct nft_set_state *nft_table_state_set(const struct nft_table_state *t,
 
 struct nft;
 
-/* A socket for nf_tables in the current network namespace. */
-int nft_open(struct nft **out) must_check;
+/*
+ * A socket for nf_tables in the current network namespace, for the tables of family @af:
+ * AF_INET (nftables' ip family) or AF_INET6 (ip6). Every read and batch of the handle is in
+ * that family, and its rules and set elements are of that family's addresses.
+ */
+int nft_open(int af, struct nft **out) must_check;
 void nft_close(struct nft *n);
 const char *nft_last_error(const struct nft *n);
 
 /*
- * Table @table of the ip family as it is: its chains with their rules'
+ * Table @table of the handle's family as it is: its chains with their rules'
  * handles and ids in order, its sets with their elements. A table that does
  * not exist reads as !exists (not an error).
  */
