@@ -12,6 +12,7 @@
 
 #include <brindle/sys/nft.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -43,11 +44,11 @@ static int printf_like(1, 2) sh(const char *fmt, ...)
 	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
 }
 
-/* What `nft list table ip T` prints, its lines' leading tabs kept. */
-static char *listed(const char *table)
+/* What `nft list table FAMILY T` prints, its lines' leading tabs kept. */
+static char *listed_family(const char *family, const char *table)
 {
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "timeout 20 nft list table ip %s", table);
+	snprintf(cmd, sizeof(cmd), "timeout 20 nft list table %s %s", family, table);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
 	struct strbuf out = STRBUF_INIT;
@@ -60,15 +61,25 @@ static char *listed(const char *table)
 	return sb_detach(&out);
 }
 
-static size_t rule(struct nft_batch *b, const char *chain, const char *text)
+static char *listed(const char *table)
+{
+	return listed_family("ip", table);
+}
+
+static size_t rule_af(int af, struct nft_batch *b, const char *chain, const char *text)
 {
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (nft_rule_from_text(AF_INET, text, &ir, &err) < 0)
+	if (nft_rule_from_text(af, text, &ir, &err) < 0)
 		fail_msg("%s: %s", text, sb_str(&err));
 	sb_free(&err);
 	return nft_batch_add_rule(b, T, chain, &ir);
+}
+
+static size_t rule(struct nft_batch *b, const char *chain, const char *text)
+{
+	return rule_af(AF_INET, b, chain, text);
 }
 
 static void commit(struct nft_batch *b)
@@ -499,6 +510,145 @@ static void test_foreign_table(void **state)
 	(void)state;
 }
 
+/* An IPv6 address as an element's bytes. */
+static void addr6(const char *text, uint8_t *out)
+{
+	assert_int_equal(inet_pton(AF_INET6, text, out), 1);
+}
+
+static struct nft_elem range6(const char *lo, const char *hi)
+{
+	struct nft_elem e;
+	memset(&e, 0, sizeof(e));
+	addr6(lo, e.lo);
+	addr6(hi, e.hi);
+	return e;
+}
+
+static const char *const want_table6 =
+	"table ip6 brindle-test {\n"
+	"\tset cali60s_web {\n"
+	"\t\ttype ipv6_addr\n"
+	"\t\tflags interval\n"
+	"\t\telements = { fd00::/120,\n"
+	"\t\t\t     fd00:1::5,\n"
+	"\t\t\t     ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00/120 }\n"
+	"\t}\n"
+	"\n"
+	"\tset cali60n_http {\n"
+	"\t\ttype ipv6_addr . inet_proto . inet_service\n"
+	"\t\telements = { fd00::1 . tcp . 80 }\n"
+	"\t}\n"
+	"\n"
+	"\tchain cali-pi-web {\n"
+	"\t\tip6 saddr @cali60s_web counter packets 0 bytes 0 meta mark set meta mark | "
+	"0x00010000 comment \"cali:aaaaaaaaaaaaaaaa\"\n"
+	"\t\tip6 daddr . meta l4proto . th dport @cali60n_http counter packets 0 bytes 0 accept "
+	"comment \"cali:bbbbbbbbbbbbbbbb\"\n"
+	"\t\tip6 saddr fd00:10::/64 icmpv6 type echo-request counter "
+	"packets 0 bytes 0 accept comment \"cali:cccccccccccccccc\"\n"
+	"\t\tmeta l4proto tcp counter packets 0 bytes 0 reject with tcp reset comment "
+	"\"cali:dddddddddddddddd\"\n"
+	"\t\tcounter packets 0 bytes 0 reject comment \"cali:eeeeeeeeeeeeeeee\"\n"
+	"\t}\n"
+	"\n"
+	"\tchain FORWARD {\n"
+	"\t\ttype filter hook forward priority filter; policy accept;\n"
+	"\t\tip6 daddr != fd00::/64 iifname \"cali*\" counter packets 0 bytes 0 jump cali-pi-web "
+	"comment \"cali:ffffffffffffffff\"\n"
+	"\t}\n"
+	"}\n";
+
+/*
+ * The same backend on a handle of the ip6 family: IPv6 rules and sets (an interval to the top
+ * of the address space too), listed by nft as written, read back by the backend, and apart
+ * from the ip family's table of the same name.
+ */
+static void test_ipv6(void **state)
+{
+	struct nft *n6;
+	assert_int_equal(nft_open(AF_INET6, &n6), 0);
+	struct nft_batch *b = nft_batch_new(n6);
+	nft_batch_add_table(b, T);
+	nft_batch_add_set(b, T, "cali60s_web", NFT_SET_ADDRS);
+	struct nft_elem web[] = {
+		range6("fd00::", "fd00::ff"),
+		range6("fd00:1::5", "fd00:1::5"),
+		range6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00",
+		       "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+	};
+	nft_batch_elems(b, T, "cali60s_web", NFT_SET_ADDRS, web, 3, true);
+	nft_batch_add_set(b, T, "cali60n_http", NFT_SET_PORTS);
+	struct nft_elem http = range6("fd00::1", "::");
+	http.proto = 6;
+	http.port = 80;
+	nft_batch_elems(b, T, "cali60n_http", NFT_SET_PORTS, &http, 1, true);
+	nft_batch_add_chain(b, T, "cali-pi-web", -1, 0, NULL);
+	nft_batch_add_chain(b, T, "FORWARD", NF_INET_FORWARD, 0, "filter");
+	static const char *const pi[] = {
+		"-m comment --comment \"cali:aaaaaaaaaaaaaaaa\" -m set --match-set cali60s:web src "
+		"-j MARK --set-xmark 0x10000/0x10000",
+		"-m comment --comment \"cali:bbbbbbbbbbbbbbbb\" -m set --match-set cali60n:http "
+		"dst,dst -j ACCEPT",
+		"-s fd00:10::/64 -p ipv6-icmp -m comment --comment \"cali:cccccccccccccccc\" -m "
+		"icmp6 "
+		"--icmpv6-type 128 -j ACCEPT",
+		"-p tcp -m comment --comment \"cali:dddddddddddddddd\" -j REJECT --reject-with "
+		"tcp-reset",
+		"-m comment --comment \"cali:eeeeeeeeeeeeeeee\" -j REJECT",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(pi); i++)
+		rule_af(AF_INET6, b, "cali-pi-web", pi[i]);
+	rule_af(AF_INET6, b, "FORWARD",
+		"! -d fd00::/64 -i cali+ -m comment --comment \"cali:ffffffffffffffff\" -j "
+		"cali-pi-web");
+	if (nft_batch_commit(b) < 0)
+		fail_msg("commit: %s", nft_last_error(n6));
+	nft_batch_free(b);
+
+	char *got = listed_family("ip6", T);
+	if (strcmp(got, want_table6) != 0)
+		fail_msg("nft lists:\n%s\nwanted:\n%s", got, want_table6);
+	free(got);
+
+	struct nft_table_state ts;
+	assert_int_equal(nft_read(n6, T, &ts), 0);
+	assert_true(ts.exists);
+	const struct nft_chain_state *c = nft_table_state_chain(&ts, "cali-pi-web");
+	assert_non_null(c);
+	assert_int_equal(c->n, 5);
+	assert_string_equal(c->rules[4].id, "cali:eeeeeeeeeeeeeeee");
+	const struct nft_set_state *s = nft_table_state_set(&ts, "cali60s_web");
+	assert_non_null(s);
+	assert_int_equal(s->kind, NFT_SET_ADDRS);
+	assert_int_equal(s->n, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(nft_elem_cmp(&s->elems[i], &web[i]), 0);
+	s = nft_table_state_set(&ts, "cali60n_http");
+	assert_int_equal(s->kind, NFT_SET_PORTS);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(nft_elem_cmp(&s->elems[0], &http), 0);
+	nft_table_state_free(&ts);
+
+	/* one element out by element, as felix removes a member */
+	b = nft_batch_new(n6);
+	nft_batch_elems(b, T, "cali60s_web", NFT_SET_ADDRS, &web[1], 1, false);
+	if (nft_batch_commit(b) < 0)
+		fail_msg("commit: %s", nft_last_error(n6));
+	nft_batch_free(b);
+	assert_int_equal(nft_read(n6, T, &ts), 0);
+	s = nft_table_state_set(&ts, "cali60s_web");
+	assert_int_equal(s->n, 2);
+	assert_int_equal(nft_elem_cmp(&s->elems[1], &web[2]), 0);
+	nft_table_state_free(&ts);
+
+	/* the ip family's table of that name is another table, not there */
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	assert_false(ts.exists);
+	nft_close(n6);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +658,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_dispatch_map, clean),
 		cmocka_unit_test_teardown(test_reads_during_commits, clean),
 		cmocka_unit_test_teardown(test_foreign_table, clean),
+		cmocka_unit_test_teardown(test_ipv6, clean),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
