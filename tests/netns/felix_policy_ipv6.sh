@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # IPv6 policy, proven with real connections between dual-stack pods on a node
 # running felix with ipv6Support (iptables backend: ip6tables and cali60 ip
-# sets): the same policy enforced for both families, ipBlock with an IPv6
+# sets; in tier nft the nftables backend: Brindle's tables of the ip6
+# family): the same policy enforced for both families, ipBlock with an IPv6
 # CIDR and except, IPv6-only rules, ICMPv6 rules, neighbour discovery never
 # blocked, and the connection event log of an IPv6 denial.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/policy.sh"
 
 LOG=$BT_DIR/events.log
-PT_NO_FELIX=1 pt_node FELIX_IPV6SUPPORT=true FELIX_IPTABLESBACKEND=Legacy \
+PT_NO_FELIX=1 pt_node FELIX_IPV6SUPPORT=true FELIX_IPTABLESBACKEND="${FELIX_IPTABLESBACKEND:-Legacy}" \
 	FELIX_POLICYEVENTLOGENABLED=true FELIX_POLICYEVENTLOGFILE="$LOG"
 # The node and the outside over IPv6 too; the pods' IPv6 pool routed to the node.
 ip -n "$NODE" addr add fd00:192:168:100::11/64 dev eth0 nodad
@@ -82,14 +83,33 @@ bt_wait_for 10 "an IPv6 deny event" deny6
 bt_expect_contains "the IPv6 denial names the endpoint" \
 	'"endpoint":"WorkloadEndpoint default/node1-k8s-db-eth0"' "$(deny6 | head -1)"
 
-# The rules are where they belong: ip6tables holds the IPv6 ones, with cali60 sets of IPv6
-# members; iptables the IPv4 ones.
-rules6=$(ip netns exec "$NODE" ip6tables-legacy-save -t filter)
-bt_expect_contains "the ipBlock in ip6tables" "-s fd00:99::/32" "$rules6"
-grep -q -- "-s fd00:99::/32" <<<"$(pt_save -t filter)" && bt_fail "an IPv6 CIDR in iptables"
-sets6=$(ip netns exec "$NODE" ipset list)
-bt_expect_contains "the web pod's IPv6 address in a cali60 set" "fd00:10:244:1::11" "$sets6"
-bt_expect_contains "cali60 sets are inet6" "Type: hash:net" "$sets6"
+# The rules are where they belong: ip6tables (nftables: the ip6 family's brindle-filter) holds
+# the IPv6 ones, with cali60 sets of IPv6 members; iptables (the ip family's table) the IPv4
+# ones.
+# rules6: felix's IPv6 rules and sets as the kernel lists them, counters left out.
+rules6() {
+	if [ "$(pt_backend)" = nft ]; then
+		ip netns exec "$NODE" nft list table ip6 brindle-filter |
+			sed 's/counter packets [0-9]* bytes [0-9]*/counter/'
+	else
+		ip netns exec "$NODE" ip6tables-legacy-save | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//'
+	fi
+}
+if [ "$(pt_backend)" = nft ]; then
+	bt_expect_contains "the ipBlock in the ip6 table" "ip6 saddr fd00:99::/32" "$(rules6)"
+	grep -q "fd00:99::" <<<"$(ip netns exec "$NODE" nft list table ip brindle-filter)" &&
+		bt_fail "an IPv6 CIDR in the ip table"
+	bt_expect_contains "the web pod's IPv6 address in a cali60 set" "fd00:10:244:1::11" "$(rules6)"
+	bt_expect_contains "cali60 sets are of IPv6 addresses" "type ipv6_addr" "$(rules6)"
+	ip netns exec "$NODE" ip6tables-legacy-save | grep -q '^-A' && bt_fail "ip6tables written on nft"
+else
+	rules6=$(ip netns exec "$NODE" ip6tables-legacy-save -t filter)
+	bt_expect_contains "the ipBlock in ip6tables" "-s fd00:99::/32" "$rules6"
+	grep -q -- "-s fd00:99::/32" <<<"$(pt_save -t filter)" && bt_fail "an IPv6 CIDR in iptables"
+	sets6=$(ip netns exec "$NODE" ipset list)
+	bt_expect_contains "the web pod's IPv6 address in a cali60 set" "fd00:10:244:1::11" "$sets6"
+	bt_expect_contains "cali60 sets are inet6" "Type: hash:net" "$sets6"
+fi
 bt_log "rules and sets per family: ok"
 
 # --- egress, neighbour discovery -----------------------------------------------------------
@@ -136,13 +156,13 @@ ip netns exec "$BT_PREFIX-default-db" ping -4 -c1 -W1 10.244.1.12 >/dev/null 2>&
 	bt_fail "IPv4 ping allowed: the ICMPv6 rule must not admit ICMP"
 bt_log "ipVersion and ICMPv6 rules: ok"
 
-# --- the node itself: a restart changes nothing in ip6tables ------------------------------------
-before=$(ip netns exec "$NODE" ip6tables-legacy-save | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//')
+# --- the node itself: a restart changes nothing in the IPv6 rules ---------------------------------
+before=$(rules6)
 pt_stop_felix
 pt_start_felix
 pt_settled
-after=$(ip netns exec "$NODE" ip6tables-legacy-save | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//')
-bt_expect_eq "ip6tables identical across a restart" "$before" "$after"
+after=$(rules6)
+bt_expect_eq "the IPv6 rules identical across a restart" "$before" "$after"
 pt_allowed prod api fd00:10:244:1::10 6379
 pt_denied default other fd00:10:244:1::10 6379
 bt_log "restart: ok"
