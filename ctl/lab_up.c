@@ -648,8 +648,7 @@ static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, con
 				      "K8S_POD_INFRA_CONTAINER_ID=%s",
 				      ns, pod, netns),
 			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
-			 /* a dual-stack lab's felix polices IPv6 (ip6tables: the topology refuses
-			  * nft with an IPv6 pool) */
+			 /* a dual-stack lab's felix polices IPv6 (ipv6Support, either backend) */
 			 l->topo->ipv6 ? "BRINDLE_IPV6_WITHOUT_POLICY=1"
 				       : "BRINDLE_IPV6_WITHOUT_POLICY=",
 			 (char *)b->cni, NULL };

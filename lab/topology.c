@@ -831,9 +831,6 @@ static void check_ipv6(struct pctx *c, const struct lab_topology *t)
 			     "%s)",
 			     n->name, t->subnets[n->subnet].name);
 	}
-	if (t->rule_backend && streq(t->rule_backend, "NFT"))
-		perr(c, "ruleBackend",
-		     "nft has no IPv6 policy yet: a lab with an IPv6 pool runs legacy (or auto)");
 	if (t->kubernetes)
 		perr(c, "ipPools", "an IPv6 pool needs datastore etcdv3 (not yet on Kubernetes)");
 }

@@ -22,14 +22,6 @@ set -e
 bt_expect_eq "lab up of a bad file fails" 1 "$rc"
 bt_expect_contains "the error names the field" \
 	"$BT_DIR/bad.yaml: subnets[0].cidr6: is required: ipPools has an IPv6 pool" "$out"
-{
-	grep -v '^encapsulation' "$BT_DIR/topo.yaml"
-	echo "ruleBackend: nft"
-} >"$BT_DIR/bad-nft.yaml"
-set +e
-out=$(lab up "$BT_DIR/bad-nft.yaml" 2>&1)
-set -e
-bt_expect_contains "nft refused with an IPv6 pool" "ruleBackend: nft has no IPv6 policy yet" "$out"
 
 # --- up: both families' sessions Established ------------------------------------------------------
 start=$SECONDS

@@ -272,10 +272,6 @@ static void test_dual_stack(void **state)
 		     "demo.yaml: subnets[0].cidr6: is required: ipPools has an IPv6 pool, and node "
 		     "n1 runs pods (subnet a)");
 	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
-		     "'fd00:100::/64'}]\nipPools: [{cidr: 'fd00:10::/48'}]\nruleBackend: nft\n"
-		     "nodes: [{name: n1, subnet: a}]\n",
-		     "demo.yaml: ruleBackend: nft has no IPv6 policy yet");
-	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
 		     "'fd00:100::/48'}]\n",
 		     "demo.yaml: subnets[0].cidr6: /48: a lab subnet's IPv6 prefix is /64 to /120");
 	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24, cidr6: "
