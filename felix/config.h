@@ -80,8 +80,8 @@ struct felix_config {
 	uint8_t wep_min_prefix_v6; /* workloadIPv6MinPrefixLength, default 128 */
 	/*
 	 * ipv6Support (FELIX_IPV6SUPPORT): routes and blackholes for workloads' IPv6
-	 * addresses, and IPv6 policy (the iptables backend only). Off by default, unlike
-	 * Calico's: the nftables backend does not police IPv6 yet.
+	 * addresses, and IPv6 policy (ip6tables, or nftables' ip6 tables). Off by default,
+	 * as Calico's manifests set it for IPv4 clusters: it doubles the rules felix writes.
 	 */
 	bool ipv6_support;
 };

@@ -64,7 +64,7 @@ handles() { "$BRINDLECTL" get ipamhandles 2>/dev/null | grep -c 'testnet\.' || t
 new_pod_ns "${BT_PREFIX}p0"
 cni ADD c0 "${BT_PREFIX}p0" web-0 < <(conf "$DUAL")
 [ "$rc" -ne 0 ] || bt_fail "an IPv6 ADD without BRINDLE_IPV6_WITHOUT_POLICY=1 succeeded: $out"
-bt_expect_contains "the refusal says why" "IPv6 pods are not protected by policy yet" "$out"
+bt_expect_contains "the refusal says why" "IPv6 pods need felix's ipv6Support" "$out"
 bt_expect_contains "with CNI's code for an unsupported field" '"code":2,' "$out"
 bt_expect_eq "nothing assigned by the refused ADD" 0 "$(handles)"
 export BRINDLE_IPV6_WITHOUT_POLICY=1
