@@ -13,6 +13,11 @@
  *     with its parts: the calculation, felix's planning of the batch, and the
  *     kernel's commit.
  *
+ * Both families, alternating run by run (the IPv6 issue's goal: IPv6 within
+ * 1.2x of IPv4 in the same run): IPv6 is the same cluster in IPv6 addresses
+ * (policy_scenario_family), written into Brindle's ip6 tables. BENCH_FAMILY=4
+ * or 6 runs one.
+ *
  * Medians of 5 runs; ratios within the run.
  * Run: sudo build/release/bench/bench_felix_policy_nft [LOCAL [REMOTE [POLICIES [CURVE...]]]]
  * (CURVE: the local endpoints of each point of the curve; LOCAL/10, LOCAL, 4 LOCAL if none)
@@ -37,6 +42,14 @@
 
 #define RUNS	5
 #define CHANGES 4
+
+/* The family under way: AF_INET (nftables' ip tables) or AF_INET6 (ip6). */
+static int af = AF_INET;
+
+static const char *nft_family(void)
+{
+	return af == AF_INET6 ? "ip6" : "ip";
+}
 
 static double ms_since(uint64_t t0)
 {
@@ -75,23 +88,33 @@ static void emit(struct br_object *o, void *ctx)
 
 struct felix {
 	struct calc *c;
-	struct nft *nft;
+	struct nft *nft, *nft6;
 	struct dataplane *dp;
 	struct felix_config cfg;
 };
 
+/* The policy core of the family under way. */
+static struct pol *policy(struct felix *f)
+{
+	return af == AF_INET6 ? calc_policy6(f->c) : calc_policy(f->c);
+}
+
 static void felix_open(struct felix *f, int local, int remote, int policies)
 {
 	felix_config_defaults(&f->cfg);
-	f->c = calc_new("node1", false);
+	f->cfg.ipv6_support = af == AF_INET6;
+	f->c = calc_new("node1", af == AF_INET6);
 	calc_set_config(f->c, &f->cfg);
-	pol_set_dispatch_maps(calc_policy(f->c), true); /* as felix does on nftables */
+	pol_set_dispatch_maps(policy(f), true); /* as felix does on nftables */
+	policy_scenario_family(af);
 	policy_scenario(local, remote, policies, emit, f->c);
-	if (nft_open(AF_INET, &f->nft) < 0) {
+	f->nft6 = NULL;
+	if (nft_open(AF_INET, &f->nft) < 0 ||
+	    (af == AF_INET6 && nft_open(AF_INET6, &f->nft6) < 0)) {
 		fprintf(stderr, "cannot open nftables\n");
 		exit(1);
 	}
-	struct dp_backends b = { .nft = f->nft };
+	struct dp_backends b = { .nft = f->nft, .nft6 = f->nft6 };
 	f->dp = dataplane_new(&b);
 }
 
@@ -99,18 +122,27 @@ static void felix_close(struct felix *f)
 {
 	dataplane_free(f->dp);
 	nft_close(f->nft);
+	nft_close(f->nft6);
 	calc_free(f->c);
+}
+
+/* The handle of the family under way. */
+static struct nft *nft_of(struct felix *f)
+{
+	return af == AF_INET6 ? f->nft6 : f->nft;
 }
 
 static double commit_ms; /* the kernel's share of the last apply */
 
 static double felix_apply(struct felix *f, double *calc_ms)
 {
-	struct pol *p = calc_policy(f->c);
+	struct pol *p = policy(f);
 	uint64_t t0 = now_ns();
 	pol_flush(p);
 	*calc_ms = ms_since(t0);
-	if (dataplane_apply(f->dp, NULL, pol_desired(p), NULL, &f->cfg, now_ms()) < 0) {
+	struct pol_desired *d = pol_desired(p);
+	if (dataplane_apply(f->dp, NULL, af == AF_INET ? d : NULL, af == AF_INET6 ? d : NULL,
+			    &f->cfg, now_ms()) < 0) {
 		fprintf(stderr, "felix apply failed: %s\n",
 			dataplane_status(f->dp)->policy_problem);
 		exit(1);
@@ -121,7 +153,10 @@ static double felix_apply(struct felix *f, double *calc_ms)
 
 static size_t count_rules(void)
 {
-	FILE *p = popen("nft list table ip brindle-filter | grep -c ' comment \"cali:'", "r");
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "nft list table %s brindle-filter | grep -c ' comment \"cali:'",
+		 nft_family());
+	FILE *p = popen(cmd, "r");
 	size_t n = 0;
 	if (p && fscanf(p, "%zu", &n) != 1)
 		n = 0;
@@ -146,8 +181,8 @@ static double kernel_floor(struct nft *nft)
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	if (nft_rule_from_text(AF_INET, "-m comment --comment \"cali:benchfloor000000\" -j ACCEPT",
-			       &ir, &err) < 0) {
+	if (nft_rule_from_text(af, "-m comment --comment \"cali:benchfloor000000\" -j ACCEPT", &ir,
+			       &err) < 0) {
 		fprintf(stderr, "floor rule: %s\n", sb_str(&err));
 		exit(1);
 	}
@@ -177,42 +212,41 @@ static struct change change_median(double *total, double *calc, double *commit, 
 	return (struct change){ median(total, n), median(calc, n), median(commit, n) };
 }
 
-/* One change at a size: median time to enforced of a policy changed and an endpoint added. */
-static void change_curve(int local, int remote, int policies, struct change *pol_c,
-			 struct change *ep_c, struct change *rem_c, double *floor_ms, size_t *rules)
-{
+/* The changes measured at one size, over runs: time to enforced and its parts. */
+struct samples {
 	double floor[RUNS * CHANGES];
-	double rem[RUNS * CHANGES], rem_calc[RUNS * CHANGES], rem_commit[RUNS * CHANGES];
-	double pol[RUNS * CHANGES], ep[RUNS * CHANGES], calc;
-	double pol_calc[RUNS * CHANGES], ep_calc[RUNS * CHANGES];
-	double pol_commit[RUNS * CHANGES], ep_commit[RUNS * CHANGES];
-	int nc = 0;
-	for (int r = 0; r < RUNS; r++) {
-		sh("nft flush ruleset");
-		struct felix f;
-		felix_open(&f, local, remote, policies);
-		felix_apply(&f, &calc);
-		*rules = count_rules();
-		for (int k = 0; k < CHANGES; k++, nc++) {
-			emit(policy_scenario_policy(7, 1 + nc), f.c);
-			pol[nc] = felix_apply(&f, &pol_calc[nc]);
-			pol_commit[nc] = commit_ms;
-			emit(policy_scenario_endpoint(local + remote + nc, true), f.c);
-			ep[nc] = felix_apply(&f, &ep_calc[nc]);
-			ep_commit[nc] = commit_ms;
-			/* a pod on another node: it joins the sets of the policies that select it
-			 */
-			emit(policy_scenario_endpoint(local + remote + 1000 + nc, false), f.c);
-			rem[nc] = felix_apply(&f, &rem_calc[nc]);
-			rem_commit[nc] = commit_ms;
-			floor[nc] = kernel_floor(f.nft);
-		}
-		felix_close(&f);
+	double tot[3][RUNS * CHANGES], calc[3][RUNS * CHANGES], commit[3][RUNS * CHANGES];
+	int n;
+	size_t rules;
+};
+
+/*
+ * One run at a size: everything programmed, then CHANGES times a policy changed, a local
+ * endpoint added and a remote one added (it joins the sets of the policies that select it),
+ * each with the kernel's floor after.
+ */
+static void change_run(int local, int remote, int policies, struct samples *s)
+{
+	double calc;
+	sh("nft flush ruleset");
+	struct felix f;
+	felix_open(&f, local, remote, policies);
+	felix_apply(&f, &calc);
+	s->rules = count_rules();
+	for (int k = 0; k < CHANGES; k++) {
+		int nc = s->n++;
+		emit(policy_scenario_policy(7, 1 + nc), f.c);
+		s->tot[0][nc] = felix_apply(&f, &s->calc[0][nc]);
+		s->commit[0][nc] = commit_ms;
+		emit(policy_scenario_endpoint(local + remote + nc, true), f.c);
+		s->tot[1][nc] = felix_apply(&f, &s->calc[1][nc]);
+		s->commit[1][nc] = commit_ms;
+		emit(policy_scenario_endpoint(local + remote + 1000 + nc, false), f.c);
+		s->tot[2][nc] = felix_apply(&f, &s->calc[2][nc]);
+		s->commit[2][nc] = commit_ms;
+		s->floor[nc] = kernel_floor(nft_of(&f));
 	}
-	*pol_c = change_median(pol, pol_calc, pol_commit, (size_t)nc);
-	*ep_c = change_median(ep, ep_calc, ep_commit, (size_t)nc);
-	*rem_c = change_median(rem, rem_calc, rem_commit, (size_t)nc);
-	*floor_ms = median(floor, (size_t)nc);
+	felix_close(&f);
 }
 
 static void print_change(const struct change *c)
@@ -250,55 +284,102 @@ int main(int argc, char **argv)
 		felix_close(&f);
 		return 0;
 	}
-	double f_total[RUNS], f_calc[RUNS], base[RUNS];
-	size_t rules = 0;
+	const char *fam = getenv("BENCH_FAMILY"); /* 4, 6, or both (unset) */
+	bool v4 = !fam || strcmp(fam, "6") != 0, v6 = !fam || strcmp(fam, "4") != 0;
+	int fams[2], n_fams = 0;
+	if (v4)
+		fams[n_fams++] = AF_INET;
+	if (v6)
+		fams[n_fams++] = AF_INET6;
+	double f_total[2][RUNS], f_calc[2][RUNS], base[2][RUNS];
+	size_t rules[2] = { 0 };
+	/* the families run by run, alternating, so that a slow minute falls on both */
 	for (int r = 0; r < RUNS; r++) {
-		sh("nft flush ruleset");
-		struct felix f;
-		felix_open(&f, local, remote, policies);
-		f_total[r] = felix_apply(&f, &f_calc[r]);
-		rules = count_rules();
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd),
-			 "(nft list table ip brindle-filter; nft list table ip brindle-nat) > %s",
-			 path);
-		sh(cmd);
-		felix_close(&f);
-		sh("nft flush ruleset");
-		snprintf(cmd, sizeof(cmd), "nft -f %s", path);
-		uint64_t t0 = now_ns();
-		sh(cmd);
-		base[r] = ms_since(t0);
+		for (int k = 0; k < n_fams; k++) {
+			af = fams[k];
+			sh("nft flush ruleset");
+			struct felix f;
+			felix_open(&f, local, remote, policies);
+			f_total[k][r] = felix_apply(&f, &f_calc[k][r]);
+			rules[k] = count_rules();
+			char cmd[512];
+			snprintf(
+				cmd, sizeof(cmd),
+				"(nft list table %s brindle-filter; nft list table %s brindle-nat) "
+				"> %s",
+				nft_family(), nft_family(), path);
+			sh(cmd);
+			felix_close(&f);
+			sh("nft flush ruleset");
+			snprintf(cmd, sizeof(cmd), "nft -f %s", path);
+			uint64_t t0 = now_ns();
+			sh(cmd);
+			base[k][r] = ms_since(t0);
+		}
 	}
 	unlink(path);
-	double ft = median(f_total, RUNS), b = median(base, RUNS);
 	printf("Policy programming on nftables: %d local endpoints, %d remote, %d policies "
 	       "(median of %d)\n",
 	       local, remote, policies, RUNS);
-	printf("  in the kernel: %zu rules of felix's\n\n", rules);
-	printf("Full programming from nothing\n");
-	printf("  %-52s %8.1f ms  1.00x\n", "nft -f of the same ruleset (baseline)", b);
-	printf("  %-52s %8.1f ms  %.2fx\n", "felix: calc + one nftables batch", ft, ft / b);
-	printf("  %-52s %8.1f ms  %.2fx\n", "  of which the batch (build, send, commit)",
-	       ft - median(f_calc, RUNS), (ft - median(f_calc, RUNS)) / b);
+	double full[2] = { 0 };
+	for (int k = 0; k < n_fams; k++) {
+		af = fams[k];
+		double ft = median(f_total[k], RUNS), b = median(base[k], RUNS);
+		full[k] = ft;
+		printf("\n%s: in the kernel, %zu rules of felix's (tables of family %s)\n",
+		       af == AF_INET6 ? "IPv6" : "IPv4", rules[k], nft_family());
+		printf("Full programming from nothing\n");
+		printf("  %-52s %8.1f ms  1.00x\n", "nft -f of the same ruleset (baseline)", b);
+		printf("  %-52s %8.1f ms  %.2fx\n", "felix: calc + one nftables batch", ft, ft / b);
+		printf("  %-52s %8.1f ms  %.2fx\n", "  of which the batch (build, send, commit)",
+		       ft - median(f_calc[k], RUNS), (ft - median(f_calc[k], RUNS)) / b);
+	}
 	printf("\nOne change with everything programmed: time to enforced (calc + plan + kernel "
 	       "commit)\n");
-	printf("  %9s %8s %10s %-37s %-37s %-37s\n", "local eps", "rules", "kernel",
+	printf("  %4s %9s %8s %10s %-37s %-37s %-37s\n", "", "local eps", "rules", "kernel",
 	       "  policy changed", "  local endpoint added", "  remote endpoint added");
 	int sizes[16] = { local / 10, local, local * 4 }, n_sizes = 3;
 	if (argc > 4)
 		for (n_sizes = 0; n_sizes < 16 && 4 + n_sizes < argc; n_sizes++)
 			sizes[n_sizes] = atoi(argv[4 + n_sizes]);
+	struct change at_local[2][3];
+	bool have_local = false;
 	for (int i = 0; i < n_sizes; i++) {
-		struct change pc, ec, rc;
-		size_t n;
-		double floor;
-		change_curve(sizes[i] ? sizes[i] : 1, remote, policies, &pc, &ec, &rc, &floor, &n);
-		printf("  %9d %8zu %7.2f ms", sizes[i], n, floor);
-		print_change(&pc);
-		print_change(&ec);
-		print_change(&rc);
-		printf("\n");
+		static struct samples sm[2];
+		memset(sm, 0, sizeof(sm));
+		/* run by run, the families alternating, as the full programming above */
+		for (int r = 0; r < RUNS; r++) {
+			for (int k = 0; k < n_fams; k++) {
+				af = fams[k];
+				change_run(sizes[i] ? sizes[i] : 1, remote, policies, &sm[k]);
+			}
+		}
+		for (int k = 0; k < n_fams; k++) {
+			af = fams[k];
+			struct change c[3];
+			for (int j = 0; j < 3; j++)
+				c[j] = change_median(sm[k].tot[j], sm[k].calc[j], sm[k].commit[j],
+						     (size_t)sm[k].n);
+			printf("  %4s %9d %8zu %7.2f ms", af == AF_INET6 ? "IPv6" : "IPv4",
+			       sizes[i], sm[k].rules, median(sm[k].floor, (size_t)sm[k].n));
+			for (int j = 0; j < 3; j++)
+				print_change(&c[j]);
+			printf("\n");
+			if (sizes[i] == local) {
+				memcpy(at_local[k], c, sizeof(c));
+				have_local = true;
+			}
+		}
+	}
+	if (n_fams == 2) {
+		printf("\nIPv6 against IPv4, same run (goal: within 1.2x)\n");
+		printf("  %-52s %8.2fx\n", "full programming", full[1] / full[0]);
+		static const char *const what[] = { "one policy changed",
+						    "one local endpoint added",
+						    "one remote endpoint added" };
+		for (int j = 0; j < 3 && have_local; j++)
+			printf("  %-52s %8.2fx\n", what[j],
+			       at_local[1][j].total / at_local[0][j].total);
 	}
 	return 0;
 }
