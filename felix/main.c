@@ -843,7 +843,8 @@ int main(int argc, char **argv)
 	calc_set_config(f.calc, &f.cfg);
 	log_info("brindle-felix %s starting on node %s", BRINDLE_VERSION, node);
 	if (f.cfg.ipv6_support)
-		log_info("ipv6Support: IPv6 routes, and IPv6 policy in ip6tables");
+		log_info("ipv6Support: IPv6 routes, and IPv6 policy (ip6tables, or nftables' ip6 "
+			 "tables)");
 
 	struct ds_config dcfg = { 0 };
 	struct ds_config_storage storage = { 0 };
