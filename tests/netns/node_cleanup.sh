@@ -93,6 +93,8 @@ in_n1 nft -f - <<'NFT'
 table ip brindle-filter { chain cali-x { counter accept; }; }
 table ip brindle-nat { chain POSTROUTING { type nat hook postrouting priority 100; }; }
 table ip someone { chain c { counter; }; }
+table ip6 brindle-filter { chain cali-x { counter accept; }; }
+table ip6 someone6 { chain c { counter; }; }
 NFT
 in_n1 env CNI_BIN_DIR="$BT_DIR/host/bin" CNI_NET_DIR="$BT_DIR/host/net.d" "$NODEBIN" cleanup >"$BT_DIR/cleanup.log" 2>&1 ||
 	bt_fail "cleanup failed: $(cat "$BT_DIR/cleanup.log")"
@@ -101,8 +103,8 @@ bt_expect_eq "the CNI files install-cni wrote are gone, the others stay" "99-oth
 bt_expect_eq "no iptables line of Brindle's" "" "$(in_n1 iptables-legacy-save | grep -i cali || true)"
 bt_expect_eq "no ip6tables line of Brindle's" "" "$(in_n1 ip6tables-legacy-save | grep -i cali || true)"
 bt_expect_eq "no ip set of Brindle's" "" "$(in_n1 ipset list -n | grep '^cali' || true)"
-bt_expect_eq "no nftables table of Brindle's, someone's stays" "someone" \
-	"$(in_n1 nft list tables | awk '{print $3}' | xargs)"
+bt_expect_eq "no nftables table of Brindle's (ip, ip6), someone's stay" "ip someone ip6 someone6" \
+	"$(in_n1 nft list tables | awk '{print $2, $3}' | xargs)"
 bt_expect_eq "no route of Brindle's" "" "$(ip -n "$N1" route show proto 80)"
 bt_expect_eq "no vxlan.calico" "" "$(ip -n "$N1" link show vxlan.calico 2>/dev/null || true)"
 bt_expect_eq "what is not Brindle's is as it was" "$before" "$(foreign)"
