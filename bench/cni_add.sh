@@ -23,12 +23,8 @@ export BRINDLE_SOURCE_DIR=$ROOT
 . "$ROOT/tests/lib/common.sh"
 PODS=${PODS:-100}
 HOST=${BT_PREFIX}bench
-bt_start_etcd
 . "$ROOT/bench/cni_lib.sh"
-ip netns add "$HOST"
-bt_netns+=("$HOST")
-ip -n "$HOST" link set lo up
-cni_bench_host "$HOST"
+cni_bench_node "$HOST"
 
 "$BRINDLECTL" apply -f - >/dev/null <<'EOF'
 apiVersion: projectcalico.org/v3

@@ -19,13 +19,9 @@ export BRINDLE_SOURCE_DIR=$ROOT
 . "$ROOT/tests/lib/common.sh"
 PODS=${PODS:-100}
 HOST=${BT_PREFIX}bench
-bt_start_etcd
 . "$ROOT/bench/cni_lib.sh"
-ip netns add "$HOST"
-bt_netns+=("$HOST")
-ip -n "$HOST" link set lo up
+cni_bench_node "$HOST"
 ip netns exec "$HOST" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
-cni_bench_host "$HOST"
 # No felix here, so no policy for IPv6 either: the plugin is told that is known.
 export BRINDLE_IPV6_WITHOUT_POLICY=1
 

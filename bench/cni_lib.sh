@@ -1,4 +1,5 @@
-# What bench/cni_add.sh and bench/cni_add_kdd.sh share (source after tests/lib/common.sh):
+# What bench/cni_add.sh, cni_add6.sh and cni_add_kdd.sh share (source after tests/lib/common.sh):
+#   cni_bench_node NS        a private etcd and the node namespace NS (with cni_bench_host)
 #   cni_bench_host NS        the node's namespace gets an uplink and a default route
 #                            (proxy ARP and ptp's gateway need one)
 #   cni_bench_pods FIRST LAST  pod namespaces <prefix>pFIRST..pLAST
@@ -12,6 +13,15 @@
 #   cni_bench_report TITLE GOAL  p50/p99 of both, the ratio, brindle's DEL p50 (after
 #                            cni_bench_del_sequential NS CONF PODS), each plugin's own CPU
 CNI_BENCH_BIN=$BT_BUILD_DIR/cni
+
+# cni_bench_node NS: a private etcd, and the node's namespace NS with its uplink.
+cni_bench_node() {
+	bt_start_etcd
+	ip netns add "$1"
+	bt_netns+=("$1")
+	ip -n "$1" link set lo up
+	cni_bench_host "$1"
+}
 
 cni_bench_host() {
 	ip -n "$1" link add up0 type veth peer name up1

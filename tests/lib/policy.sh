@@ -58,6 +58,16 @@ YAML
 	[ "${PT_NO_FELIX:-0}" = 1 ] || pt_start_felix
 }
 
+# The pods' IPv6 pool, fd00:10:244::/48 (dual-stack pods: pt_pod NS NAME "V4,fd00:10:244:1::N").
+pt_pool6() {
+	"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool6}
+spec: {cidr: "fd00:10:244::/48", blockSize: 122}
+YAML
+}
+
 pt_start_felix() {
 	bt_run_bg "felix-$SECONDS" ip netns exec "$NODE" env NODENAME=node1 \
 		BRINDLE_ETCD_ENDPOINTS="$BRINDLE_ETCD_ENDPOINTS" FELIX_PROMETHEUSMETRICSENABLED=true \

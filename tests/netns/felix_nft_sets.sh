@@ -9,12 +9,7 @@
 
 PT_NO_FELIX=1 pt_node FELIX_IPTABLESBACKEND=NFT FELIX_IPV6SUPPORT=true \
 	FELIX_IPTABLESREFRESHINTERVAL=3600 FELIX_IPSETSREFRESHINTERVAL=3600
-"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
-apiVersion: projectcalico.org/v3
-kind: IPPool
-metadata: {name: pool6}
-spec: {cidr: "fd00:10:244::/48", blockSize: 122}
-YAML
+pt_pool6
 pt_start_felix
 pt_ns default ""
 pt_pod default db 10.244.1.10,fd00:10:244:1::10 "role: db"

@@ -20,12 +20,7 @@ ip -n "$OUT" addr add fd00:77::5/128 dev lo
 ip -n "$OUT" -6 route add fd00:10:244::/48 via fd00:192:168:100::11
 ip -n "$NODE" -6 route add default via fd00:192:168:100::1
 ip netns exec "$NODE" sysctl -qw net.ipv6.conf.all.forwarding=1
-"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
-apiVersion: projectcalico.org/v3
-kind: IPPool
-metadata: {name: pool6}
-spec: {cidr: "fd00:10:244::/48", blockSize: 122}
-YAML
+pt_pool6
 pt_start_felix
 
 pt_ns default ""
