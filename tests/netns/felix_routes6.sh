@@ -71,7 +71,7 @@ bt_expect_eq "no ip6tables chains without ipv6Support" 0 \
 	"$(ip netns exec "$NODE" ip6tables-legacy-save | grep -c '^:cali-' || true)"
 stop_felix
 start_felix 1 true
-bt_expect_contains "IPv6 policy said at start" "IPv6 policy in ip6tables" "$(cat "$BT_DIR/felix1.log")"
+bt_expect_contains "IPv6 policy said at start" "IPv6 policy (ip6tables, or nftables' ip6 tables)" "$(cat "$BT_DIR/felix1.log")"
 
 bt_wait_for 10 "the pod's /128 route" bash -c "ip -n '$NODE' -6 route show proto 80 | grep -q '^fd00:30::11 dev $CALI'"
 r6=$(routes6)
