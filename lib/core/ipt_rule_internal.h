@@ -134,26 +134,31 @@ static const struct {
 	{ "DNAT", XT_CONNTRACK_STATE_DNAT },
 };
 
+/*
+ * REJECT's types: the name, xtables' number, and the code of the ICMP (ICMPv6) destination
+ * unreachable it sends, as nftables' reject takes it (-1: a TCP reset).
+ */
 static const struct reject_with {
 	const char *name;
 	int with;
+	int icmp_code;
 } reject_withs[] = {
-	{ "icmp-net-unreachable", IPT_ICMP_NET_UNREACHABLE },
-	{ "icmp-host-unreachable", IPT_ICMP_HOST_UNREACHABLE },
-	{ "icmp-port-unreachable", IPT_ICMP_PORT_UNREACHABLE },
-	{ "icmp-proto-unreachable", IPT_ICMP_PROT_UNREACHABLE },
-	{ "icmp-net-prohibited", IPT_ICMP_NET_PROHIBITED },
-	{ "icmp-host-prohibited", IPT_ICMP_HOST_PROHIBITED },
-	{ "tcp-reset", IPT_TCP_RESET },
-	{ "icmp-admin-prohibited", IPT_ICMP_ADMIN_PROHIBITED },
+	{ "icmp-net-unreachable", IPT_ICMP_NET_UNREACHABLE, 0 },
+	{ "icmp-host-unreachable", IPT_ICMP_HOST_UNREACHABLE, 1 },
+	{ "icmp-port-unreachable", IPT_ICMP_PORT_UNREACHABLE, 3 },
+	{ "icmp-proto-unreachable", IPT_ICMP_PROT_UNREACHABLE, 2 },
+	{ "icmp-net-prohibited", IPT_ICMP_NET_PROHIBITED, 9 },
+	{ "icmp-host-prohibited", IPT_ICMP_HOST_PROHIBITED, 10 },
+	{ "tcp-reset", IPT_TCP_RESET, -1 },
+	{ "icmp-admin-prohibited", IPT_ICMP_ADMIN_PROHIBITED, 13 },
 }, reject_withs6[] = {
-	{ "icmp6-no-route", IP6T_ICMP6_NO_ROUTE },
-	{ "icmp6-adm-prohibited", IP6T_ICMP6_ADM_PROHIBITED },
-	{ "icmp6-addr-unreachable", IP6T_ICMP6_ADDR_UNREACH },
-	{ "icmp6-port-unreachable", IP6T_ICMP6_PORT_UNREACH },
-	{ "tcp-reset", IP6T_TCP_RESET },
-	{ "icmp6-policy-fail", IP6T_ICMP6_POLICY_FAIL },
-	{ "icmp6-reject-route", IP6T_ICMP6_REJECT_ROUTE },
+	{ "icmp6-no-route", IP6T_ICMP6_NO_ROUTE, 0 },
+	{ "icmp6-adm-prohibited", IP6T_ICMP6_ADM_PROHIBITED, 1 },
+	{ "icmp6-addr-unreachable", IP6T_ICMP6_ADDR_UNREACH, 3 },
+	{ "icmp6-port-unreachable", IP6T_ICMP6_PORT_UNREACH, 4 },
+	{ "tcp-reset", IP6T_TCP_RESET, -1 },
+	{ "icmp6-policy-fail", IP6T_ICMP6_POLICY_FAIL, 5 },
+	{ "icmp6-reject-route", IP6T_ICMP6_REJECT_ROUTE, 6 },
 };
 
 /* REJECT's types of family @af: its table, and *n its length. */

@@ -380,29 +380,21 @@ static void verdict(struct tx *t, int32_t v, const char *chain)
 		snprintf(x->str, sizeof(x->str), "%s", chain);
 }
 
-/* ip6tables' REJECT: ICMPv6 destination unreachable, its code from --reject-with, or a reset. */
-static void reject6(struct tx *t, const struct ip6t_reject_info *rj)
+/*
+ * REJECT (either family's, whose info is one number): a TCP reset, or the ICMP (ICMPv6)
+ * destination unreachable of the code ipt_rule_internal.h's table gives.
+ */
+static void reject(struct tx *t, const struct ipt_reject_info *rj)
 {
-	static const struct {
-		unsigned with;
-		uint8_t code;
-	} codes[] = {
-		{ IP6T_ICMP6_NO_ROUTE, 0 },	 { IP6T_ICMP6_ADM_PROHIBITED, 1 },
-		{ IP6T_ICMP6_NOT_NEIGHBOUR, 2 }, { IP6T_ICMP6_ADDR_UNREACH, 3 },
-		{ IP6T_ICMP6_PORT_UNREACH, 4 },	 { IP6T_ICMP6_POLICY_FAIL, 5 },
-		{ IP6T_ICMP6_REJECT_ROUTE, 6 },
-	};
-	if (rj->with == IP6T_TCP_RESET) {
-		add(t, NFTX_REJECT, 0)->a = NFT_REJECT_TCP_RST;
+	size_t n;
+	const struct reject_with *w = reject_table(t->af, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (w[i].with != (int)rj->with)
+			continue;
+		struct nftx *x = add(t, NFTX_REJECT, 0);
+		x->a = w[i].icmp_code < 0 ? NFT_REJECT_TCP_RST : NFT_REJECT_ICMP_UNREACH;
+		x->b = w[i].icmp_code < 0 ? 0 : (uint32_t)w[i].icmp_code;
 		return;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
-		if (codes[i].with == rj->with) {
-			struct nftx *x = add(t, NFTX_REJECT, 0);
-			x->a = NFT_REJECT_ICMP_UNREACH;
-			x->b = codes[i].code;
-			return;
-		}
 	}
 	bad(t, "REJECT: --reject-with %u has no nftables translation", rj->with);
 }
@@ -449,28 +441,9 @@ static void target(struct tx *t, const struct xt_entry_target *tg, bool go)
 		struct nftx *x = add(t, NFTX_LOG, 0);
 		x->a = l->level;
 		snprintf(x->str, sizeof(x->str), "%s", l->prefix);
-	} else if (strcmp(name, "REJECT") == 0 && t->af == AF_INET6) {
-		reject6(t, d);
 	} else if (strcmp(name, "REJECT") == 0) {
-		const struct ipt_reject_info *rj = d;
-		struct nftx *x = add(t, NFTX_REJECT, 0);
-		static const struct {
-			int with;
-			uint8_t code;
-		} icmp_codes[] = {
-			{ IPT_ICMP_NET_UNREACHABLE, 0 },   { IPT_ICMP_HOST_UNREACHABLE, 1 },
-			{ IPT_ICMP_PROT_UNREACHABLE, 2 },  { IPT_ICMP_PORT_UNREACHABLE, 3 },
-			{ IPT_ICMP_NET_PROHIBITED, 9 },	   { IPT_ICMP_HOST_PROHIBITED, 10 },
-			{ IPT_ICMP_ADMIN_PROHIBITED, 13 },
-		};
-		if (rj->with == IPT_TCP_RESET) {
-			x->a = NFT_REJECT_TCP_RST;
-		} else {
-			x->a = NFT_REJECT_ICMP_UNREACH;
-			for (size_t i = 0; i < ARRAY_SIZE(icmp_codes); i++)
-				if (icmp_codes[i].with == (int)rj->with)
-					x->b = icmp_codes[i].code;
-		}
+		/* struct ip6t_reject_info is struct ipt_reject_info (one number) */
+		reject(t, d);
 	} else {
 		/* a chain: a jump, or a goto (-g) */
 		verdict(t, go ? NFT_GOTO : NFT_JUMP, name);
