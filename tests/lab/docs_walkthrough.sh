@@ -10,8 +10,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/lab.sh"
 
-sed "s/^name: demo$/name: $LAB/" "$BT_SOURCE_DIR/examples/three-node.yaml" >"$BT_DIR/three-node.yaml"
-grep -q "^name: $LAB\$" "$BT_DIR/three-node.yaml" || bt_fail "could not rename the example's lab"
+lab_example three-node.yaml "$BT_DIR/three-node.yaml"
 
 # The brindlectl lines of a page's sh blocks, and the "$ brindlectl lab" lines of its
 # transcripts (other transcripts show a node's own commands, not the lab's): prompts and

@@ -10,8 +10,7 @@
 LAB_PREFIX=ld
 . "$(dirname "$0")/../lib/lab.sh"
 
-sed "s/^name: dual$/name: $LAB/" "$BT_SOURCE_DIR/examples/dual-stack.yaml" >"$BT_DIR/topo.yaml"
-grep -q "^name: $LAB\$" "$BT_DIR/topo.yaml" || bt_fail "could not rename the example's lab"
+lab_example dual-stack.yaml "$BT_DIR/topo.yaml"
 
 # --- what a dual-stack topology needs ---------------------------------------------------------------
 sed 's|, cidr6: "fd00:100::/64"||' "$BT_DIR/topo.yaml" >"$BT_DIR/bad.yaml"

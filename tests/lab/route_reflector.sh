@@ -7,8 +7,7 @@
 LAB_PREFIX=lf
 . "$(dirname "$0")/../lib/lab.sh"
 
-sed "s/^name: rr$/name: $LAB/" "$BT_SOURCE_DIR/examples/route-reflector.yaml" >"$BT_DIR/topo.yaml"
-grep -q "^name: $LAB\$" "$BT_DIR/topo.yaml" || bt_fail "could not rename the example's lab"
+lab_example route-reflector.yaml "$BT_DIR/topo.yaml"
 lab up "$BT_DIR/topo.yaml" --timeout 40 >/dev/null || bt_fail "lab up failed"
 status=$(lab status "$LAB") || bt_fail "not ready: $status"
 node_ip() { printf '%s\n' "$status" | awk -v n="$1" '$1 == n { print $2 }'; }

@@ -10,8 +10,7 @@
 LAB_PREFIX=lt
 . "$(dirname "$0")/../lib/lab.sh"
 
-sed "s/^name: demo$/name: $LAB/" "$BT_SOURCE_DIR/examples/three-node.yaml" >"$BT_DIR/topo.yaml"
-grep -q "^name: $LAB\$" "$BT_DIR/topo.yaml" || bt_fail "could not rename the example's lab"
+lab_example three-node.yaml "$BT_DIR/topo.yaml"
 
 # --- a bad file: the field is named, nothing is built ------------------------------------------
 sed 's/{name: node3, subnet: a}/{name: node3, subnet: c}/' "$BT_DIR/topo.yaml" >"$BT_DIR/bad.yaml"

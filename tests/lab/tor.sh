@@ -10,8 +10,7 @@
 LAB_PREFIX=lr
 . "$(dirname "$0")/../lib/lab.sh"
 
-sed "s/^name: tor$/name: $LAB/" "$BT_SOURCE_DIR/examples/tor-peering.yaml" >"$BT_DIR/topo.yaml"
-grep -q "^name: $LAB\$" "$BT_DIR/topo.yaml" || bt_fail "could not rename the example's lab"
+lab_example tor-peering.yaml "$BT_DIR/topo.yaml"
 lab up "$BT_DIR/topo.yaml" --timeout 40 >/dev/null || bt_fail "lab up failed"
 status=$(lab status "$LAB") || bt_fail "not ready: $status"
 for n in node1 node2 node3; do

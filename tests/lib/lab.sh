@@ -25,6 +25,11 @@ lab() {
 	fi
 	"$BRINDLECTL" lab "$@"
 }
+# lab_example EXAMPLE OUT: examples/EXAMPLE with this test's lab name, into OUT.
+lab_example() {
+	sed -E "0,/^name: .*/s//name: $LAB/" "$BT_SOURCE_DIR/examples/$1" >"$2"
+	grep -q "^name: $LAB\$" "$2" || bt_fail "could not rename the lab of examples/$1"
+}
 # brindlectl against the lab's own datastore
 labctl() {
 	if [ "$LAB_DATASTORE" = kubernetes ]; then
