@@ -14,13 +14,8 @@ lab_example dual-stack.yaml "$BT_DIR/topo.yaml"
 
 # --- what a dual-stack topology needs ---------------------------------------------------------------
 sed 's|, cidr6: "fd00:100::/64"||' "$BT_DIR/topo.yaml" >"$BT_DIR/bad.yaml"
-set +e
-out=$(lab up "$BT_DIR/bad.yaml" 2>&1)
-rc=$?
-set -e
-bt_expect_eq "lab up of a bad file fails" 1 "$rc"
-bt_expect_contains "the error names the field" \
-	"$BT_DIR/bad.yaml: subnets[0].cidr6: is required: ipPools has an IPv6 pool" "$out"
+lab_up_fails "$BT_DIR/bad.yaml" \
+	"$BT_DIR/bad.yaml: subnets[0].cidr6: is required: ipPools has an IPv6 pool"
 
 # --- up: both families' sessions Established ------------------------------------------------------
 start=$SECONDS

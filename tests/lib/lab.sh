@@ -30,6 +30,16 @@ lab_example() {
 	sed -E "0,/^name: .*/s//name: $LAB/" "$BT_SOURCE_DIR/examples/$1" >"$2"
 	grep -q "^name: $LAB\$" "$2" || bt_fail "could not rename the lab of examples/$1"
 }
+# lab_up_fails FILE WANT: `lab up FILE` exits 1 saying WANT (a refused topology, a lab up twice).
+lab_up_fails() {
+	local out rc
+	set +e
+	out=$(lab up "$1" 2>&1)
+	rc=$?
+	set -e
+	bt_expect_eq "lab up of $(basename "$1") fails" 1 "$rc"
+	bt_expect_contains "lab up of $(basename "$1") says why" "$2" "$out"
+}
 # brindlectl against the lab's own datastore
 labctl() {
 	if [ "$LAB_DATASTORE" = kubernetes ]; then
