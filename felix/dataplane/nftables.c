@@ -516,15 +516,17 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	struct nft_elem *del = xcalloc(ms->n + 1, sizeof(*del)),
 			*add = xcalloc(nw + 1, sizeof(*add));
 	size_t nd = 0, na = 0, i = 0, j = 0;
-	uint8_t key[32];
+	/* the wanted elements packed once: compared with the mirror's, then the mirror */
+	uint8_t st = elem_stride(x->af, kind);
+	uint8_t *keys = xcalloc(nw + 1, st);
+	for (size_t k = 0; k < nw; k++)
+		elem_pack(x->af, kind, &want[k], keys + k * st);
 	while (i < ms->n || j < nw) {
-		int c = i == ms->n ? 1 : j == nw ? -1 : 0;
-		if (i < ms->n && j < nw) {
-			elem_pack(x->af, kind, &want[j], key);
-			c = memcmp(ms->keys + i * ms->stride, key, ms->stride);
-		}
+		int c = i == ms->n ? 1
+			: j == nw  ? -1
+				   : memcmp(ms->keys + i * st, keys + j * st, st);
 		if (c < 0)
-			elem_unpack(x->af, kind, ms->keys + i++ * ms->stride, &del[nd++]);
+			elem_unpack(x->af, kind, ms->keys + i++ * st, &del[nd++]);
 		else if (c > 0)
 			add[na++] = want[j++];
 		else
@@ -537,7 +539,9 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	x->set_writes += nd + na;
 	free(del);
 	free(add);
-	mset_set_elems(x->af, ms, want, nw);
+	free(ms->keys);
+	ms->keys = keys;
+	ms->n = nw;
 	free(want);
 }
 
