@@ -45,7 +45,7 @@ struct felix_config {
 	char chain_insert_mode[8];	 /* Insert, Append */
 	char ip_forwarding[10]; /* Enabled (felix turns the node's forwarding on), Disabled */
 	/*
-	 * The rule backend: "Legacy" (iptables through libiptc, and ip sets), "NFT"
+	 * The rule backend: "Legacy" (the legacy iptables tables, and ip sets), "NFT"
 	 * (Brindle's own nftables tables) or "Auto" (what the node already uses; decided
 	 * at the first apply). nftablesMode Enabled (NFT) or Disabled (Legacy) decides, else
 	 * iptablesBackend, as in Calico; each of the two from its FelixConfiguration field

@@ -224,7 +224,7 @@ static int ipsets_apply(struct dp_writer *w, const struct dp_input *in)
 	}
 	free(errs);
 	/* A full load holds every member; do not keep that much for good (nor hold it while
-	 * libiptc copies the tables, the peak of felix's memory). */
+	 * the iptables backend holds a table to write it, the peak of felix's memory). */
 	if (n > 4096) {
 		ips_batch_free(s->batch);
 		s->batch = ips_batch_new();

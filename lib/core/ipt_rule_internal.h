@@ -1,6 +1,6 @@
 /*
  * iptables rules: text in iptables-save syntax <-> the kernel's entry layout.
- * Pure: no sockets, no libiptc; only the kernel's uapi structures. Private to
+ * Pure: no sockets; only the kernel's uapi structures. Private to
  * lib/core/ipt_rule_tokens.c (text -> tokens), ipt_rule_parse.c (tokens ->
  * entry, rule ids of text) and ipt_rule_format.c (entry -> text, rule ids,
  * set-name tables): the layout constants, the name tables and the few

@@ -1,6 +1,6 @@
 /*
  * What the iptables backends share: the handle's accessors and the table
- * state they hand out on begin. The backends live in ipt_kernel.c (libiptc)
+ * state they hand out on begin. The backends live in ipt_kernel.c (the kernel's calls)
  * and ipt_record.c (simulated); the rule text in ipt_rule_parse.c and
  * ipt_rule_format.c.
  */
@@ -36,9 +36,9 @@ static int cmp_chain(const void *key, const void *elem)
 }
 
 /*
- * Built-in chains come first, then user chains in name order (libiptc keeps
- * them sorted, and so does the recording backend): a binary search, with a
- * plain scan behind it for a table some other tool wrote out of order.
+ * Built-in chains come first, then user chains in name order (ipt_kernel.c and
+ * the recording backend keep them sorted, as libiptc and iptables-restore do): a binary search,
+ * with a plain scan behind it for a table some other tool wrote out of order.
  */
 const struct ipt_chain_state *ipt_table_state_chain(const struct ipt_table_state *t,
 						    const char *name)

@@ -1,5 +1,5 @@
 /*
- * iptables and ip6tables (the legacy tables, through libiptc and libip6tc) for
+ * iptables and ip6tables (the legacy tables, in the kernel's own layout) for
  * the rules felix writes.
  *
  * A rule is text in iptables-save syntax: what follows "-A <chain> " in
@@ -98,8 +98,8 @@ void ipt_set_table_free(struct ipt_set_table *t);
  * struct ip6t_entry) followed by its matches and target,
  * allocated with malloc, in *out (*len bytes), with the match and target
  * revisions iptables 1.8.9 picks on a current kernel. A verdict, jump or
- * goto is a standard target holding the verdict's or the chain's name, as
- * libiptc expects for iptc_append_entry. On error returns -EINVAL and writes
+ * goto is a standard target holding the verdict's or the chain's name (the
+ * backend turns it into the verdict or the offset). On error returns -EINVAL and writes
  * `token 7 ("--foo"): unknown option of mark` style text to @err (tokens
  * count from 1).
  */
@@ -108,8 +108,8 @@ int ipt_rule_parse(int af, const char *text, const struct ipt_sets *sets, void *
 
 /*
  * Format an entry back to the same text, appending to @out. @jump_target is
- * the target's name as libiptc reports it (iptc_get_target: "ACCEPT", a
- * chain, "MARK") for entries libiptc hands out, whose standard targets carry
+ * the target's name ("ACCEPT", a chain, "MARK") for entries as the kernel
+ * hands them out, whose standard targets carry
  * a verdict rather than a name; NULL for entries from ipt_rule_parse.
  * Options outside the subset come out as "-m NAME (unsupported)" (or
  * "-j NAME (unsupported)") so foreign rules can still be logged.

@@ -1,6 +1,7 @@
 /*
  * iptables tables with a kernel: the kernel backend (lib/sys/ipt_kernel.c,
- * the only file with libiptc headers) and a recording backend
+ * the kernel's own calls on a table edited in place by <brindle/core/ipt_blob.h>)
+ * and a recording backend
  * (<brindle/testing/ipt_record.h>, a simulated set of tables for unit tests)
  * behind one table of functions. Rules are text (<brindle/core/ipt_rule.h>).
  */
