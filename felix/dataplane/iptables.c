@@ -1,10 +1,10 @@
 /*
- * The iptables writer: one libiptc session per table that needs one, so one
+ * The iptables writer: one session per table that needs one, so one
  * commit per table per apply. Ours: chains named cali-*, and the rules whose
  * first comment is "cali:..." in the built-in chains; everything else, in
  * every table and chain, is left as it is.
  *
- * libiptc reads a whole table at the start of every session, so that is this
+ * The kernel hands a table out whole at the start of every session, so that is this
  * writer's read-back: read marks every table to be compared at its next
  * turn (at the start, every FELIX_IPTABLESREFRESHINTERVAL, after a failure),
  * plan picks the tables that changed or are to be compared, and apply runs a
@@ -104,7 +104,7 @@ static bool same_id(const char *rule, const char *kid)
 
 /*
  * Is the kernel's rule (@kid, @ktarget) the one @rule says? Its id, which
- * hashes the whole rule, and its target, which libiptc names for every rule
+ * hashes the whole rule, and its target, which the backend names for every rule
  * without decoding the rest: so a rule someone rewrote in place with its
  * comment kept but its verdict changed (a DROP made an ACCEPT) is replaced.
  * The target in our text is the word after its last -j or -g (what follows
@@ -187,6 +187,12 @@ static void remember(struct iptables *x, enum pt_table t)
 	x->rules_known[t] = false;
 }
 
+static int cmp_chain_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct pchain *const *)a)->name,
+		      (*(const struct pchain *const *)b)->name);
+}
+
 static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *want)
 {
 	struct dp_status *st = &x->w.report->status;
@@ -201,14 +207,21 @@ static int sync_table(struct iptables *x, enum pt_table t, const struct ptable *
 		return r;
 	}
 	struct session s = { .t = x->ipt, .tool = tool(x) };
-	/* Chains first, so every jump has its target. */
+	/*
+	 * Chains first, so every jump has its target; in name order, the order they take in the
+	 * table, so the backend finds new rules already in place (it moves them otherwise).
+	 */
+	size_t n = 0;
+	const struct pchain **order = xmalloc(sizeof(*order) * (want->chains.n + 1));
 	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);)
-		if (!ipt_table_state_chain(&k, it.key))
-			note(&s, ipt_new_chain(s.t, it.key), "creating %s", (const char *)it.key);
-	for (struct hmap_iter it = hmap_iter(&want->chains); hmap_next(&it);) {
-		const struct pchain *c = it.value;
-		sync_chain(&s, c, ipt_table_state_chain(&k, c->name));
-	}
+		order[n++] = it.value;
+	qsort(order, n, sizeof(*order), cmp_chain_name);
+	for (size_t i = 0; i < n; i++)
+		if (!ipt_table_state_chain(&k, order[i]->name))
+			note(&s, ipt_new_chain(s.t, order[i]->name), "creating %s", order[i]->name);
+	for (size_t i = 0; i < n; i++)
+		sync_chain(&s, order[i], ipt_table_state_chain(&k, order[i]->name));
+	free(order);
 	for (size_t i = 0; i < want->n_hooks; i++)
 		sync_hook(&s, &want->hooks[i], ipt_table_state_chain(&k, want->hooks[i].chain));
 	/* Our chains that are not wanted: emptied, then removed (nothing of ours jumps to them
