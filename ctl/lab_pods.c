@@ -285,8 +285,10 @@ static int pod_add(struct lab *l, int argc, char **argv)
 			ctl_error("--ip: a host-network pod has its node's address");
 			return CTL_USAGE;
 		}
-		if (ip_parse(ip, &p->ip) < 0 || p->ip.family != AF_INET) {
-			ctl_error("--ip: \"%s\" is not an IPv4 address", ip);
+		int af = t->ipv4 ? AF_INET : AF_INET6; /* IPv6 in an IPv6-only lab */
+		if (ip_parse(ip, &p->ip) < 0 || p->ip.family != af) {
+			ctl_error("--ip: \"%s\" is not an %s address", ip,
+				  af == AF_INET ? "IPv4" : "IPv6");
 			return CTL_USAGE;
 		}
 		for (size_t i = 0; i < t->n_pools; i++)

@@ -27,7 +27,7 @@
 struct endpoint {
 	const char *given; /* as the user wrote it, echoed back */
 	const char *netns;
-	const char *ip;
+	const char *ip;		      /* NULL: it has no IPv4 address */
 	const char *ip6;	      /* NULL: it has no IPv6 address */
 	const struct lab_port *ports; /* what it serves (matrix defaults) */
 	size_t n_ports;
@@ -53,6 +53,12 @@ struct probe {
 	uint64_t start_ns;
 };
 
+/* The family probes take unless told: IPv4, or IPv6 in a lab without an IPv4 pool. */
+static const char *default_family(const struct lab *l)
+{
+	return l->topo && !l->topo->ipv4 ? "6" : "4";
+}
+
 static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods, const char *s,
 		   struct endpoint *e)
 {
@@ -63,7 +69,8 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 			if (streq(t->nodes[i].name, s + 5)) {
 				char buf[IP_STRLEN];
 				e->netns = lab_ns_node(l->a, t->name, t->nodes[i].name);
-				e->ip = arena_strdup(l->a, ip_str(&t->nodes[i].ip, buf));
+				if (t->nodes[i].ip.family)
+					e->ip = arena_strdup(l->a, ip_str(&t->nodes[i].ip, buf));
 				if (t->nodes[i].ip6.family)
 					e->ip6 = arena_strdup(l->a, ip_str(&t->nodes[i].ip6, buf));
 				e->ports = t->nodes[i].serve;
@@ -89,8 +96,10 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 	for (size_t i = 0; i < npods; i++)
 		if (streq(pods[i].ref, s)) {
 			e->netns = pods[i].netns;
-			e->ip = pods[i].ip;
-			e->ip6 = pods[i].ip6;
+			/* an IPv6-only pod's one address is its IPv6 one */
+			bool v6_only = strchr(pods[i].ip, ':') != NULL;
+			e->ip = v6_only ? NULL : pods[i].ip;
+			e->ip6 = v6_only ? pods[i].ip : pods[i].ip6;
 			/* declared ports and serve entries, in that order */
 			e->ports = pods[i].ports;
 			e->n_ports = pods[i].n_ports;
@@ -141,8 +150,10 @@ static bool run_probes(const char *probe_bin, struct probe *v, size_t n, unsigne
 	size_t next = 0, running = 0;
 	bool ok = true;
 	for (size_t i = 0; i < n; i++)
-		if (lab_proto_skipped(v[i].proto) || (v[i].family == 6 && !v[i].to->ip6))
-			v[i].v = V_SKIPPED; /* no SCTP sockets here; no IPv6 address there */
+		if (lab_proto_skipped(v[i].proto) || (v[i].family == 6 && !v[i].to->ip6) ||
+		    (v[i].family == 4 && !v[i].to->ip))
+			v[i].v = V_SKIPPED; /* no SCTP sockets here; no address of the family there
+					     */
 	while (next < n || running) {
 		while (next < n && running < MAX_RUNNING) {
 			struct probe *p = &v[next++];
@@ -314,7 +325,7 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 		   *proto = pa.value[PROBE_PROTO] ? pa.value[PROBE_PROTO] : "tcp",
 		   *port = pa.value[PROBE_PORT], *out = pa.value[PROBE_OUTPUT],
 		   *tmo = pa.value[PROBE_TIMEOUT] ? pa.value[PROBE_TIMEOUT] : "1000",
-		   *fam = pa.value[PROBE_FAMILY] ? pa.value[PROBE_FAMILY] : "4";
+		   *fam = pa.value[PROBE_FAMILY] ? pa.value[PROBE_FAMILY] : default_family(&l);
 	ctl_parsed_free(&pa);
 	if (r != CTL_OK) {
 		lab_free(&l);
@@ -354,8 +365,8 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 		lab_find_bins(l.a, &b);
 		p.from = &src;
 		p.to = &dst;
-		if (p.family == 6 && !dst.ip6) {
-			ctl_error("%s has no IPv6 address", to);
+		if ((p.family == 6 && !dst.ip6) || (p.family == 4 && !dst.ip)) {
+			ctl_error("%s has no IPv%d address", to, p.family);
 			r = CTL_FAIL;
 		} else if (!run_probes(b.probe, &p, 1, timeout)) {
 			ctl_error("could not probe from %s", from);
@@ -436,7 +447,7 @@ int lab_cmd_matrix(struct ctl *c, int argc, char **argv)
 		   *from = pa.value[MATRIX_FROM], *to = pa.value[MATRIX_TO],
 		   *tmo = pa.value[MATRIX_TIMEOUT] ? pa.value[MATRIX_TIMEOUT] : "1000",
 		   *out = pa.value[MATRIX_OUTPUT] ? pa.value[MATRIX_OUTPUT] : "table",
-		   *fam = pa.value[MATRIX_FAMILY] ? pa.value[MATRIX_FAMILY] : "4";
+		   *fam = pa.value[MATRIX_FAMILY] ? pa.value[MATRIX_FAMILY] : default_family(&l);
 	ctl_parsed_free(&pa);
 	if (r != CTL_OK) {
 		lab_free(&l);

@@ -225,8 +225,8 @@ static int build_fabric(struct lab *l)
 		 */
 		if ((r = must("ip -n %s link add br%zu address 02:62:72:00:00:%02zx type bridge",
 			      fab, i, i + 1)) < 0 ||
-		    (r = must("ip -n %s addr add %s/%u dev br%zu", fab, ipstr(l->a, &s->gateway),
-			      s->cidr.len, i)) < 0 ||
+		    (s->cidr.len && (r = must("ip -n %s addr add %s/%u dev br%zu", fab,
+					      ipstr(l->a, &s->gateway), s->cidr.len, i)) < 0) ||
 		    (r = must("ip -n %s link set br%zu up", fab, i)) < 0)
 			return r;
 		if (s->cidr6.len && (r = must("ip -n %s addr add %s/%u dev br%zu nodad", fab,
@@ -251,16 +251,20 @@ static int node_startup(struct lab *l, const struct lab_bins *b, const struct la
 			const char *ep, const char *ep2, const char *dir)
 {
 	const char *ns = lab_ns_node(l->a, l->topo->name, n->name);
-	char *argv[] = { "env",
-			 (char *)ep,
-			 (char *)ep2,
-			 arena_printf(l->a, "NODENAME=%s", n->name),
-			 "NO_DEFAULT_POOLS=true",
-			 arena_printf(l->a, "BRINDLE_NODENAME_FILE=%s/nodename", dir),
-			 arena_printf(l->a, "BRINDLE_MTU_FILE=%s/mtu", dir),
-			 (char *)b->node,
-			 "startup",
-			 NULL };
+	char *argv[12];
+	size_t k = 0;
+	argv[k++] = "env";
+	argv[k++] = (char *)ep;
+	argv[k++] = (char *)ep2;
+	argv[k++] = arena_printf(l->a, "NODENAME=%s", n->name);
+	argv[k++] = "NO_DEFAULT_POOLS=true";
+	argv[k++] = arena_printf(l->a, "BRINDLE_NODENAME_FILE=%s/nodename", dir);
+	argv[k++] = arena_printf(l->a, "BRINDLE_MTU_FILE=%s/mtu", dir);
+	if (!n->ip.family)
+		argv[k++] = "IP=none"; /* an IPv6-only node: no IPv4 address to autodetect */
+	argv[k++] = (char *)b->node;
+	argv[k++] = "startup";
+	argv[k] = NULL;
 	struct strbuf out = STRBUF_INIT;
 	sb_init(&out);
 	int r = lab_run(ns, argv, NULL, &out);
@@ -294,11 +298,11 @@ static int start_node(struct lab *l, const struct lab_bins *b, size_t i)
 	if ((r = must("ip -n %s link add n%zu type veth peer name eth0 netns %s", fab, i, ns)) <
 		    0 ||
 	    (r = must("ip -n %s link set n%zu master br%zu up", fab, i, n->subnet)) < 0 ||
-	    (r = must("ip -n %s addr add %s/%u dev eth0", ns, ipstr(l->a, &n->ip), s->cidr.len)) <
-		    0 ||
+	    (n->ip.family && (r = must("ip -n %s addr add %s/%u dev eth0", ns, ipstr(l->a, &n->ip),
+				       s->cidr.len)) < 0) ||
 	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
-	    (r = must("ip -n %s route add default via %s dev eth0", ns, ipstr(l->a, &s->gateway))) <
-		    0 ||
+	    (n->ip.family && (r = must("ip -n %s route add default via %s dev eth0", ns,
+				       ipstr(l->a, &s->gateway))) < 0) ||
 	    (r = must("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1", ns)) < 0 ||
 	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.all.rp_filter=0", ns)) < 0)
 		return r;
@@ -611,8 +615,9 @@ static void cni_conf(struct lab *l, struct strbuf *conf, const char *node, const
 	sb_addf(conf,
 		"{\"cniVersion\":\"1.0.0\",\"name\":\"k8s-pod-network\",\"type\":\"brindle-"
 		"cni\",\"nodename\":\"%s\",\"log_file_path\":\"%s/cni.log\",\"ipam\":{\"type\":"
-		"\"brindle-ipam\",\"ipam_lock_file\":\"%s/ipam.lock\"%s}",
-		node, l->dir, l->dir, l->topo->ipv6 ? ",\"assign_ipv6\":\"true\"" : "");
+		"\"brindle-ipam\",\"ipam_lock_file\":\"%s/ipam.lock\"%s%s}",
+		node, l->dir, l->dir, l->topo->ipv6 ? ",\"assign_ipv6\":\"true\"" : "",
+		l->topo->ipv4 ? "" : ",\"assign_ipv4\":\"false\"");
 	sb_addf(conf, ",\"etcd_endpoints\":\"%s\"", l->endpoints);
 	if (!p) {
 		sb_adds(conf, "}\n");
@@ -690,7 +695,7 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 	if (t->kubernetes && (r = lab_kube_pod_create(l, p)) < 0)
 		return r;
 	if (p->host_network) {
-		ip = ipstr(l->a, &n->ip);
+		ip = ipstr(l->a, n->ip.family ? &n->ip : &n->ip6);
 	} else {
 		ns = lab_ns_pod(l->a, t->name, p->namespace, p->name);
 		if ((r = lab_netns_add(l, ns)) < 0)
@@ -714,9 +719,9 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 		 * route, so between nodes only BGP carries pods' routes: a dead BIRD
 		 * shows once graceful restart runs out.
 		 */
-		if ((r = must("ip -n %s route replace %.*s/32 via %s dev br%zu table %d",
-			      lab_ns_fabric(l->a, t->name), (int)strcspn(ip, ","), ip,
-			      ipstr(l->a, &n->ip), n->subnet, LAB_EXTERNAL_TABLE)) < 0)
+		if (t->ipv4 && (r = must("ip -n %s route replace %.*s/32 via %s dev br%zu table %d",
+					 lab_ns_fabric(l->a, t->name), (int)strcspn(ip, ","), ip,
+					 ipstr(l->a, &n->ip), n->subnet, LAB_EXTERNAL_TABLE)) < 0)
 			return r;
 	}
 	if (t->kubernetes && (r = lab_kube_pod_running(l, p, ip)) < 0)
@@ -799,8 +804,8 @@ static int expected_sessions(const struct lab_topology *t, const struct lab_node
 		/* a reflector with everyone; a client with the reflectors, and in a mesh with
 		 * the other clients too */
 		bool peers = o != n && (n->rr_cluster_id || o->rr_cluster_id || t->node_mesh);
-		if (peers)
-			k += 1 + (n->ip6.family && o->ip6.family); /* one session per family */
+		if (peers) /* one session per family both have */
+			k += (n->ip.family && o->ip.family) + (n->ip6.family && o->ip6.family);
 	}
 	return k;
 }
@@ -1113,8 +1118,9 @@ int lab_cmd_status(struct ctl *c, int argc, char **argv)
 			snprintf(sessions, sizeof(sessions), "BIRD does not answer");
 		else
 			snprintf(sessions, sizeof(sessions), "%d/%d Established", est, total);
-		printf("%-16s %-16s %-10s %s%s\n", n->name, ipstr(l.a, &n->ip),
-		       ready ? "ready" : "not ready", sessions, sb_str(&down));
+		printf("%-16s %-16s %-10s %s%s\n", n->name,
+		       ipstr(l.a, n->ip.family ? &n->ip : &n->ip6), ready ? "ready" : "not ready",
+		       sessions, sb_str(&down));
 		if (fwhy.len)
 			printf("%-16s felix: %s\n", "", sb_str(&fwhy));
 		sb_free(&fwhy);

@@ -367,6 +367,21 @@ static bool pick_address(const struct lab_subnet *s, const struct claims *cl, st
 	return false;
 }
 
+/* An IPv6-only subnet's next free address: the prefix with host 1, 2, ... (::1 its gateway). */
+static bool pick_address6(const struct lab_subnet *s, const struct claims *cl, struct br_ip *out)
+{
+	for (uint32_t host = 1; host < 0x10000; host++) {
+		struct br_ip ip = s->cidr6.ip;
+		ip.a[14] |= (uint8_t)(host >> 8);
+		ip.a[15] |= (uint8_t)host;
+		if (!claimed(cl, &ip)) {
+			*out = ip;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topology *t,
 			  struct claims *cl)
 {
@@ -388,7 +403,9 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 			continue;
 		check_fields(c, e, p, fields);
 		struct lab_subnet s = { .name = get_name(c, e, "name", p, 63) };
-		bool ok = get_cidr(c, e, "cidr", p, AF_INET, true, &s.cidr);
+		/* IPv4, IPv6 or both: an IPv6-only subnet has cidr6 alone */
+		bool v6_only = !jv_get(e, "cidr") && jv_get(e, "cidr6");
+		bool ok = !v6_only && get_cidr(c, e, "cidr", p, AF_INET, true, &s.cidr);
 		if (s.name && find_subnet(t, s.name) != SIZE_MAX)
 			perr(c, sub(c, p, "name"), "subnet \"%s\" is given twice", s.name);
 		if (ok && s.cidr.len > 29) {
@@ -400,7 +417,9 @@ static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topo
 			if (t->subnets[j].cidr.len && cidr_overlaps(&t->subnets[j].cidr, &s.cidr))
 				perr(c, sub(c, p, "cidr"), "overlaps subnet %s",
 				     t->subnets[j].name ? t->subnets[j].name : "?");
-		if (ok) {
+		if (v6_only && jv_get(e, "gateway")) {
+			perr(c, sub(c, p, "gateway"), "needs cidr");
+		} else if (ok) {
 			uint32_t last = ip4_u32(&s.cidr.ip) | (0xffffffffu >> s.cidr.len);
 			s.gateway = ip4_from_u32(last - 1);
 			if (jv_get(e, "gateway") &&
@@ -462,6 +481,7 @@ static void parse_pools(struct pctx *c, const struct jv *root, struct lab_topolo
 		bool ok = get_cidr(c, e, "cidr", p, AF_UNSPEC, true, &pool.cidr);
 		bool v6 = ok && pool.cidr.ip.family == AF_INET6;
 		t->ipv6 |= v6;
+		t->ipv4 |= ok && !v6;
 		if (get_int(c, e, "blockSize", p, v6 ? 116 : 20, v6 ? 128 : 32, false,
 			    v6 ? 122 : 26, &bs)) {
 			pool.block_size = (unsigned)bs;
@@ -496,7 +516,7 @@ static size_t subnet_ref(struct pctx *c, const struct lab_topology *t, const str
 	size_t i = find_subnet(t, s);
 	if (i == SIZE_MAX)
 		perr(c, sub(c, p, "subnet"), "unknown subnet \"%s\"", s);
-	else if (!t->subnets[i].cidr.len)
+	else if (!t->subnets[i].cidr.len && !t->subnets[i].cidr6.len)
 		i = SIZE_MAX; /* already reported */
 	return i;
 }
@@ -538,13 +558,17 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 			perr(c, sub(c, p, "routeReflectorClusterID"),
 			     "\"%s\" is not an IPv4 address", rr);
 		n->rr_cluster_id = rr;
-		if (jv_get(e, "ip")) {
+		bool v4 = n->subnet != SIZE_MAX && t->subnets[n->subnet].cidr.len;
+		if (jv_get(e, "ip") && n->subnet != SIZE_MAX && !v4) {
+			perr(c, sub(c, p, "ip"), "subnet %s has no cidr (it is IPv6 only)",
+			     t->subnets[n->subnet].name);
+		} else if (jv_get(e, "ip")) {
 			if (get_ip(c, e, "ip", p, AF_INET, true, &n->ip) && n->subnet != SIZE_MAX) {
 				check_in_subnet(c, &t->subnets[n->subnet], &n->ip, sub(c, p, "ip"));
 				claim(c, cl, &n->ip, sub(c, p, "ip"));
 			}
 		} else {
-			automatic[i] = true;
+			automatic[i] = v4;
 		}
 	}
 	for (size_t i = 0; i < t->n_nodes; i++) {
@@ -558,14 +582,22 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 		else
 			claim(c, cl, &n->ip, sub(c, p, "ip"));
 	}
-	/* IPv6: given, or the subnet's prefix with the IPv4 address's host part (.11 -> ::b) */
-	for (size_t i = 0; i < t->n_nodes && l; i++) {
+	/*
+	 * IPv6: given, or the subnet's prefix with the IPv4 address's host part (.11 -> ::b);
+	 * on an IPv6-only subnet the next free address, once the given ones are claimed.
+	 */
+	for (size_t k = 0; k < 2 * t->n_nodes && l; k++) {
+		size_t i = k % t->n_nodes;
+		bool given_pass = k < t->n_nodes;
 		struct lab_node *n = &t->nodes[i];
 		const struct jv *e = l->arr.items[i];
 		const char *p = item(c, "nodes", i);
 		if (n->subnet == SIZE_MAX || e->type != JV_OBJECT)
 			continue;
 		const struct lab_subnet *s = &t->subnets[n->subnet];
+		bool picked = !jv_get(e, "ip6") && !n->ip.family;
+		if (given_pass == picked)
+			continue;
 		if (!s->cidr6.len) {
 			if (jv_get(e, "ip6"))
 				perr(c, sub(c, p, "ip6"), "subnet %s has no cidr6", s->name);
@@ -576,11 +608,14 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 				continue;
 			if (!cidr_contains_ip(&s->cidr6, &n->ip6))
 				perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6", s->name);
-		} else {
+		} else if (n->ip.family) {
 			uint32_t host = ip4_u32(&n->ip) & (0xffffffffu >> s->cidr.len);
 			n->ip6 = s->cidr6.ip;
 			for (int b = 0; b < 4; b++)
 				n->ip6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
+		} else if (!pick_address6(s, cl, &n->ip6)) {
+			perr(c, p, "subnet %s has no free address left", s->name);
+			continue;
 		}
 		claim(c, cl, &n->ip6, sub(c, p, "ip6"));
 	}
@@ -651,6 +686,13 @@ static void parse_peers(struct pctx *c, const struct jv *root, struct lab_topolo
 		if (get_int(c, e, "asNumber", p, 1, UINT32_MAX, true, 0, &as))
 			b->as_number = (uint32_t)as;
 		b->subnet = subnet_ref(c, t, e, p);
+		if (b->subnet != SIZE_MAX && !t->subnets[b->subnet].cidr.len) {
+			perr(c, sub(c, p, "subnet"),
+			     "%s is IPv6 only: a lab's BGP peers speak IPv4 (not yet IPv6)",
+			     t->subnets[b->subnet].name);
+			b->subnet = SIZE_MAX;
+			continue;
+		}
 		if (jv_get(e, "ip")) {
 			if (get_ip(c, e, "ip", p, AF_INET, true, &b->ip) && b->subnet != SIZE_MAX) {
 				check_in_subnet(c, &t->subnets[b->subnet], &b->ip, sub(c, p, "ip"));
@@ -750,7 +792,8 @@ static void parse_pods(struct pctx *c, const struct jv *root, struct lab_topolog
 			perr(c, sub(c, p, "ip"), "a hostNetwork pod has its node's address");
 			continue;
 		}
-		if (!get_ip(c, e, "ip", p, AF_INET, true, &pod->ip))
+		/* its pool's family: IPv4 (IPv6 in an IPv6-only lab) */
+		if (!get_ip(c, e, "ip", p, t->ipv4 ? AF_INET : AF_INET6, true, &pod->ip))
 			continue;
 		pod->has_ip = true;
 		bool in_pool = false;
@@ -818,6 +861,23 @@ static void check_ns_names(struct pctx *c, const struct lab_topology *t)
 				     names[i], paths[j]);
 				break;
 			}
+}
+
+/* Without an IPv4 pool the lab is IPv6 only: what that needs of the rest. */
+static void check_families(struct pctx *c, const struct lab_topology *t)
+{
+	for (size_t i = 0; i < t->n_nodes && t->ipv4; i++) {
+		const struct lab_node *n = &t->nodes[i];
+		if (n->pods && n->subnet != SIZE_MAX && !t->subnets[n->subnet].cidr.len)
+			perr(c, sub(c, item(c, "subnets", n->subnet), "cidr"),
+			     "is required: ipPools has an IPv4 pool, and node %s runs pods (subnet "
+			     "%s)",
+			     n->name, t->subnets[n->subnet].name);
+	}
+	if (!t->ipv4 && t->n_externals)
+		perr(c, "externalHosts",
+		     "are IPv4 hosts, which pods without an IPv4 pool cannot reach (IPv6 external "
+		     "hosts are not built yet)");
 }
 
 /* An IPv6 pool makes the lab dual-stack: what that needs of the rest. */
@@ -923,6 +983,7 @@ int lab_topology_parse(struct arena *a, const char *source, const char *text, si
 	parse_pods(&c, root, t, &cl);
 	if (t->ipv6)
 		check_ipv6(&c, t);
+	check_families(&c, t);
 	if (t->name)
 		check_ns_names(&c, t);
 	free(cl.v);
@@ -970,12 +1031,14 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 		sb_addf(sb,
 			"---\napiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: "
 			"%s%s}\n"
-			"spec: {bgp: {ipv4Address: %s/%u",
-			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "",
-			ip_str(&n->ip, b2), t->subnets[n->subnet].cidr.len);
+			"spec: {bgp: {",
+			n->name, n->rr_cluster_id ? ", labels: {route-reflector: \"true\"}" : "");
+		if (n->ip.family)
+			sb_addf(sb, "ipv4Address: %s/%u", ip_str(&n->ip, b2),
+				t->subnets[n->subnet].cidr.len);
 		if (n->ip6.family)
-			sb_addf(sb, ", ipv6Address: '%s/%u'", ip_str(&n->ip6, b2),
-				t->subnets[n->subnet].cidr6.len);
+			sb_addf(sb, "%sipv6Address: '%s/%u'", n->ip.family ? ", " : "",
+				ip_str(&n->ip6, b2), t->subnets[n->subnet].cidr6.len);
 		if (n->rr_cluster_id)
 			sb_addf(sb, ", routeReflectorClusterID: %s", n->rr_cluster_id);
 		sb_adds(sb, "}}\n");

@@ -40,7 +40,7 @@ struct lab_port {
 
 struct lab_subnet {
 	const char *name;
-	struct br_cidr cidr;
+	struct br_cidr cidr;  /* len 0: none (an IPv6-only subnet, cidr6 alone) */
 	struct br_ip gateway; /* the fabric's address on this segment */
 	/* cidr6: its IPv6 prefix beside the IPv4 one (len 0: none), and the fabric's IPv6
 	 * address on it (gateway6, default the prefix with the IPv4 gateway's host part, as
@@ -58,7 +58,7 @@ struct lab_pool {
 struct lab_node {
 	const char *name;
 	size_t subnet; /* index into lab_topology.subnets */
-	struct br_ip ip;
+	struct br_ip ip;	   /* family 0: none (its subnet has no cidr: IPv6 only) */
 	struct br_ip ip6;	   /* family 0: none (its subnet has no cidr6) */
 	const char *rr_cluster_id; /* NULL unless a route reflector */
 	bool pods;		   /* may run pods */
@@ -126,8 +126,9 @@ struct lab_topology {
 	size_t n_namespaces;
 	struct lab_pod *pods;
 	size_t n_pods;
-	/* an IPv6 pool: pods are dual-stack, felix has ipv6Support */
-	bool ipv6;
+	/* an IPv6 pool: pods get IPv6 addresses, felix has ipv6Support; an IPv4 pool: pods get
+	 * IPv4 ones (without one the lab is IPv6 only: its nodes may have no IPv4 either) */
+	bool ipv6, ipv4;
 };
 
 /*

@@ -286,6 +286,68 @@ static void test_dual_stack(void **state)
 		     "demo.yaml: ipPools[0].blockSize: 64 is out of range (116 to 128)");
 }
 
+/* IPv6 only: a subnet with cidr6 alone, nodes without IPv4, an IPv6 pool alone. */
+static void test_ipv6_only(void **state)
+{
+	static const char text[] =
+		"name: demo\n"
+		"subnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		"ipPools: [{cidr: 'fd00:20:244::/48'}]\n"
+		"nodes: [{name: n1, subnet: a}, {name: n2, subnet: a, ip6: 'fd00:200::2'},\n"
+		"        {name: n3, subnet: a}]\n"
+		"namespaces: [{name: x}]\n"
+		"pods: [{namespace: x, name: a, node: n1, ip: 'fd00:20:244::5'}]\n";
+	struct arena *a = arena_new();
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct lab_topology *t;
+	int r = lab_topology_parse(a, "demo.yaml", text, strlen(text), &t, &err);
+	if (r < 0)
+		fprintf(stderr, "%s", sb_str(&err));
+	assert_int_equal(r, 0);
+	assert_true(t->ipv6);
+	assert_false(t->ipv4);
+	assert_int_equal(t->subnets[0].cidr.len, 0);
+	assert_string_equal(ipstr(&t->subnets[0].gateway6), "fd00:200::1");
+	/* no IPv4; IPv6 from ::2 up, around the one given */
+	assert_int_equal(t->nodes[0].ip.family, 0);
+	assert_string_equal(ipstr(&t->nodes[0].ip6), "fd00:200::3");
+	assert_string_equal(ipstr(&t->nodes[1].ip6), "fd00:200::2");
+	assert_string_equal(ipstr(&t->nodes[2].ip6), "fd00:200::4");
+	assert_string_equal(ipstr(&t->pods[0].ip), "fd00:20:244::5");
+	struct strbuf y = STRBUF_INIT;
+	sb_init(&y);
+	lab_resources_yaml(t, &y);
+	assert_non_null(strstr(sb_str(&y), "spec: {bgp: {ipv6Address: 'fd00:200::3/64'}}"));
+	assert_null(strstr(sb_str(&y), "ipv4Address"));
+	sb_free(&y);
+	sb_free(&err);
+	arena_free(a);
+	/* what it cannot have, named */
+	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		     "ipPools: [{cidr: 10.244.0.0/16}]\nnodes: [{name: n1, subnet: a}]\n",
+		     "demo.yaml: subnets[0].cidr: is required: ipPools has an IPv4 pool, and node "
+		     "n1 runs pods (subnet a)");
+	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		     "ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a, ip: "
+		     "10.0.0.1}]\n",
+		     "demo.yaml: nodes[0].ip: subnet a has no cidr (it is IPv6 only)");
+	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64', gateway: "
+		     "10.0.0.1}]\n",
+		     "demo.yaml: subnets[0].gateway: needs cidr");
+	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		     "ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n"
+		     "bgpPeers: [{name: tor, kind: frr, asNumber: 65000, subnet: a}]\n",
+		     "demo.yaml: bgpPeers[0].subnet: a is IPv6 only: a lab's BGP peers speak IPv4 "
+		     "(not yet IPv6)");
+	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		     "ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n"
+		     "externalHosts: [{name: web, ip: 203.0.113.10}]\n",
+		     "demo.yaml: externalHosts: are IPv4 hosts, which pods without an IPv4 pool "
+		     "cannot reach");
+	expect_error("name: demo\nsubnets: [{name: a}]\n", "demo.yaml: subnets[0].cidr: required");
+}
+
 static void test_protocols(void **state)
 {
 	enum lab_proto p;
@@ -307,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_issue_example), cmocka_unit_test(test_example_file),
 		cmocka_unit_test(test_errors),	      cmocka_unit_test(test_datastore),
 		cmocka_unit_test(test_protocols),     cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_ipv6_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
