@@ -246,7 +246,8 @@ static int close_user_chain(struct ipt_blob *b, struct bchain *c, struct strbuf 
 	return 0;
 }
 
-/* Checks the entry at @off and says what starts there: a hook's chain (its number), or -1. */
+/* Checks the entry at @off; says what starts there: a hook's chain (its number), or -1 (or an
+ * error below -1, with its message). */
 static int check_entry(const struct ipt_blob *b, const struct ipt_blob_info *info, uint32_t off,
 		       struct strbuf *err)
 {
@@ -268,7 +269,7 @@ static int check_entry(const struct ipt_blob *b, const struct ipt_blob_info *inf
 				return fail(err, -EPROTO, "two hooks start at %u", off);
 			hook = h;
 		}
-	return hook == -1 ? -1 : hook;
+	return hook;
 }
 
 static int read_entries(struct ipt_blob *b, const struct ipt_blob_info *info, struct strbuf *err)
@@ -523,7 +524,8 @@ static int add_entry(struct ipt_blob *b, const void *entry, size_t len, struct b
 {
 	const struct geometry *g = b->g;
 	if (len < g->entry_size || len > UINT16_MAX || len % 8 ||
-	    get16(entry, g->next_off) != len || get16(entry, g->target_off) > len - 8)
+	    get16(entry, g->next_off) != len ||
+	    get16(entry, g->target_off) + sizeof(struct xt_entry_target) > len)
 		return fail(err, -EINVAL, "not an entry of %zu bytes", len);
 	int32_t jump = J_NONE;
 	const struct xt_entry_target *t =
@@ -729,8 +731,7 @@ static void make_entry(const struct ipt_blob *b, uint8_t *e, const struct item *
 	if (it->kind == MAKE_HEAD) {
 		struct xt_error_target *et = (void *)t;
 		snprintf(t->u.user.name, sizeof(t->u.user.name), "%s", XT_ERROR_TARGET);
-		snprintf(et->errorname, sizeof(et->errorname), "%s",
-			 it == NULL ? "" : b->chains[it->chain].name);
+		snprintf(et->errorname, sizeof(et->errorname), "%s", b->chains[it->chain].name);
 	} else {
 		set_verdict(t, XT_RETURN);
 	}
