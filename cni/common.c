@@ -565,18 +565,21 @@ void plugin_assign(struct plugin *p, struct ipam_assigned *out, struct plugin_ad
 	 * Felix polices IPv6 only with ipv6Support (off by default), which the plugin
 	 * cannot see (felix's environment may set it): on a node without it an IPv6
 	 * pod would be open to every peer whatever its policies say. Only where it is
-	 * policed (or need not be: a lab, a test) and said so in the plugin's
-	 * environment.
+	 * policed (or need not be: a lab, a test) and said so: in the configuration
+	 * (felix_ipv6_support, which install-cni writes from the ConfigMap felix
+	 * reads), or in the plugin's environment.
 	 */
 	const char *unpoliced = getenv("BRINDLE_IPV6_WITHOUT_POLICY");
-	if (c->assign_ipv6 && !(unpoliced && streq(unpoliced, "1")))
-		plugin_fail(p, CNI_ERR_UNSUPPORTED_FIELD,
-			    "ipam.assign_ipv6: IPv6 pods need felix's ipv6Support",
-			    "felix polices IPv6 only with ipv6Support (FELIX_IPV6SUPPORT, off by "
-			    "default), which the plugin cannot see, and without it an IPv6 address "
-			    "would bypass the pod's network policies; set "
-			    "BRINDLE_IPV6_WITHOUT_POLICY=1 in the plugin's environment where felix "
-			    "runs with ipv6Support (or in a lab, a test)");
+	if (c->assign_ipv6 && !c->felix_ipv6_support && !(unpoliced && streq(unpoliced, "1")))
+		plugin_fail(
+			p, CNI_ERR_UNSUPPORTED_FIELD,
+			"ipam.assign_ipv6: IPv6 pods need felix's ipv6Support",
+			"felix polices IPv6 only with ipv6Support (FELIX_IPV6SUPPORT, off by "
+			"default), which the plugin cannot see, and without it an IPv6 address "
+			"would bypass the pod's network policies; where felix runs with "
+			"ipv6Support, set felix_ipv6_support in the network configuration "
+			"(install-cni does when FELIX_IPV6SUPPORT is true in brindle-config) or "
+			"BRINDLE_IPV6_WITHOUT_POLICY=1 in the plugin's environment");
 	struct br_labels secondary = { 0 };
 	int64_t now = time(NULL);
 	labels_set(p->a, &secondary, IPAM_ATTR_NAMESPACE, p->id.namespace);

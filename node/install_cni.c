@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +155,36 @@ static int write_kubeconfig(struct arena *a, long *expires_in)
 	return r;
 }
 
+/* FELIX_IPV6SUPPORT as felix reads it (true, 1, yes, on): felix on this node polices IPv6. */
+static bool felix_ipv6_support(void)
+{
+	static const char *const yes[] = { "true", "1", "yes", "on" };
+	const char *v = getenv("FELIX_IPV6SUPPORT");
+	for (size_t i = 0; v && i < ARRAY_SIZE(yes); i++)
+		if (strcasecmp(v, yes[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * brindle-cni gives pods IPv6 addresses only where felix polices IPv6: with the
+ * ConfigMap's FELIX_IPV6SUPPORT (felix's own setting) true, every brindle-cni
+ * entry of the configuration says so (felix_ipv6_support), so that a manifest
+ * made for Calico (assign_ipv6 in cni_network_config) works unchanged.
+ */
+static void mark_ipv6_policed(struct arena *a, struct jv *doc)
+{
+	const struct jv *plugins = jv_get(doc, "plugins");
+	size_t n = plugins && plugins->type == JV_ARRAY ? plugins->arr.n : 1;
+	for (size_t i = 0; i < n; i++) {
+		struct jv *p = plugins && plugins->type == JV_ARRAY ? plugins->arr.items[i] : doc;
+		const char *type =
+			p && p->type == JV_OBJECT ? jv_as_string(jv_get(p, "type")) : NULL;
+		if (type && streq(type, "brindle-cni") && !jv_get(p, "felix_ipv6_support"))
+			jv_add(a, p, "felix_ipv6_support", jv_bool(a, true));
+	}
+}
+
 /* 3. */
 static int write_conflist(struct arena *a)
 {
@@ -180,6 +211,12 @@ static int write_conflist(struct arena *a)
 			  err.len ? ": " : "", sb_str(&err));
 		r = -EINVAL;
 	} else {
+		if (felix_ipv6_support()) {
+			mark_ipv6_policed(a, doc);
+			sb_reset(&conf);
+			json_write(&conf, doc, true);
+			sb_addc(&conf, '\n');
+		}
 		const char *file =
 			arena_printf(a, "%s/%s", node_env_or("CNI_NET_DIR", "/host/etc/cni/net.d"),
 				     node_env_or("CNI_CONF_NAME", "10-brindle.conflist"));

@@ -150,11 +150,11 @@ static int pool_list(struct parser *p, const struct jv *ipam, const char *key, c
 	return 0;
 }
 
-/* ipam.assign_ipv4 / assign_ipv6: true or false, or Calico's strings "true" and "false". */
-static int family_switch(struct parser *p, const struct jv *ipam, const char *key, bool dflt,
-			 bool *out)
+/* A switch (ipam.assign_ipv4 and _ipv6, ...): true or false, or Calico's "true" and "false". */
+static int switch_field(struct parser *p, const struct jv *obj, const char *path, const char *key,
+			bool dflt, bool *out)
 {
-	const struct jv *v = jv_get(ipam, key);
+	const struct jv *v = jv_get(obj, key);
 	*out = dflt;
 	if (!v)
 		return 0;
@@ -165,7 +165,7 @@ static int family_switch(struct parser *p, const struct jv *ipam, const char *ke
 		*out = streq(s, "true");
 		return 0;
 	}
-	return bad(p, CNI_ERR_INVALID_CONFIG, "ipam.%s: must be true or false", key);
+	return bad(p, CNI_ERR_INVALID_CONFIG, "%s%s: must be true or false", path, key);
 }
 
 static int parse_ipam(struct parser *p, const struct jv *ipam)
@@ -180,8 +180,8 @@ static int parse_ipam(struct parser *p, const struct jv *ipam)
 		return r;
 	if ((r = pool_list(p, ipam, "ipv4_pools", &c->ipv4_pools, &c->n_ipv4_pools)) < 0 ||
 	    (r = pool_list(p, ipam, "ipv6_pools", &c->ipv6_pools, &c->n_ipv6_pools)) < 0 ||
-	    (r = family_switch(p, ipam, "assign_ipv4", true, &c->assign_ipv4)) < 0 ||
-	    (r = family_switch(p, ipam, "assign_ipv6", false, &c->assign_ipv6)) < 0)
+	    (r = switch_field(p, ipam, "ipam.", "assign_ipv4", true, &c->assign_ipv4)) < 0 ||
+	    (r = switch_field(p, ipam, "ipam.", "assign_ipv6", false, &c->assign_ipv6)) < 0)
 		return r;
 	if (!c->assign_ipv4 && !c->assign_ipv6)
 		return bad(p, CNI_ERR_INVALID_CONFIG,
@@ -350,7 +350,9 @@ static int parse_root(struct parser *p, const struct jv *root)
 	    (r = str_field(p, root, "etcd_endpoints", "", &c->etcd_endpoints, false)) < 0 ||
 	    (r = str_field(p, root, "etcd_ca_cert_file", "", &c->etcd_ca_cert_file, false)) < 0 ||
 	    (r = str_field(p, root, "etcd_cert_file", "", &c->etcd_cert_file, false)) < 0 ||
-	    (r = str_field(p, root, "etcd_key_file", "", &c->etcd_key_file, false)) < 0)
+	    (r = str_field(p, root, "etcd_key_file", "", &c->etcd_key_file, false)) < 0 ||
+	    (r = switch_field(p, root, "", "felix_ipv6_support", false, &c->felix_ipv6_support)) <
+		    0)
 		return r;
 	if (!c->name)
 		return bad(p, CNI_ERR_INVALID_CONFIG, "name: required");

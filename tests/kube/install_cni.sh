@@ -41,6 +41,22 @@ bt_expect_eq "it is the brindle-cni account" "system:serviceaccount:kube-system:
 bt_expect_eq "which may patch a pod's status" "yes" "$(as_cni auth can-i patch pods --subresource=status)"
 bt_expect_eq "and not list pods" "no" "$(as_cni auth can-i list pods || true)"
 
+bt_expect_eq "without FELIX_IPV6SUPPORT, no word that felix polices IPv6" "null" \
+	"$(jq -r '.plugins[0].felix_ipv6_support' "$conf")"
+
+# felix polices IPv6 (FELIX_IPV6SUPPORT from the same ConfigMap): brindle-cni's entry says so, and
+# only that entry; a configuration that says otherwise itself is left as it says.
+install_cni FELIX_IPV6SUPPORT=True "$NODEBIN" install-cni >"$BT_DIR/v6.log" 2>&1 ||
+	bt_fail "install-cni with FELIX_IPV6SUPPORT: $(cat "$BT_DIR/v6.log")"
+bt_expect_eq "brindle-cni's entry says felix polices IPv6" "true" "$(jq -r '.plugins[0].felix_ipv6_support' "$conf")"
+bt_expect_eq "portmap's does not" "null" "$(jq -r '.plugins[1].felix_ipv6_support' "$conf")"
+bt_expect_eq "the rest as it was" "/etc/cni/net.d/brindle-kubeconfig" \
+	"$(jq -r '.plugins[0].kubernetes.kubeconfig' "$conf")"
+install_cni FELIX_IPV6SUPPORT=true CNI_NETWORK_CONFIG='{"name": "n", "plugins": [{"type": "brindle-cni", "felix_ipv6_support": false}]}' \
+	"$NODEBIN" install-cni >"$BT_DIR/v6.log" 2>&1 || bt_fail "install-cni: $(cat "$BT_DIR/v6.log")"
+bt_expect_eq "a configuration's own word stays" "false" "$(jq -r '.plugins[0].felix_ipv6_support' "$conf")"
+install_cni "$NODEBIN" install-cni >"$BT_DIR/install.log" 2>&1 || bt_fail "install-cni: $(cat "$BT_DIR/install.log")"
+
 # A token for another account: refused (the role names brindle-cni only); nothing written.
 mkdir -p "$BT_DIR/other"
 if install_cni CNI_NET_DIR="$BT_DIR/other" BRINDLE_CNI_SERVICEACCOUNT=brindle-controllers \

@@ -139,4 +139,16 @@ cni DEL c1 "$P1" web-1 < <(conf "$DUAL")
 [ "$rc" -eq 0 ] || bt_fail "DEL failed: $out"
 bt_expect_eq "no host route left" "" "$(ip -n "$HOST" -6 route show | grep -F "dev $V1" || true)"
 bt_expect_eq "the handle released" "$((n - 1))" "$(handles)"
+# --- the plugin's environment not set, but the configuration says felix polices IPv6 ------------
+# (as install-cni writes it where the ConfigMap felix reads has FELIX_IPV6SUPPORT)
+unset BRINDLE_IPV6_WITHOUT_POLICY
+before=$(handles)
+policed() { conf "$DUAL" | sed 's|"nodename": "node-a",|& "felix_ipv6_support": true,|'; }
+cni ADD c0 "${BT_PREFIX}p0" web-0 < <(policed)
+[ "$rc" -eq 0 ] || bt_fail "an IPv6 ADD with felix_ipv6_support in the configuration failed: $out"
+bt_expect_contains "and gave an IPv6 address" '"address":"fd00:10::' "$out"
+cni DEL c0 "${BT_PREFIX}p0" web-0 < <(policed)
+[ "$rc" -eq 0 ] || bt_fail "DEL: $out"
+bt_expect_eq "given back" "$before" "$(handles)"
+
 bt_pass

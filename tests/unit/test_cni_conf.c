@@ -80,6 +80,7 @@ static void test_full_config(void **state)
 	assert_null(c->ipam_lock_file);
 	assert_true(c->assign_ipv4); /* IPv4 only unless asked, as Calico */
 	assert_false(c->assign_ipv6);
+	assert_false(c->felix_ipv6_support);
 	cni_conf_free(c);
 
 	/* dual stack, in Calico's spelling (strings) and as booleans; IPv6 addresses requested */
@@ -94,10 +95,12 @@ static void test_full_config(void **state)
 	assert_int_equal(c->n_ips, 2);
 	assert_int_equal(c->ips[1].family, AF_INET6);
 	cni_conf_free(c);
-	c = parse_ok(
-		"{\"name\": \"n\", \"ipam\": {\"assign_ipv4\": false, \"assign_ipv6\": true}}");
+	c = parse_ok("{\"name\": \"n\", \"felix_ipv6_support\": true, \"ipam\": {\"assign_ipv4\": "
+		     "false, "
+		     "\"assign_ipv6\": true}}");
 	assert_false(c->assign_ipv4);
 	assert_true(c->assign_ipv6);
+	assert_true(c->felix_ipv6_support); /* install-cni's word (from FELIX_IPV6SUPPORT) */
 	cni_conf_free(c);
 }
 
@@ -127,6 +130,8 @@ static void test_config_errors(void **state)
 	parse_bad("{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv6\": "
 		  "\"yes\"}}",
 		  CNI_ERR_INVALID_CONFIG, "ipam.assign_ipv6: must be true or false");
+	parse_bad("{\"name\": \"n\", \"felix_ipv6_support\": 1}", CNI_ERR_INVALID_CONFIG,
+		  "felix_ipv6_support: must be true or false");
 	parse_bad(
 		"{\"name\": \"n\", \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv4\": false}}",
 		CNI_ERR_INVALID_CONFIG, "both false");

@@ -83,6 +83,9 @@ struct cni_conf {
 	const char *etcd_cert_file;
 	const char *etcd_key_file;
 	const char *kubeconfig; /* kubernetes.kubeconfig (Calico's), for datastore_type kubernetes */
+	/* felix on this node polices IPv6 (ipv6Support): what brindle-node install-cni writes
+	 * when its FELIX_IPV6SUPPORT (the ConfigMap felix reads too) is true */
+	bool felix_ipv6_support;
 	/* ipam */
 	const char *ipam_type;
 	bool assign_ipv4,
