@@ -429,11 +429,15 @@ int lab_kube_pod_running(struct lab *l, const struct lab_pod *p, const char *ip)
 	struct strbuf body = STRBUF_INIT, path = STRBUF_INIT;
 	sb_init(&body);
 	sb_init(&path);
+	/* a dual-stack pod's "IPV4,IPV6": podIP the first, podIPs both (as a kubelet reports) */
+	int first = (int)strcspn(ip, ",");
 	sb_addf(&body,
-		"{\"status\":{\"phase\":\"Running\",\"hostIP\":\"%s\",\"podIP\":\"%s\","
-		"\"podIPs\":[{\"ip\":\"%s\"}],\"conditions\":[{\"type\":\"Ready\",\"status\":"
-		"\"True\"}]}}",
-		host, ip, ip);
+		"{\"status\":{\"phase\":\"Running\",\"hostIP\":\"%s\",\"podIP\":\"%.*s\","
+		"\"podIPs\":[{\"ip\":\"%.*s\"}",
+		host, first, ip, first, ip);
+	if (ip[first])
+		sb_addf(&body, ",{\"ip\":\"%s\"}", ip + first + 1);
+	sb_adds(&body, "],\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
 	kube_path(&path, "v1", p->namespace, "pods", p->name);
 	sb_adds(&path, "/status");
 	int r = merge_patch(l, sb_str(&path), &body,

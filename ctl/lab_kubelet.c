@@ -141,6 +141,22 @@ static void env_set(struct lab *l, struct env *e, const char *name, const char *
 	e->v[e->n++] = kv;
 }
 
+/*
+ * A dual-stack lab's cni_network_config, as a user edits Calico's for dual stack: the
+ * built-in configuration with assign_ipv6. (install-cni adds felix_ipv6_support, from
+ * FELIX_IPV6SUPPORT.)
+ */
+static const char dual_stack_cni_config[] =
+	"{\"cniVersion\": \"1.0.0\", \"name\": \"k8s-pod-network\", \"plugins\": [\n"
+	"  {\"type\": \"brindle-cni\", \"log_level\": \"info\",\n"
+	"   \"log_file_path\": \"/var/log/brindle/cni/cni.log\",\n"
+	"   \"datastore_type\": \"kubernetes\",\n"
+	"   \"kubernetes\": {\"kubeconfig\": \"__KUBECONFIG_FILEPATH__\"},\n"
+	"   \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv4\": \"true\", \"assign_ipv6\": "
+	"\"true\"}},\n"
+	"  {\"type\": \"portmap\", \"snat\": true, \"capabilities\": {\"portMappings\": true}}\n"
+	"]}\n";
+
 /* The container's environment as a kubelet gives it; NULL on what the lab cannot give. */
 static char **container_env(struct lab *l, const struct lab_manifest *m, const struct jv *ctr,
 			    const char *node, const char *what)
@@ -175,6 +191,10 @@ static char **container_env(struct lab *l, const struct lab_manifest *m, const s
 				l->topo->brindle_config.v[j].value);
 		if (lab_rule_backend(l->topo)) /* the topology's ruleBackend, for felix */
 			env_set(l, &e, "FELIX_IPTABLESBACKEND", lab_rule_backend(l->topo));
+		if (l->topo->ipv6) { /* dual stack, as Calico's manifests say it */
+			env_set(l, &e, "FELIX_IPV6SUPPORT", "true");
+			env_set(l, &e, "CNI_NETWORK_CONFIG", dual_stack_cni_config);
+		}
 	}
 	for (size_t i = 0; env && env->type == JV_ARRAY && i < env->arr.n; i++) {
 		const struct jv *x = env->arr.items[i];

@@ -653,9 +653,10 @@ static int run_cni(struct lab *l, const struct lab_bins *b, const char *cmd, con
 				      "K8S_POD_INFRA_CONTAINER_ID=%s",
 				      ns, pod, netns),
 			 arena_printf(l->a, "CNI_PATH=%s", b->cni_dir),
-			 /* a dual-stack lab's felix polices IPv6 (ipv6Support, either backend) */
-			 l->topo->ipv6 ? "BRINDLE_IPV6_WITHOUT_POLICY=1"
-				       : "BRINDLE_IPV6_WITHOUT_POLICY=",
+			 /* a dual-stack lab's felix polices IPv6 (ipv6Support, either backend);
+			  * on Kubernetes install-cni's configuration says so */
+			 l->topo->ipv6 && !l->topo->kubernetes ? "BRINDLE_IPV6_WITHOUT_POLICY=1"
+							       : "BRINDLE_IPV6_WITHOUT_POLICY=",
 			 (char *)b->cni, NULL };
 	struct lab_exec x = { .ns = lab_ns_node(l->a, l->topo->name, node) };
 	if (l->topo->kubernetes) {

@@ -891,8 +891,10 @@ static void check_ipv6(struct pctx *c, const struct lab_topology *t)
 			     "%s)",
 			     n->name, t->subnets[n->subnet].name);
 	}
-	if (t->kubernetes)
-		perr(c, "ipPools", "an IPv6 pool needs datastore etcdv3 (not yet on Kubernetes)");
+	if (t->kubernetes && !t->ipv4) /* the nodes reach the API server over IPv4 */
+		perr(c, "ipPools",
+		     "an IPv6-only lab needs datastore etcdv3 (on Kubernetes a lab is "
+		     "dual-stack at most)");
 }
 
 int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,

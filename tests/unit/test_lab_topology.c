@@ -346,6 +346,11 @@ static void test_ipv6_only(void **state)
 		     "demo.yaml: externalHosts: are IPv4 hosts, which pods without an IPv4 pool "
 		     "cannot reach");
 	expect_error("name: demo\nsubnets: [{name: a}]\n", "demo.yaml: subnets[0].cidr: required");
+	/* on Kubernetes the nodes reach the API server over IPv4: dual stack at most */
+	expect_error(
+		"name: demo\ndatastore: kubernetes\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		"ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n",
+		"demo.yaml: ipPools: an IPv6-only lab needs datastore etcdv3");
 }
 
 static void test_protocols(void **state)
