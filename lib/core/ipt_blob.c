@@ -140,20 +140,11 @@ static void set_verdict(struct xt_entry_target *t, int v)
 	memcpy((uint8_t *)t + offsetof(struct xt_standard_target, verdict), &v, sizeof(v));
 }
 
+/* A standard target's verdict as iptables names it; QUEUE too, which rules of ours never use. */
 static const char *verdict_name(int v)
 {
-	switch (v) {
-	case -NF_ACCEPT - 1:
-		return "ACCEPT";
-	case -NF_DROP - 1:
-		return "DROP";
-	case -NF_QUEUE - 1:
-		return "QUEUE";
-	case XT_RETURN:
-		return "RETURN";
-	default:
-		return "";
-	}
+	const char *name = ipt_verdict_name(v);
+	return name ? name : v == -NF_QUEUE - 1 ? "QUEUE" : "";
 }
 
 static int find(const struct ipt_blob *b, const char *name)

@@ -396,7 +396,7 @@ static bool format_target(int af, const struct xt_entry_target *t, struct strbuf
 	return false;
 }
 
-static const char *verdict_name(int v)
+const char *ipt_verdict_name(int v)
 {
 	switch (v) {
 	case -NF_ACCEPT - 1:
@@ -498,7 +498,8 @@ void ipt_rule_format(int af, const void *entry, const char *jump_target,
 		} else if (name[0] == 0 && standard_size) {
 			const char *v = jump_target;
 			if (!v || !*v)
-				v = verdict_name(((const struct xt_standard_target *)t)->verdict);
+				v = ipt_verdict_name(
+					((const struct xt_standard_target *)t)->verdict);
 			if (v && *v)
 				sb_addf(out, " %s %s", dash, v);
 		} else if (standard_size && !jump_target) {

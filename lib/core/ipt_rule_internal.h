@@ -201,6 +201,9 @@ static inline bool is_module_target(const char *s)
 	return false;
 }
 
+/* A standard target's verdict as a rule of the subset names it (ACCEPT, DROP, RETURN), or NULL. */
+const char *ipt_verdict_name(int v);
+
 /* The rule id at the start of a comment (IPT_ID_PREFIX...), if there is one. */
 static inline bool id_from_comment(const char *c, size_t n, char *id)
 {

@@ -49,10 +49,11 @@ static const char *tool(int af)
 	return af == AF_INET6 ? "ip6tables" : "iptables";
 }
 
-static void save_af(int af, const char *table, struct strbuf *out)
+/* `*tables-legacy-save` of @table (@opts: more options, e.g. "-c "), without comments. */
+static void save_opts(int af, const char *opts, const char *table, struct strbuf *out)
 {
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "timeout 20 %s-legacy-save -t %s", tool(af), table);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s-legacy-save %s-t %s", tool(af), opts, table);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
 	char line[8192];
@@ -61,6 +62,11 @@ static void save_af(int af, const char *table, struct strbuf *out)
 		if (line[0] != '#')
 			sb_adds(out, line);
 	assert_int_equal(pclose(f), 0);
+}
+
+static void save_af(int af, const char *table, struct strbuf *out)
+{
+	save_opts(af, "", table, out);
 }
 
 static void save(const char *table, struct strbuf *out)
@@ -682,21 +688,6 @@ static void test_foreign_rules_survive(void **state)
 	close_handle(NULL);
 }
 
-/* `*tables-legacy-save -c` of @table, without comments. */
-static void save_counters(int af, const char *table, struct strbuf *out)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "timeout 20 %s-legacy-save -c -t %s", tool(af), table);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	char line[8192];
-	sb_reset(out);
-	while (fgets(line, sizeof(line), f))
-		if (line[0] != '#')
-			sb_adds(out, line);
-	assert_int_equal(pclose(f), 0);
-}
-
 /*
  * What libiptc did besides writing, the backend does too: counters of the
  * rules and policies that stay are kept, and user chains are in name order
@@ -723,7 +714,7 @@ static void counters_and_order(int af)
 	struct strbuf before = STRBUF_INIT, got = STRBUF_INIT;
 	sb_init(&before);
 	sb_init(&got);
-	save_counters(af, "raw", &before);
+	save_opts(af, "-c ", "raw", &before);
 	assert_string_equal(sb_str(&before), table);
 
 	struct ipt *t = open_kernel_af(af);
@@ -737,7 +728,7 @@ static void counters_and_order(int af)
 	OK(t, ipt_insert(t, "PREROUTING", 0,
 			 "-m comment --comment \"cali:cccccccccccccccc\" -j cali-a"));
 	OK(t, ipt_commit(t));
-	save_counters(af, "raw", &got);
+	save_opts(af, "-c ", "raw", &got);
 	assert_string_equal(
 		sb_str(&got),
 		"*raw\n"
@@ -762,7 +753,7 @@ static void counters_and_order(int af)
 	OK(t, ipt_delete_chain(t, "cali-a"));
 	OK(t, ipt_delete_chain(t, "A-first"));
 	OK(t, ipt_commit(t));
-	save_counters(af, "raw", &got);
+	save_opts(af, "-c ", "raw", &got);
 	assert_string_equal(sb_str(&got), table);
 	assert_int_equal(sh("%s-legacy -w 5 -t raw -F && %s-legacy -w 5 -t raw -X && "
 			    "%s-legacy -w 5 -t raw -Z",
