@@ -414,6 +414,10 @@ static void apply(struct loop *l, void *ctx)
 		return;
 	maybe_reconfigure(f);
 	calc_drain_notices(f->calc, log_notice, NULL);
+	/* A new calculation listing the datastore again (ipv6Support learnt from the
+	 * FelixConfiguration): nothing is written from it before its own sync. */
+	if (f->sync != DS_IN_SYNC)
+		return;
 	if (!f->rules_open && open_rule_backend(f) < 0) {
 		loop_stop(f->loop, 1);
 		return;
