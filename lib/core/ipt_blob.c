@@ -556,44 +556,32 @@ static int add_entry(struct ipt_blob *b, const void *entry, size_t len, struct b
 	return 0;
 }
 
-int ipt_blob_insert(struct ipt_blob *b, const char *chain, size_t pos, const void *entry,
-		    size_t len, struct strbuf *err)
+int ipt_blob_write(struct ipt_blob *b, enum ipt_blob_write op, const char *chain, size_t pos,
+		   const void *entry, size_t len, struct strbuf *err)
 {
 	int i = editable(b, chain, err);
 	if (i < 0)
 		return i;
-	if (pos == SIZE_MAX)
-		pos = b->chains[i].n;
-	if (pos > b->chains[i].n)
-		return fail(err, -ENOENT, "no position %zu in %s (%zu rules)", pos, chain,
-			    b->chains[i].n);
+	struct bchain *c = &b->chains[i];
+	bool replace = op == IPT_BLOB_REPLACE;
+	if (op == IPT_BLOB_APPEND)
+		pos = c->n;
+	if (replace ? pos >= c->n : pos > c->n)
+		return fail(err, -ENOENT, "no %s %zu in %s (%zu rules)",
+			    replace ? "rule" : "position", pos, chain, c->n);
 	struct bref ref;
 	int r = add_entry(b, entry, len, &ref, err);
 	if (r)
 		return r;
-	struct bchain *c = &b->chains[i];
+	if (replace) {
+		unref(b, &c->rules[pos]);
+		c->rules[pos] = ref;
+		return 0;
+	}
 	GROW(c->rules, c->cap, c->n + 1);
 	memmove(c->rules + pos + 1, c->rules + pos, (c->n - pos) * sizeof(*c->rules));
 	c->rules[pos] = ref;
 	c->n++;
-	return 0;
-}
-
-int ipt_blob_replace(struct ipt_blob *b, const char *chain, size_t pos, const void *entry,
-		     size_t len, struct strbuf *err)
-{
-	int i = editable(b, chain, err);
-	if (i < 0)
-		return i;
-	if (pos >= b->chains[i].n)
-		return fail(err, -ENOENT, "no rule %zu in %s (%zu rules)", pos, chain,
-			    b->chains[i].n);
-	struct bref ref;
-	int r = add_entry(b, entry, len, &ref, err);
-	if (r)
-		return r;
-	unref(b, &b->chains[i].rules[pos]);
-	b->chains[i].rules[pos] = ref;
 	return 0;
 }
 

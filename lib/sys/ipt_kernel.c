@@ -476,8 +476,9 @@ static int k_delete(struct ipt *t, const char *chain, size_t pos)
 	return k_chain_edit(t, K_DELETE, chain, pos);
 }
 
-/* One rule written into @chain: inserted at @pos (SIZE_MAX: appended) or replacing it. */
-static int k_write(struct ipt *t, bool replace, const char *chain, size_t pos, const char *rule)
+/* One rule written into @chain: inserted at @pos, appended, or replacing rule @pos. */
+static int k_write(struct ipt *t, enum ipt_blob_write op, const char *chain, size_t pos,
+		   const char *rule)
 {
 	struct ipt_kernel *k = kernel_of(t);
 	int e = session(k);
@@ -489,25 +490,24 @@ static int k_write(struct ipt *t, bool replace, const char *chain, size_t pos, c
 	size_t len;
 	e = ipt_rule_parse(k->tc->af, rule, &k->sets, &en, &len, &msg);
 	if (!e)
-		e = replace ? ipt_blob_replace(k->blob, chain, pos, en, len, &msg)
-			    : ipt_blob_insert(k->blob, chain, pos, en, len, &msg);
+		e = ipt_blob_write(k->blob, op, chain, pos, en, len, &msg);
 	free(en);
 	return edit_result(k, e, rule, &msg);
 }
 
 static int k_insert(struct ipt *t, const char *chain, size_t pos, const char *rule)
 {
-	return k_write(t, false, chain, pos == SIZE_MAX ? SIZE_MAX - 1 : pos, rule);
+	return k_write(t, IPT_BLOB_INSERT, chain, pos, rule);
 }
 
 static int k_append(struct ipt *t, const char *chain, const char *rule)
 {
-	return k_write(t, false, chain, SIZE_MAX, rule);
+	return k_write(t, IPT_BLOB_APPEND, chain, 0, rule);
 }
 
 static int k_replace(struct ipt *t, const char *chain, size_t pos, const char *rule)
 {
-	return k_write(t, true, chain, pos, rule);
+	return k_write(t, IPT_BLOB_REPLACE, chain, pos, rule);
 }
 
 static int k_commit(struct ipt *t)

@@ -60,11 +60,13 @@ void ipt_blob_state(const struct ipt_blob *b, struct ipt_table_state *out);
 int ipt_blob_new_chain(struct ipt_blob *b, const char *chain, struct strbuf *err) must_check;
 int ipt_blob_flush_chain(struct ipt_blob *b, const char *chain, struct strbuf *err) must_check;
 int ipt_blob_delete_chain(struct ipt_blob *b, const char *chain, struct strbuf *err) must_check;
-/* @pos SIZE_MAX: append. */
-int ipt_blob_insert(struct ipt_blob *b, const char *chain, size_t pos, const void *entry,
-		    size_t len, struct strbuf *err) must_check;
-int ipt_blob_replace(struct ipt_blob *b, const char *chain, size_t pos, const void *entry,
-		     size_t len, struct strbuf *err) must_check;
+enum ipt_blob_write {
+	IPT_BLOB_INSERT,  /* before rule @pos (@pos the chain's length: at its end) */
+	IPT_BLOB_APPEND,  /* at the chain's end (@pos not used) */
+	IPT_BLOB_REPLACE, /* rule @pos */
+};
+int ipt_blob_write(struct ipt_blob *b, enum ipt_blob_write op, const char *chain, size_t pos,
+		   const void *entry, size_t len, struct strbuf *err) must_check;
 int ipt_blob_delete(struct ipt_blob *b, const char *chain, size_t pos,
 		    struct strbuf *err) must_check;
 
