@@ -512,3 +512,14 @@ unsigned ipt_record_commits(struct ipt *t, const char *table)
 	struct rec_table *tab = table_named(record_of(t), table);
 	return tab ? tab->commits : 0;
 }
+
+void *ipt_blob_malloc_resize(void *ctx, void *buf, size_t old_cap, size_t new_cap)
+{
+	(void)ctx;
+	(void)old_cap;
+	if (!new_cap) {
+		free(buf);
+		return NULL;
+	}
+	return realloc(buf, new_cap);
+}

@@ -7,6 +7,7 @@
  * reads back, with the same chains.
  */
 #include <brindle/core/ipt_blob.h>
+#include <brindle/testing/ipt_record.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -19,17 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define AT     96
 #define HEADER 48
-
-static void *resize(void *ctx, void *buf, size_t old_cap, size_t new_cap)
-{
-	(void)ctx;
-	(void)old_cap;
-	if (!new_cap) {
-		free(buf);
-		return NULL;
-	}
-	return realloc(buf, new_cap);
-}
 
 static void check(bool ok, const char *what, const char *detail)
 {
@@ -64,7 +54,7 @@ static void one(int af, const uint8_t *data, size_t size)
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
 	struct ipt_blob *b = NULL;
-	if (ipt_blob_parse(af, resize, NULL, buf, cap, AT, &info, &b, &err) == 0) {
+	if (ipt_blob_parse(af, ipt_blob_malloc_resize, NULL, buf, cap, AT, &info, &b, &err) == 0) {
 		size_t n = chains(b);
 		int r = ipt_blob_new_chain(b, "cali-fuzz", &err);
 		uint32_t *old_of = NULL;
@@ -75,7 +65,8 @@ static void one(int af, const uint8_t *data, size_t size)
 		uint8_t *copy = malloc(cap2);
 		memcpy(copy, ipt_blob_buffer(b), cap2);
 		struct ipt_blob *again = NULL;
-		r = ipt_blob_parse(af, resize, NULL, copy, cap2, AT, &info, &again, &err);
+		r = ipt_blob_parse(af, ipt_blob_malloc_resize, NULL, copy, cap2, AT, &info, &again,
+				   &err);
 		check(r == 0, "the layout does not read back", sb_str(&err));
 		check(chains(again) == n + 1 || (n && chains(again) == n), "chains lost", "");
 		ipt_blob_free(again);

@@ -97,16 +97,22 @@ static void save_lines(const char *table, const char *prefix, struct strbuf *out
 }
 
 /* Feeds @input to iptables-legacy-restore (ip6tables-) --noflush. */
-static void restore_af(int af, const char *input)
+/* `*tables-legacy-restore @opts` of @input (e.g. "--noflush"). */
+static void restore_opts(int af, const char *opts, const char *input)
 {
 	char path[] = "/tmp/brindle-ipt-XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, input, strlen(input)), (ssize_t)strlen(input));
 	close(fd);
-	int r = sh("timeout 20 %s-legacy-restore -w 5 --noflush < %s", tool(af), path);
+	int r = sh("timeout 20 %s-legacy-restore -w 5 %s < %s", tool(af), opts, path);
 	unlink(path);
 	assert_int_equal(r, 0);
+}
+
+static void restore_af(int af, const char *input)
+{
+	restore_opts(af, "--noflush", input);
 }
 
 /* The handle of the running test; closed by close_handle even when the test fails. */
@@ -703,14 +709,7 @@ static void counters_and_order(int af)
 				    "[3:300] -A PREROUTING -j KUBE-X\n"
 				    "[7:700] -A KUBE-X -p tcp -j ACCEPT\n"
 				    "COMMIT\n";
-	char path[] = "/tmp/brindle-ipt-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, table, strlen(table)), (ssize_t)strlen(table));
-	close(fd);
-	int r = sh("timeout 20 %s-legacy-restore -w 5 -c < %s", tool(af), path);
-	unlink(path);
-	assert_int_equal(r, 0);
+	restore_opts(af, "-c", table);
 	struct strbuf before = STRBUF_INIT, got = STRBUF_INIT;
 	sb_init(&before);
 	sb_init(&got);

@@ -10,6 +10,7 @@
 
 #include <brindle/core/ipt_blob.h>
 #include <brindle/core/ipt_rule.h>
+#include <brindle/testing/ipt_record.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,17 +24,6 @@
 #define AT  96 /* where the entries start, as in struct ipt_replace */
 #define STD XT_ALIGN(sizeof(struct xt_standard_target))
 #define ERR XT_ALIGN(sizeof(struct xt_error_target))
-
-static void *test_resize(void *ctx, void *buf, size_t old_cap, size_t new_cap)
-{
-	(void)ctx;
-	(void)old_cap;
-	if (!new_cap) {
-		free(buf);
-		return NULL;
-	}
-	return realloc(buf, new_cap);
-}
 
 /* Appends an unconditional entry with a standard target of @verdict, or an ERROR target. */
 static uint32_t put_entry(uint8_t *buf, uint32_t *size, const char *error_name, int verdict)
@@ -87,7 +77,7 @@ static struct ipt_blob *empty_filter(bool counting, struct ipt_blob_info *info)
 	struct ipt_blob *b = NULL;
 	struct strbuf err = STRBUF_INIT;
 	sb_init(&err);
-	int r = ipt_blob_parse(AF_INET, test_resize, NULL, buf, cap, AT, info, &b, &err);
+	int r = ipt_blob_parse(AF_INET, ipt_blob_malloc_resize, NULL, buf, cap, AT, info, &b, &err);
 	if (r)
 		fail_msg("parse: %s", sb_str(&err));
 	sb_free(&err);
@@ -103,26 +93,15 @@ static struct ipt_blob *empty_filter(bool counting, struct ipt_blob_info *info)
 
 static struct strbuf err = STRBUF_INIT;
 
-static int add_rule(struct ipt_blob *b, const char *chain, size_t pos, const char *text)
+static int write_rule(struct ipt_blob *b, enum ipt_blob_write op, const char *chain, size_t pos,
+		      const char *text)
 {
 	void *e;
 	size_t len;
 	int r = ipt_rule_parse(AF_INET, text, NULL, &e, &len, &err);
 	if (r)
 		fail_msg("%s: %s", text, sb_str(&err));
-	r = ipt_blob_insert(b, chain, pos, e, len, &err);
-	free(e);
-	return r;
-}
-
-static int replace_rule(struct ipt_blob *b, const char *chain, size_t pos, const char *text)
-{
-	void *e;
-	size_t len;
-	int r = ipt_rule_parse(AF_INET, text, NULL, &e, &len, &err);
-	if (r)
-		fail_msg("%s: %s", text, sb_str(&err));
-	r = ipt_blob_replace(b, chain, pos, e, len, &err);
+	r = ipt_blob_write(b, op, chain, pos, e, len, &err);
 	free(e);
 	return r;
 }
@@ -136,7 +115,8 @@ static struct ipt_blob *relay(struct ipt_blob *b, struct ipt_blob_info *info, ui
 	memcpy(copy, ipt_blob_buffer(b), cap);
 	ipt_blob_free(b);
 	struct ipt_blob *out = NULL;
-	EDIT(ipt_blob_parse(AF_INET, test_resize, NULL, copy, cap, AT, info, &out, &err));
+	EDIT(ipt_blob_parse(AF_INET, ipt_blob_malloc_resize, NULL, copy, cap, AT, info, &out,
+			    &err));
 	return out;
 }
 
@@ -174,10 +154,10 @@ static void test_first_program(void **state)
 	/* Chains made out of order land in name order; a hook's rule is moved to the front. */
 	EDIT(ipt_blob_new_chain(b, "cali-b", &err));
 	EDIT(ipt_blob_new_chain(b, "cali-a", &err));
-	EDIT(add_rule(b, "cali-a", SIZE_MAX, ID("aaaaaaaaaaaaaaaa") "-j ACCEPT"));
-	EDIT(add_rule(b, "cali-b", SIZE_MAX, ID("bbbbbbbbbbbbbbbb") "-j cali-a"));
-	EDIT(add_rule(b, "cali-b", SIZE_MAX, ID("cccccccccccccccc") "-g cali-a"));
-	EDIT(add_rule(b, "FORWARD", 0, ID("ffffffffffffffff") "-j cali-b"));
+	EDIT(write_rule(b, IPT_BLOB_APPEND, "cali-a", 0, ID("aaaaaaaaaaaaaaaa") "-j ACCEPT"));
+	EDIT(write_rule(b, IPT_BLOB_APPEND, "cali-b", 0, ID("bbbbbbbbbbbbbbbb") "-j cali-a"));
+	EDIT(write_rule(b, IPT_BLOB_APPEND, "cali-b", 0, ID("cccccccccccccccc") "-g cali-a"));
+	EDIT(write_rule(b, IPT_BLOB_INSERT, "FORWARD", 0, ID("ffffffffffffffff") "-j cali-b"));
 	uint32_t *old_of = NULL;
 	b = relay(b, &info, &old_of);
 	describe(b, &got);
@@ -201,9 +181,9 @@ static void test_first_program(void **state)
 	/* The result read back is a table to edit again: an insert before old rules, a chain
 	 * that sorts first, a replace, a delete; a referenced or non-empty chain stays. */
 	EDIT(ipt_blob_new_chain(b, "cali-0", &err));
-	EDIT(add_rule(b, "cali-0", SIZE_MAX, ID("0000000000000000") "-j DROP"));
-	EDIT(add_rule(b, "cali-a", 0, ID("dddddddddddddddd") "-j cali-0"));
-	EDIT(replace_rule(b, "cali-b", 1, ID("eeeeeeeeeeeeeeee") "-j RETURN"));
+	EDIT(write_rule(b, IPT_BLOB_APPEND, "cali-0", 0, ID("0000000000000000") "-j DROP"));
+	EDIT(write_rule(b, IPT_BLOB_INSERT, "cali-a", 0, ID("dddddddddddddddd") "-j cali-0"));
+	EDIT(write_rule(b, IPT_BLOB_REPLACE, "cali-b", 1, ID("eeeeeeeeeeeeeeee") "-j RETURN"));
 	EDIT(ipt_blob_delete(b, "cali-b", 0, &err));
 	assert_int_equal(ipt_blob_delete_chain(b, "cali-a", &err), -ENOTEMPTY);
 	assert_int_equal(ipt_blob_delete_chain(b, "cali-0", &err), -EMLINK);
@@ -241,14 +221,15 @@ static void test_edit_errors(void **state)
 	assert_int_equal(ipt_blob_new_chain(b, "a b", &err), -EINVAL);
 	assert_int_equal(ipt_blob_flush_chain(b, "cali-nope", &err), -ENOENT);
 	assert_int_equal(ipt_blob_delete_chain(b, "INPUT", &err), -EINVAL);
-	assert_int_equal(add_rule(b, "cali-nope", 0, "-j ACCEPT"), -ENOENT);
-	assert_int_equal(add_rule(b, "cali-x", 1, "-j ACCEPT"), -ENOENT);
-	assert_int_equal(add_rule(b, "cali-x", 0, "-j cali-nope"), -ENOENT);
+	assert_int_equal(write_rule(b, IPT_BLOB_INSERT, "cali-nope", 0, "-j ACCEPT"), -ENOENT);
+	assert_int_equal(write_rule(b, IPT_BLOB_INSERT, "cali-x", 1, "-j ACCEPT"), -ENOENT);
+	assert_int_equal(write_rule(b, IPT_BLOB_INSERT, "cali-x", 0, "-j cali-nope"), -ENOENT);
 	assert_string_equal(sb_str(&err), "no chain cali-nope to jump to");
-	assert_int_equal(add_rule(b, "cali-x", 0, "-j INPUT"), -EINVAL);
-	assert_int_equal(replace_rule(b, "cali-x", 0, "-j ACCEPT"), -ENOENT);
+	assert_int_equal(write_rule(b, IPT_BLOB_INSERT, "cali-x", 0, "-j INPUT"), -EINVAL);
+	assert_int_equal(write_rule(b, IPT_BLOB_REPLACE, "cali-x", 0, "-j ACCEPT"), -ENOENT);
 	assert_int_equal(ipt_blob_delete(b, "cali-x", 0, &err), -ENOENT);
-	assert_int_equal(ipt_blob_insert(b, "cali-x", 0, "short", 5, &err), -EINVAL);
+	assert_int_equal(ipt_blob_write(b, IPT_BLOB_INSERT, "cali-x", 0, "short", 5, &err),
+			 -EINVAL);
 	uint32_t *old_of = NULL;
 	EDIT(ipt_blob_layout(b, &info, &old_of, &err));
 	free(old_of);
@@ -302,7 +283,8 @@ static void test_bad_tables(void **state)
 			break;
 		}
 		struct ipt_blob *bad = NULL;
-		int r = ipt_blob_parse(AF_INET, test_resize, NULL, buf, cap, AT, &info, &bad, &err);
+		int r = ipt_blob_parse(AF_INET, ipt_blob_malloc_resize, NULL, buf, cap, AT, &info,
+				       &bad, &err);
 		assert_int_equal(r, -EPROTO);
 		assert_null(bad);
 		if (!strstr(sb_str(&err), cases[c].what))

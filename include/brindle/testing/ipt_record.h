@@ -11,4 +11,7 @@ void ipt_record_save(struct ipt *t, const char *table, struct strbuf *out);
 /* Recording backend only: commits so far, per table name (for tests). */
 unsigned ipt_record_commits(struct ipt *t, const char *table);
 
+/* An ipt_blob buffer from malloc (the kernel backend maps its own), for tests of ipt_blob. */
+void *ipt_blob_malloc_resize(void *ctx, void *buf, size_t old_cap, size_t new_cap);
+
 #endif
