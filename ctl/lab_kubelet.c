@@ -29,6 +29,7 @@
  */
 #include "lab.h"
 
+#include <brindle/core/cni.h>
 #include <brindle/core/json.h>
 #include <brindle/core/jv.h>
 #include <brindle/core/util.h>
@@ -147,15 +148,7 @@ static void env_set(struct lab *l, struct env *e, const char *name, const char *
  * FELIX_IPV6SUPPORT.)
  */
 static const char dual_stack_cni_config[] =
-	"{\"cniVersion\": \"1.0.0\", \"name\": \"k8s-pod-network\", \"plugins\": [\n"
-	"  {\"type\": \"brindle-cni\", \"log_level\": \"info\",\n"
-	"   \"log_file_path\": \"/var/log/brindle/cni/cni.log\",\n"
-	"   \"datastore_type\": \"kubernetes\",\n"
-	"   \"kubernetes\": {\"kubeconfig\": \"__KUBECONFIG_FILEPATH__\"},\n"
-	"   \"ipam\": {\"type\": \"brindle-ipam\", \"assign_ipv4\": \"true\", \"assign_ipv6\": "
-	"\"true\"}},\n"
-	"  {\"type\": \"portmap\", \"snat\": true, \"capabilities\": {\"portMappings\": true}}\n"
-	"]}\n";
+	CNI_DEFAULT_CONFLIST(", \"assign_ipv4\": \"true\", \"assign_ipv6\": \"true\"");
 
 /* The container's environment as a kubelet gives it; NULL on what the lab cannot give. */
 static char **container_env(struct lab *l, const struct lab_manifest *m, const struct jv *ctr,

@@ -20,6 +20,7 @@
  */
 #include "node.h"
 
+#include <brindle/core/cni.h>
 #include <brindle/core/hash.h>
 #include <brindle/core/json.h>
 #include <brindle/paths.h>
@@ -42,15 +43,7 @@
 
 #define TOKEN_SECONDS 86400
 
-static const char default_conflist[] =
-	"{\"cniVersion\": \"1.0.0\", \"name\": \"k8s-pod-network\", \"plugins\": [\n"
-	"  {\"type\": \"brindle-cni\", \"log_level\": \"info\",\n"
-	"   \"log_file_path\": \"/var/log/brindle/cni/cni.log\",\n"
-	"   \"datastore_type\": \"kubernetes\",\n"
-	"   \"kubernetes\": {\"kubeconfig\": \"__KUBECONFIG_FILEPATH__\"},\n"
-	"   \"ipam\": {\"type\": \"brindle-ipam\"}},\n"
-	"  {\"type\": \"portmap\", \"snat\": true, \"capabilities\": {\"portMappings\": true}}\n"
-	"]}\n";
+static const char default_conflist[] = CNI_DEFAULT_CONFLIST("");
 
 /* 1. */
 static int copy_plugins(struct arena *a)

@@ -55,6 +55,21 @@ enum cni_error_code {
 #define CNI_DEFAULT_LOCK     "/run/brindle/ipam.lock"
 #define CNI_MAX_IPS	     16
 
+/*
+ * The network configuration brindle-node install-cni writes unless CNI_NETWORK_CONFIG
+ * says another (brindle-cni on the Kubernetes datastore, then portmap), with @IPAM more
+ * members of brindle-cni's "ipam" (a string literal: "" or ", \"assign_ipv6\": ...").
+ */
+#define CNI_DEFAULT_CONFLIST(IPAM)                                                                \
+	"{\"cniVersion\": \"1.0.0\", \"name\": \"k8s-pod-network\", \"plugins\": [\n"             \
+	"  {\"type\": \"brindle-cni\", \"log_level\": \"info\",\n"                                \
+	"   \"log_file_path\": \"/var/log/brindle/cni/cni.log\",\n"                               \
+	"   \"datastore_type\": \"kubernetes\",\n"                                                \
+	"   \"kubernetes\": {\"kubeconfig\": \"__KUBECONFIG_FILEPATH__\"},\n"                     \
+	"   \"ipam\": {\"type\": \"brindle-ipam\"" IPAM "}},\n"                                   \
+	"  {\"type\": \"portmap\", \"snat\": true, \"capabilities\": {\"portMappings\": true}}\n" \
+	"]}\n"
+
 /* Every version we read and write; false for others. */
 bool cni_version_supported(const char *v);
 /* <0, 0, >0 like strcmp, for "a.b.c" versions; unparsable ones sort first. */
