@@ -385,7 +385,7 @@ static int pod_delete(struct lab *l, const char *ref)
 	if (r != 0)
 		ctl_error("ip netns del %s: %s", ps->netns, sb_str(&out));
 	sb_reset(&out);
-	if (!host)
+	if (!host && l->topo->ipv4) /* the external hosts' route, as lab_pod_start made it */
 		(void)lab_runf(&out, "ip -n %s route del %s/32 table %d",
 			       lab_ns_fabric(l->a, l->name), ps->ip, LAB_EXTERNAL_TABLE);
 	sb_free(&out);
