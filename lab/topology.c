@@ -586,39 +586,40 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 	 * IPv6: given, or the subnet's prefix with the IPv4 address's host part (.11 -> ::b);
 	 * on an IPv6-only subnet the next free address, once the given ones are claimed.
 	 */
-	for (size_t k = 0; k < 2 * t->n_nodes && l; k++) {
-		size_t i = k % t->n_nodes;
-		bool given_pass = k < t->n_nodes;
-		struct lab_node *n = &t->nodes[i];
-		const struct jv *e = l->arr.items[i];
-		const char *p = item(c, "nodes", i);
-		if (n->subnet == SIZE_MAX || e->type != JV_OBJECT)
-			continue;
-		const struct lab_subnet *s = &t->subnets[n->subnet];
-		bool picked = !jv_get(e, "ip6") && !n->ip.family;
-		if (given_pass == picked)
-			continue;
-		if (!s->cidr6.len) {
-			if (jv_get(e, "ip6"))
-				perr(c, sub(c, p, "ip6"), "subnet %s has no cidr6", s->name);
-			continue;
-		}
-		if (jv_get(e, "ip6")) {
-			if (!get_ip(c, e, "ip6", p, AF_INET6, false, &n->ip6))
+	for (int pass = 0; pass < 2 && l; pass++) /* 0: given or derived, 1: picked */
+		for (size_t i = 0; i < t->n_nodes; i++) {
+			struct lab_node *n = &t->nodes[i];
+			const struct jv *e = l->arr.items[i];
+			const char *p = item(c, "nodes", i);
+			if (n->subnet == SIZE_MAX || e->type != JV_OBJECT)
 				continue;
-			if (!cidr_contains_ip(&s->cidr6, &n->ip6))
-				perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6", s->name);
-		} else if (n->ip.family) {
-			uint32_t host = ip4_u32(&n->ip) & (0xffffffffu >> s->cidr.len);
-			n->ip6 = s->cidr6.ip;
-			for (int b = 0; b < 4; b++)
-				n->ip6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
-		} else if (!pick_address6(s, cl, &n->ip6)) {
-			perr(c, p, "subnet %s has no free address left", s->name);
-			continue;
+			const struct lab_subnet *s = &t->subnets[n->subnet];
+			bool picked = !jv_get(e, "ip6") && !n->ip.family;
+			if (picked != (pass == 1))
+				continue;
+			if (!s->cidr6.len) {
+				if (jv_get(e, "ip6"))
+					perr(c, sub(c, p, "ip6"), "subnet %s has no cidr6",
+					     s->name);
+				continue;
+			}
+			if (jv_get(e, "ip6")) {
+				if (!get_ip(c, e, "ip6", p, AF_INET6, false, &n->ip6))
+					continue;
+				if (!cidr_contains_ip(&s->cidr6, &n->ip6))
+					perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6",
+					     s->name);
+			} else if (n->ip.family) {
+				uint32_t host = ip4_u32(&n->ip) & (0xffffffffu >> s->cidr.len);
+				n->ip6 = s->cidr6.ip;
+				for (int b = 0; b < 4; b++)
+					n->ip6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
+			} else if (!pick_address6(s, cl, &n->ip6)) {
+				perr(c, p, "subnet %s has no free address left", s->name);
+				continue;
+			}
+			claim(c, cl, &n->ip6, sub(c, p, "ip6"));
 		}
-		claim(c, cl, &n->ip6, sub(c, p, "ip6"));
-	}
 }
 
 static void parse_externals(struct pctx *c, const struct jv *root, struct lab_topology *t,
@@ -863,7 +864,7 @@ static void check_ns_names(struct pctx *c, const struct lab_topology *t)
 			}
 }
 
-/* Without an IPv4 pool the lab is IPv6 only: what that needs of the rest. */
+/* IPv4 pools need IPv4 subnets; with IPv6 pools alone the lab is IPv6 only: what that needs. */
 static void check_families(struct pctx *c, const struct lab_topology *t)
 {
 	for (size_t i = 0; i < t->n_nodes && t->ipv4; i++) {
@@ -874,7 +875,11 @@ static void check_families(struct pctx *c, const struct lab_topology *t)
 			     "%s)",
 			     n->name, t->subnets[n->subnet].name);
 	}
-	if (!t->ipv4 && t->n_externals)
+	if (t->kubernetes && t->ipv6 && !t->ipv4) /* the nodes reach the API server over IPv4 */
+		perr(c, "ipPools",
+		     "an IPv6-only lab needs datastore etcdv3 (on Kubernetes a lab is "
+		     "dual-stack at most)");
+	if (t->ipv6 && !t->ipv4 && t->n_externals)
 		perr(c, "externalHosts",
 		     "are IPv4 hosts, which pods without an IPv4 pool cannot reach (IPv6 external "
 		     "hosts are not built yet)");
@@ -891,10 +896,6 @@ static void check_ipv6(struct pctx *c, const struct lab_topology *t)
 			     "%s)",
 			     n->name, t->subnets[n->subnet].name);
 	}
-	if (t->kubernetes && !t->ipv4) /* the nodes reach the API server over IPv4 */
-		perr(c, "ipPools",
-		     "an IPv6-only lab needs datastore etcdv3 (on Kubernetes a lab is "
-		     "dual-stack at most)");
 }
 
 int lab_topology_parse(struct arena *a, const char *source, const char *text, size_t len,
