@@ -137,6 +137,8 @@ static void apply_resource(struct felix_config *c, const struct br_felixconfig *
 		c->ipsets_refresh_ms = (uint64_t)s->ipsets_refresh_interval.ms;
 	if (s->vxlan_mtu.set)
 		c->vxlan_mtu = (uint32_t)s->vxlan_mtu.v;
+	if (s->more.vxlan_mtuv6.set)
+		c->vxlan_mtu_v6 = (uint32_t)s->more.vxlan_mtuv6.v;
 	if (s->ipip_mtu.set)
 		c->ipip_mtu = (uint32_t)s->ipip_mtu.v;
 	if (s->vxlan_port.set)
@@ -327,6 +329,7 @@ static void apply_env(struct felix_config *c, char *const *env, struct model_err
 		{ "FELIX_HEALTHPORT", 65535, 16, &c->health_port },
 		{ "FELIX_PROMETHEUSMETRICSPORT", 65535, 16, &c->metrics_port },
 		{ "FELIX_VXLANMTU", 65535, 32, &c->vxlan_mtu },
+		{ "FELIX_VXLANMTUV6", 65535, 32, &c->vxlan_mtu_v6 },
 		{ "FELIX_IPINIPMTU", 65535, 32, &c->ipip_mtu },
 		{ "FELIX_VXLANPORT", 65535, 16, &c->vxlan_port },
 		{ "FELIX_VXLANVNI", 16777215, 32, &c->vxlan_vni },

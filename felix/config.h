@@ -36,7 +36,8 @@ struct felix_config {
 	uint64_t ipsets_refresh_ms;
 	/* Cheap checks for someone else's change to iptables and ip sets; 0: off. */
 	uint64_t drift_check_ms;
-	uint32_t vxlan_mtu; /* 0: host MTU - 50 */
+	uint32_t vxlan_mtu;    /* 0: host MTU - 50 */
+	uint32_t vxlan_mtu_v6; /* vxlan-v6.calico; 0: host MTU - 70 */
 	uint32_t ipip_mtu;  /* 0: host MTU - 20 */
 	uint16_t vxlan_port;
 	uint32_t vxlan_vni;

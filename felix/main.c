@@ -508,8 +508,8 @@ static void on_link_msg(const struct nlmsghdr *h, void *ctx)
 	    nl_parse_link(h, &l) < 0)
 		return;
 	dataplane_on_link(f->dp, &l, h->nlmsg_type == RTM_DELLINK);
-	if (felix_is_workload_iface(&f->cfg, l.name) || strcmp(l.name, "vxlan.calico") == 0 ||
-	    strcmp(l.name, "tunl0") == 0)
+	if (felix_is_workload_iface(&f->cfg, l.name) || strcmp(l.name, VXLAN_DEV) == 0 ||
+	    strcmp(l.name, VXLAN6_DEV) == 0 || strcmp(l.name, IPIP_DEV) == 0)
 		f->dirty = true;
 }
 

@@ -879,6 +879,11 @@ static void check_families(struct pctx *c, const struct lab_topology *t)
 		perr(c, "ipPools",
 		     "an IPv6-only lab needs datastore etcdv3 (on Kubernetes a lab is "
 		     "dual-stack at most)");
+	if (t->ipv6 && !t->ipv4 &&
+	    (t->encap == LAB_ENCAP_IPIP || t->encap == LAB_ENCAP_IPIP_CROSS_SUBNET))
+		perr(c, "encapsulation",
+		     "IPIP carries IPv4 only, and the lab has no IPv4 pool (None, VXLAN or "
+		     "VXLANCrossSubnet)");
 	if (t->ipv6 && !t->ipv4 && t->n_externals)
 		perr(c, "externalHosts",
 		     "are IPv4 hosts, which pods without an IPv4 pool cannot reach (IPv6 external "
@@ -1027,7 +1032,7 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 			"%s, vxlanMode: %s, ipipMode: %s}\n",
 			i, cidr_str(&t->pools[i].cidr, b1), t->pools[i].block_size,
 			t->pools[i].nat_outgoing ? "true" : "false",
-			t->pools[i].cidr.ip.family == AF_INET6 ? "Never" : vxlan[t->encap],
+			vxlan[t->encap], /* VXLAN for both families (vxlan-v6.calico) */
 			t->pools[i].cidr.ip.family == AF_INET6 ? "Never" : ipip[t->encap]);
 	for (size_t i = 0; i < t->n_nodes; i++) {
 		const struct lab_node *n = &t->nodes[i];

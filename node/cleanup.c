@@ -2,13 +2,15 @@
  * brindle-node cleanup: everything of Brindle's on this node's kernel
  * removed, and nothing else (docs/install.md, uninstalling). What is
  * Brindle's is what felix marks as its own:
- *   iptables  in filter, nat, mangle and raw: the rules in built-in chains
- *             whose comment id starts "cali:", then every chain named
- *             "cali-*" (flushed, then deleted), one commit per table;
- *   ip sets   every set named "cali4*" (after the rules that use them);
- *   nftables  Brindle's tables brindle-filter and brindle-nat (the nft backend's);
+ *   iptables  in filter, nat, mangle and raw, of iptables and ip6tables: the
+ *             rules in built-in chains whose comment id starts "cali:", then
+ *             every chain named "cali-*" (flushed, then deleted), one commit
+ *             per table;
+ *   ip sets   every set named "cali4*" or "cali6*" (after the rules that use them);
+ *   nftables  Brindle's tables brindle-filter and brindle-nat (the nft backend's),
+ *             in the ip and ip6 families;
  *   routes    every route of protocol 80 (felix's: pods, blocks, tunnels);
- *   devices   vxlan.calico deleted; tunl0 (which cannot be deleted) loses
+ *   devices   vxlan.calico and vxlan-v6.calico deleted; tunl0 (which cannot be deleted) loses
  *             its addresses and goes down;
  *   CNI       the plugins, configuration and kubeconfig install-cni wrote
  *             (CNI_BIN_DIR, CNI_NET_DIR, CNI_CONF_NAME as for install-cni),
@@ -34,8 +36,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define VXLAN_DEV    "vxlan.calico"
-#define IPIP_DEV     "tunl0"
+#define VXLAN_DEV  "vxlan.calico"
+#define VXLAN6_DEV "vxlan-v6.calico"
+#define IPIP_DEV   "tunl0"
 
 static int clean_netlink(void)
 {
@@ -69,8 +72,11 @@ static int clean_netlink(void)
 				n_routes++;
 			}
 		const struct nl_link *vx = nl_link_by_name(&links, VXLAN_DEV);
+		const struct nl_link *vx6 = nl_link_by_name(&links, VXLAN6_DEV);
 		if (vx)
 			nl_batch_link(b, NL_DEL, vx);
+		if (vx6)
+			nl_batch_link(b, NL_DEL, vx6);
 		const struct nl_link *tun = nl_link_by_name(&links, IPIP_DEV);
 		for (size_t i = 0; tun && i < addrs.n; i++)
 			if (addrs.v[i].ifindex == tun->ifindex)
@@ -91,8 +97,9 @@ static int clean_netlink(void)
 		}
 		free(errs);
 		if (r == 0)
-			log_info("netlink: removed %zu routes%s%s", n_routes,
-				 vx ? ", " VXLAN_DEV : "", tun ? ", cleared " IPIP_DEV : "");
+			log_info("netlink: removed %zu routes%s%s%s", n_routes,
+				 vx ? ", " VXLAN_DEV : "", vx6 ? ", " VXLAN6_DEV : "",
+				 tun ? ", cleared " IPIP_DEV : "");
 	}
 	if (r < 0)
 		log_error("netlink: %s", strerror(-r));

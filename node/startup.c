@@ -15,10 +15,14 @@
  *      other field left as the user set it;
  *   4. the default pool default-ipv4-ippool from CALICO_IPV4POOL_CIDR (and
  *      _BLOCK_SIZE, _IPIP, _VXLAN, _NAT_OUTGOING, _NODE_SELECTOR) when there is
- *      no IPv4 pool at all and NO_DEFAULT_POOLS is not true;
- *   5. its tunnel addresses: an IPIP and a VXLAN address from IPAM (handles
- *      ipip-tunnel-addr-<node>, vxlan-tunnel-addr-<node>) while an enabled pool
- *      that selects the node uses that encapsulation, released when none does;
+ *      no IPv4 pool at all and NO_DEFAULT_POOLS is not true; on a node with an
+ *      IPv6 address, default-ipv6-ippool from CALICO_IPV6POOL_* (_CIDR unset: a
+ *      random unique local /48, as calico-node) when there is no IPv6 pool;
+ *   5. its tunnel addresses: an IPIP, a VXLAN and an IPv6 VXLAN address from
+ *      IPAM (handles ipip-tunnel-addr-<node>, vxlan-tunnel-addr-<node>,
+ *      vxlan-v6-tunnel-addr-<node>) while the node has an address of the
+ *      tunnel's family and an enabled pool of that family that selects the node
+ *      uses the encapsulation, released when none does;
  *   6. the pod MTU (CNI_MTU, else ad_pod_mtu) into the MTU file, and the name into the
  *      nodename file, for brindle-cni and the next start.
  */
@@ -40,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -373,40 +378,58 @@ static int write_node(struct node_run *s, const struct host *h, struct br_node *
 	return 0;
 }
 
-/* 4. */
-static int default_pool(struct node_run *s)
+/*
+ * A random unique local /48 (RFC 4193), Calico's IPv6 pool when CALICO_IPV6POOL_CIDR is
+ * unset; "" (refused by the model, naming the field) in the unlikely case the kernel gives
+ * no random bytes.
+ */
+static const char *random_ula(struct node_run *s)
 {
+	uint8_t r[5];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return "";
+	return arena_printf(s->a, "fd%02x:%02x%02x:%02x%02x::/48", r[0], r[1], r[2], r[3], r[4]);
+}
+
+/* 4. The default pool of @family, from CALICO_IPV4POOL_* or CALICO_IPV6POOL_*. */
+static int default_pool(struct node_run *s, int family)
+{
+	bool v6 = family == AF_INET6;
+	const char *name = v6 ? "default-ipv6-ippool" : "default-ipv4-ippool";
 	struct br_object **pools;
 	size_t n;
 	if (ds_list(s->ds, model_kind(KIND_IPPOOL), NULL, &pools, &n) < 0) {
 		sb_addf(&s->err, "listing IP pools: %s", ds_last_error(s->ds));
 		return -EIO;
 	}
-	bool have_v4 = false;
+	bool have = false;
 	for (size_t i = 0; i < n; i++) {
 		struct br_cidr c;
 		const char *cidr = ((const struct br_ippool *)pools[i])->spec.cidr;
-		have_v4 |= cidr && cidr_parse(cidr, false, &c) == 0 && c.ip.family == AF_INET;
+		have |= cidr && cidr_parse(cidr, false, &c) == 0 && c.ip.family == family;
 	}
 	model_free_all(pools, n);
-	if (have_v4 || env_true("NO_DEFAULT_POOLS"))
+	if (have || env_true("NO_DEFAULT_POOLS"))
 		return 0;
 	/* The document the user's settings make, decoded and checked like any other. */
+#define POOL_ENV(suffix) (v6 ? "CALICO_IPV6POOL_" suffix : "CALICO_IPV4POOL_" suffix)
 	struct strbuf doc = STRBUF_INIT;
 	sb_init(&doc);
-	const char *block = node_env_or("CALICO_IPV4POOL_BLOCK_SIZE", "26");
-	sb_adds(&doc, "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"IPPool\",\"metadata\":"
-		      "{\"name\":\"default-ipv4-ippool\"},\"spec\":{\"cidr\":");
-	json_write_string(&doc, node_env_or("CALICO_IPV4POOL_CIDR", "192.168.0.0/16"));
+	const char *block = node_env_or(POOL_ENV("BLOCK_SIZE"), v6 ? "122" : "26");
+	sb_addf(&doc,
+		"{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"IPPool\",\"metadata\":"
+		"{\"name\":\"%s\"},\"spec\":{\"cidr\":",
+		name);
+	json_write_string(&doc,
+			  node_env_or(POOL_ENV("CIDR"), v6 ? random_ula(s) : "192.168.0.0/16"));
 	sb_adds(&doc, ",\"blockSize\":");
 	if (strspn(block, "0123456789") == strlen(block) && strlen(block) < 4)
 		sb_adds(&doc, block);
 	else
 		json_write_string(&doc, block); /* refused by the model, naming the field */
-	static const char *const modes[][2] = { { "CALICO_IPV4POOL_IPIP", "ipipMode" },
-						{ "CALICO_IPV4POOL_VXLAN", "vxlanMode" } };
-	for (size_t i = 0; i < 2; i++) {
-		const char *v = node_env_or(modes[i][0], "Never");
+	static const char *const modes[][2] = { { "VXLAN", "vxlanMode" }, { "IPIP", "ipipMode" } };
+	for (size_t i = 0; i < (v6 ? 1 : 2); i++) { /* IPIP carries IPv4 only */
+		const char *v = node_env_or(i ? POOL_ENV("IPIP") : POOL_ENV("VXLAN"), "Never");
 		/* Calico's manifests say Always, CrossSubnet, Never, and "off" for Never */
 		if (!strcasecmp(v, "off") || !strcasecmp(v, "never"))
 			v = "Never";
@@ -417,45 +440,60 @@ static int default_pool(struct node_run *s)
 		sb_addf(&doc, ",\"%s\":", modes[i][1]);
 		json_write_string(&doc, v);
 	}
+	/* NAT outgoing: by default for IPv4 pools, not for IPv6 ones (as Calico) */
+	const char *nat = getenv(POOL_ENV("NAT_OUTGOING"));
 	sb_addf(&doc, ",\"natOutgoing\":%s,\"nodeSelector\":",
-		env_true("CALICO_IPV4POOL_NAT_OUTGOING") || !getenv("CALICO_IPV4POOL_NAT_OUTGOING")
-			? "true"
-			: "false");
-	json_write_string(&doc, node_env_or("CALICO_IPV4POOL_NODE_SELECTOR", "all()"));
+		env_true(POOL_ENV("NAT_OUTGOING")) || (!nat && !v6) ? "true" : "false");
+	json_write_string(&doc, node_env_or(POOL_ENV("NODE_SELECTOR"), "all()"));
 	sb_adds(&doc, "}}");
 	struct jv *v;
 	struct model_errors errs = { 0 };
 	struct br_object *pool = NULL;
 	int r = json_parse(s->a, doc.buf, doc.len, &v, &s->err);
 	if (r == 0 && !(pool = model_decode(v, false, &errs))) {
-		sb_adds(&s->err, "the default pool from CALICO_IPV4POOL_*:");
+		sb_addf(&s->err, "the default pool from %s*:", POOL_ENV(""));
 		for (size_t i = 0; i < errs.n; i++)
 			sb_addf(&s->err, " %s", errs.v[i]);
 		r = -EINVAL;
 	}
+#undef POOL_ENV
 	model_errors_clear(&errs);
 	sb_free(&doc);
 	if (r == 0 && (r = ds_create(s->ds, pool)) < 0 && r != -EEXIST)
-		sb_addf(&s->err, "creating the default pool: %s", ds_last_error(s->ds));
+		sb_addf(&s->err, "creating the default pool %s: %s", name, ds_last_error(s->ds));
 	else if (r == 0)
-		log_info("created IPPool default-ipv4-ippool (%s)",
-			 ((struct br_ippool *)pool)->spec.cidr);
+		log_info("created IPPool %s (%s)", name, ((struct br_ippool *)pool)->spec.cidr);
 	model_free(pool);
 	return r == -EEXIST ? 0 : r; /* another node's startup made it first */
 }
 
-/* Pools that are enabled, select the node and use the encapsulation ("ipip" or "vxlan"). */
-static size_t pools_using(struct node_run *s, const struct br_node *n, bool vxlan,
+/* The tunnel addresses a node may hold (Calico's handles and IPAM attribute types). */
+enum tunnel {
+	TUN_IPIP,
+	TUN_VXLAN,
+	TUN_VXLAN6
+};
+static const struct {
+	const char *what, *handle, *type;
+	int family;
+} tunnels[] = {
+	[TUN_IPIP] = { "IPIP", "ipip", "ipipTunnelAddress", AF_INET },
+	[TUN_VXLAN] = { "VXLAN", "vxlan", "vxlanTunnelAddress", AF_INET },
+	[TUN_VXLAN6] = { "IPv6 VXLAN", "vxlan-v6", "vxlanV6TunnelAddress", AF_INET6 },
+};
+
+/* Pools of the tunnel's family that are enabled, select the node and use its encapsulation. */
+static size_t pools_using(struct node_run *s, const struct br_node *n, enum tunnel t,
 			  struct br_object **pools, size_t np, const char **names)
 {
 	size_t k = 0;
 	struct sel_labels labels = sel_labels_of(&n->o.meta.labels);
 	for (size_t i = 0; i < np; i++) {
 		const struct br_ippool *p = (const struct br_ippool *)pools[i];
-		const char *mode = vxlan ? p->spec.vxlan_mode : p->spec.ipip_mode;
+		const char *mode = t == TUN_IPIP ? p->spec.ipip_mode : p->spec.vxlan_mode;
 		struct br_cidr c;
 		if (p->spec.disabled || !mode || streq(mode, "Never") ||
-		    cidr_parse(p->spec.cidr, false, &c) < 0 || c.ip.family != AF_INET)
+		    cidr_parse(p->spec.cidr, false, &c) < 0 || c.ip.family != tunnels[t].family)
 			continue;
 		struct sel *sel = NULL;
 		struct strbuf err = STRBUF_INIT;
@@ -472,17 +510,22 @@ static size_t pools_using(struct node_run *s, const struct br_node *n, bool vxla
 }
 
 /* 5. One tunnel address: kept, allocated, moved or released; the Node written when it changed. */
-static int tunnel_addr(struct node_run *s, struct br_node *n, bool vxlan, struct br_object **pools,
-		       size_t np, bool *used)
+static int tunnel_addr(struct node_run *s, struct br_node *n, enum tunnel t,
+		       struct br_object **pools, size_t np, bool *used)
 {
 	const char **names = arena_new_array(s->a, const char *, np + 1);
-	size_t k = pools_using(s, n, vxlan, pools, np, names);
+	/* a tunnel carries its family over the node's address of that family: none, no tunnel */
+	const struct br_node_bgp *bgp = n->spec.bgp;
+	bool underlay =
+		bgp && (tunnels[t].family == AF_INET6 ? bgp->ipv6_address : bgp->ipv4_address);
+	size_t k = underlay ? pools_using(s, n, t, pools, np, names) : 0;
 	*used = k > 0;
-	const char **field = vxlan ? &n->spec.ipv4_vxlan_tunnel_addr
-				   : (n->spec.bgp ? &n->spec.bgp->ipv4_ipip_tunnel_addr : NULL);
+	const char **field = t == TUN_VXLAN    ? &n->spec.ipv4_vxlan_tunnel_addr
+			     : t == TUN_VXLAN6 ? &n->spec.ipv6_vxlan_tunnel_addr
+			     : n->spec.bgp     ? &n->spec.bgp->ipv4_ipip_tunnel_addr
+					       : NULL;
 	const char *have = field ? *field : NULL;
-	const char *handle =
-		arena_printf(s->a, "%s-tunnel-addr-%s", vxlan ? "vxlan" : "ipip", s->name);
+	const char *handle = arena_printf(s->a, "%s-tunnel-addr-%s", tunnels[t].handle, s->name);
 	/* kept while it lies in a pool that still needs it */
 	struct br_ip ip;
 	bool keep = false;
@@ -505,10 +548,10 @@ static int tunnel_addr(struct node_run *s, struct br_node *n, bool vxlan, struct
 	if (k) {
 		struct br_labels attrs = { 0 };
 		labels_set(s->a, &attrs, IPAM_ATTR_NODE, s->name);
-		labels_set(s->a, &attrs, "type",
-			   vxlan ? "vxlanTunnelAddress" : "ipipTunnelAddress");
+		labels_set(s->a, &attrs, "type", tunnels[t].type);
 		struct ipam_request req = { .handle = handle,
 					    .node = s->name,
+					    .family = tunnels[t].family,
 					    .pools = names,
 					    .n_pools = k,
 					    .secondary = &attrs,
@@ -518,8 +561,8 @@ static int tunnel_addr(struct node_run *s, struct br_node *n, bool vxlan, struct
 			return r;
 		addr = arena_strdup(n->o.arena, ip_str(&got.ips[0], (char[IP_STRLEN]){ 0 }));
 	}
-	if (vxlan) {
-		n->spec.ipv4_vxlan_tunnel_addr = addr;
+	if (t != TUN_IPIP) {
+		*field = addr;
 	} else {
 		if (!n->spec.bgp)
 			n->spec.bgp = arena_alloc(n->o.arena, sizeof(*n->spec.bgp));
@@ -527,10 +570,10 @@ static int tunnel_addr(struct node_run *s, struct br_node *n, bool vxlan, struct
 	}
 	if ((r = ds_update(s->ds, &n->o)) < 0) {
 		sb_addf(&s->err, "writing Node %s's %s tunnel address: %s", s->name,
-			vxlan ? "VXLAN" : "IPIP", ds_last_error(s->ds));
+			tunnels[t].what, ds_last_error(s->ds));
 		return r;
 	}
-	log_info("%s tunnel address: %s", vxlan ? "VXLAN" : "IPIP",
+	log_info("%s tunnel address: %s", tunnels[t].what,
 		 addr ? addr : "released (no pool uses it for this node)");
 	return 0;
 }
@@ -568,22 +611,27 @@ int node_startup(const struct node_env *e)
 	s.kube = ds_kube_client(s.ds) != NULL;
 	log_info("node %s, %s datastore", s.name, s.kube ? "Kubernetes" : "etcd");
 	if ((r = host_read(&h, &s.err)) < 0 || (r = write_node(&s, &h, &n)) < 0 ||
-	    (r = default_pool(&s)) < 0)
+	    (r = default_pool(&s, AF_INET)) < 0 ||
+	    /* an IPv6 pool only where IPv6 is asked for (IP6), as calico-node */
+	    (n->spec.bgp && n->spec.bgp->ipv6_address && (r = default_pool(&s, AF_INET6)) < 0))
 		goto out;
 	if ((r = ds_list(s.ds, model_kind(KIND_IPPOOL), NULL, &pools, &np)) < 0) {
 		sb_addf(&s.err, "listing IP pools: %s", ds_last_error(s.ds));
 		goto out;
 	}
-	bool ipip, vxlan;
-	if ((r = tunnel_addr(&s, n, false, pools, np, &ipip)) < 0 ||
-	    (r = tunnel_addr(&s, n, true, pools, np, &vxlan)) < 0)
+	bool ipip, vxlan, vxlan6;
+	if ((r = tunnel_addr(&s, n, TUN_IPIP, pools, np, &ipip)) < 0 ||
+	    (r = tunnel_addr(&s, n, TUN_VXLAN, pools, np, &vxlan)) < 0 ||
+	    (r = tunnel_addr(&s, n, TUN_VXLAN6, pools, np, &vxlan6)) < 0)
 		goto out;
 	struct ad_link_mtu *mtus = xcalloc(h.links.n + 1, sizeof(*mtus));
 	for (size_t i = 0; i < h.links.n; i++)
 		mtus[i] = (struct ad_link_mtu){ .name = h.links.v[i].name,
 						.up = (h.links.v[i].flags & IFF_UP) != 0,
 						.mtu = h.links.v[i].mtu };
-	unsigned mtu = set_mtu ? (unsigned)set_mtu : ad_pod_mtu(mtus, h.links.n, ipip, vxlan);
+	unsigned encaps = (ipip ? AD_ENCAP_IPIP : 0) | (vxlan ? AD_ENCAP_VXLAN : 0) |
+			  (vxlan6 ? AD_ENCAP_VXLAN6 : 0);
+	unsigned mtu = set_mtu ? (unsigned)set_mtu : ad_pod_mtu(mtus, h.links.n, encaps);
 	free(mtus);
 	char text[32];
 	snprintf(text, sizeof(text), "%u\n", mtu);
@@ -592,10 +640,11 @@ int node_startup(const struct node_env *e)
 	    (r = node_write_file(e->nodename_file, name_line, strlen(name_line), 0644)) < 0)
 		goto out;
 	log_info("pod MTU %u (%s) in %s", mtu,
-		 set_mtu ? "CNI_MTU"
-		 : vxlan ? "VXLAN"
-		 : ipip	 ? "IPIP"
-			 : "no encapsulation",
+		 set_mtu  ? "CNI_MTU"
+		 : vxlan6 ? "IPv6 VXLAN"
+		 : vxlan  ? "VXLAN"
+		 : ipip	  ? "IPIP"
+			  : "no encapsulation",
 		 e->mtu_file);
 out:
 	if (r < 0)

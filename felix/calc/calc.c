@@ -9,14 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VXLAN_DEV "vxlan.calico"
-#define IPIP_DEV  "tunl0"
-
 /* What routing needs of a BlockAffinity. */
 struct caff {
 	bool confirmed;
 	struct br_cidr cidr;
 	char name[]; /* "10.244.1.0-26" */
+};
+
+/* A node's addresses of one family. */
+struct cfam {
+	bool has_ip, has_vtep;
+	struct br_cidr ip; /* spec.bgp.ipv4Address, ipv6Address */
+	struct br_ip vtep; /* spec.ipv4VXLANTunnelAddr, ipv6VXLANTunnelAddr */
+	uint8_t mac[6];	   /* spec.vxlanTunnelMACAddr(V6), or derived from the name */
 };
 
 /*
@@ -25,14 +30,15 @@ struct caff {
  */
 struct cnode {
 	bool exists; /* the Node resource is known */
-	bool has_ip, has_vtep, has_ipip;
-	struct br_cidr ip; /* spec.bgp.ipv4Address */
-	struct br_ip vtep; /* spec.ipv4VXLANTunnelAddr */
-	uint8_t mac[6];	   /* spec.vxlanTunnelMACAddr, or derived from the name */
-	struct br_ip ipip; /* spec.bgp.ipv4IPIPTunnelAddr */
+	bool has_ipip;
+	struct cfam fam[2]; /* IPv4, IPv6 (FAM) */
+	struct br_ip ipip;  /* spec.bgp.ipv4IPIPTunnelAddr */
 	struct caff **affs;
 	uint32_t n_affs, cap_affs;
 };
+
+/* The index of @family in struct cnode's fam. */
+#define FAM(family) ((family) == AF_INET6)
 
 struct calc {
 	char *nodename;
@@ -149,10 +155,17 @@ size_t calc_nodes(const struct calc *c)
 	return c->nodes.n;
 }
 
-void calc_vtep_mac(const char *nodename, uint8_t mac[6])
+void calc_vtep_mac(const char *nodename, int family, uint8_t mac[6])
 {
 	uint8_t d[32];
-	hash_digest(HASH_SHA1, nodename, strlen(nodename), d);
+	if (family == AF_INET6) {
+		/* another device, another MAC: the name with "-v6" (as Calico derives its own) */
+		char v6[300]; /* a node name is at most 253 characters */
+		int len = snprintf(v6, sizeof(v6), "%s-v6", nodename);
+		hash_digest(HASH_SHA1, v6, (size_t)MIN(len, (int)sizeof(v6) - 1), d);
+	} else {
+		hash_digest(HASH_SHA1, nodename, strlen(nodename), d);
+	}
 	memcpy(mac, d, 6);
 	mac[0] = (uint8_t)((mac[0] & 0xfe) | 0x02); /* unicast, locally administered */
 }
@@ -173,13 +186,19 @@ static void cnode_fill(struct cnode *cn, const struct br_node *n)
 {
 	const struct br_node_bgp *bgp = n->spec.bgp;
 	cn->exists = true;
-	cn->has_ip = bgp && bgp->ipv4_address &&
-		     cidr_parse(bgp->ipv4_address, true, &cn->ip) == 0 &&
-		     cn->ip.ip.family == AF_INET;
-	cn->has_vtep = n->spec.ipv4_vxlan_tunnel_addr &&
-		       ip_parse(n->spec.ipv4_vxlan_tunnel_addr, &cn->vtep) == 0;
-	if (!parse_mac(n->spec.vxlan_tunnel_mac_addr, cn->mac))
-		calc_vtep_mac(n->o.meta.name, cn->mac);
+	const char *ip[2] = { bgp ? bgp->ipv4_address : NULL, bgp ? bgp->ipv6_address : NULL };
+	const char *vtep[2] = { n->spec.ipv4_vxlan_tunnel_addr, n->spec.ipv6_vxlan_tunnel_addr };
+	const char *mac[2] = { n->spec.vxlan_tunnel_mac_addr, n->spec.vxlan_tunnel_mac_addr_v6 };
+	for (int f = 0; f < 2; f++) {
+		struct cfam *cf = &cn->fam[f];
+		int family = f ? AF_INET6 : AF_INET;
+		cf->has_ip = ip[f] && cidr_parse(ip[f], true, &cf->ip) == 0 &&
+			     cf->ip.ip.family == family;
+		cf->has_vtep =
+			vtep[f] && ip_parse(vtep[f], &cf->vtep) == 0 && cf->vtep.family == family;
+		if (!parse_mac(mac[f], cf->mac))
+			calc_vtep_mac(n->o.meta.name, family, cf->mac);
+	}
 	cn->has_ipip = bgp && bgp->ipv4_ipip_tunnel_addr &&
 		       ip_parse(bgp->ipv4_ipip_tunnel_addr, &cn->ipip) == 0;
 }
@@ -212,15 +231,15 @@ static void node_release(struct calc *c, const char *name)
 	}
 }
 
-/* Is @other's address in this node's subnet? */
-static bool same_subnet(const struct calc *c, const struct cnode *other)
+/* Is @other's address of family index @f in this node's subnet of that family? */
+static bool same_subnet(const struct calc *c, const struct cnode *other, int f)
 {
 	const struct cnode *me = node_get(c, c->nodename);
-	if (!me || !me->has_ip || !other || !other->has_ip)
+	if (!me || !me->fam[f].has_ip || !other || !other->fam[f].has_ip)
 		return false;
-	struct br_cidr mine = me->ip;
+	struct br_cidr mine = me->fam[f].ip;
 	cidr_mask(&mine);
-	return cidr_contains_ip(&mine, &other->ip.ip);
+	return cidr_contains_ip(&mine, &other->fam[f].ip.ip);
 }
 
 /* The most specific pool containing @block. */
@@ -418,22 +437,23 @@ static void recompute_affinity(struct calc *c, const char *node, const char *nam
 		}
 		goto out;
 	}
-	/* Tunnels carry IPv4 (no vxlan-v6.calico yet): IPv6 blocks elsewhere come from BGP. */
-	if (block.ip.family != AF_INET)
-		goto out;
+	/* A block of a family travels over the underlay of that family: IPv6 blocks through
+	 * vxlan-v6.calico (IPIP carries IPv4 only); otherwise BGP routes them. */
+	int f = FAM(block.ip.family);
 	const struct cnode *remote = node_get(c, node);
-	if (!remote || !remote->has_ip)
+	if (!remote || !remote->fam[f].has_ip)
 		goto out;
-	bool cross = !same_subnet(c, remote);
-	if (mode_on(pool->spec.vxlan_mode, cross) && remote->has_vtep) {
-		snprintf(it.route.ifname, sizeof(it.route.ifname), VXLAN_DEV);
-		it.route.gw = remote->vtep;
+	bool cross = !same_subnet(c, remote, f);
+	if (mode_on(pool->spec.vxlan_mode, cross) && remote->fam[f].has_vtep) {
+		snprintf(it.route.ifname, sizeof(it.route.ifname), "%s",
+			 f ? VXLAN6_DEV : VXLAN_DEV);
+		it.route.gw = remote->fam[f].vtep;
 		it.route.onlink = true;
 		cls = DESIRED_VXLAN;
 		n = 1;
-	} else if (mode_on(pool->spec.ipip_mode, cross)) {
+	} else if (!f && mode_on(pool->spec.ipip_mode, cross)) {
 		snprintf(it.route.ifname, sizeof(it.route.ifname), IPIP_DEV);
-		it.route.gw = remote->ip.ip;
+		it.route.gw = remote->fam[f].ip.ip;
 		it.route.onlink = true;
 		cls = DESIRED_IPIP;
 		n = 1;
@@ -442,55 +462,73 @@ out:
 	desired_set_owner(&c->desired, owner, cls, &it, n);
 }
 
-static bool vxlan_wanted(const struct calc *c)
+/* Does a pool of family index @f use VXLAN (IPv6 ones only while felix handles IPv6)? */
+static bool vxlan_wanted(const struct calc *c, int f)
 {
+	if (f && !c->cfg.ipv6_support)
+		return false;
 	for (struct hmap_iter it = hmap_iter(&c->pools); hmap_next(&it);) {
 		const struct br_ippool *p = it.value;
-		if (p->spec.vxlan_mode && strcmp(p->spec.vxlan_mode, "Never") != 0)
+		struct br_cidr pc;
+		if (p->spec.vxlan_mode && strcmp(p->spec.vxlan_mode, "Never") != 0 &&
+		    cidr_parse(p->spec.cidr, false, &pc) == 0 && FAM(pc.ip.family) == f)
 			return true;
 	}
 	return false;
 }
 
+/* Another node's VTEPs: per family, its tunnel address's MAC and where that MAC lives. */
 static void recompute_vtep(struct calc *c, const char *name, const struct cnode *n)
 {
 	char owner[600];
 	owner_name(owner, sizeof(owner), "vtep", name, NULL);
-	struct desired_item items[2];
+	struct desired_item items[4];
 	size_t count = 0;
-	if (n && n->exists && strcmp(name, c->nodename) != 0 && vxlan_wanted(c) && n->has_vtep &&
-	    n->has_ip) {
+	for (int f = 0; f < 2; f++) {
+		if (!n || !n->exists || strcmp(name, c->nodename) == 0 || !vxlan_wanted(c, f) ||
+		    !n->fam[f].has_vtep || !n->fam[f].has_ip)
+			continue;
+		const char *dev = f ? VXLAN6_DEV : VXLAN_DEV;
 		struct desired_item nb = { .kind = DESIRED_NEIGH };
-		snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), VXLAN_DEV);
-		nb.neigh.ip = n->vtep;
-		memcpy(nb.neigh.mac, n->mac, 6);
+		snprintf(nb.neigh.ifname, sizeof(nb.neigh.ifname), "%s", dev);
+		nb.neigh.ip = n->fam[f].vtep;
+		memcpy(nb.neigh.mac, n->fam[f].mac, 6);
 		struct desired_item fdb = { .kind = DESIRED_FDB };
-		snprintf(fdb.fdb.ifname, sizeof(fdb.fdb.ifname), VXLAN_DEV);
-		memcpy(fdb.fdb.mac, n->mac, 6);
-		fdb.fdb.dst = n->ip.ip;
+		snprintf(fdb.fdb.ifname, sizeof(fdb.fdb.ifname), "%s", dev);
+		memcpy(fdb.fdb.mac, n->fam[f].mac, 6);
+		fdb.fdb.dst = n->fam[f].ip.ip;
 		items[count++] = nb;
 		items[count++] = fdb;
 	}
 	desired_set_owner(&c->desired, owner, DESIRED_VTEP, items, count);
 }
 
+/* This node's VXLAN device of family index @f (zeroed whole: it is compared with memcmp). */
+static void vxlan_device(const struct calc *c, const struct cnode *me, int f,
+			 struct desired_vxlan *vx)
+{
+	memset(vx, 0, sizeof(*vx));
+	if (!vxlan_wanted(c, f) || !me || !me->fam[f].has_ip)
+		return;
+	vx->wanted = true;
+	vx->vni = c->cfg.vxlan_vni;
+	vx->port = c->cfg.vxlan_port;
+	vx->mtu = f ? c->cfg.vxlan_mtu_v6 : c->cfg.vxlan_mtu;
+	vx->local = me->fam[f].ip.ip;
+	memcpy(vx->mac, me->fam[f].mac, 6);
+	if (me->fam[f].has_vtep) {
+		vx->addr.ip = me->fam[f].vtep;
+		vx->addr.len = (uint8_t)ip_bits(&vx->addr.ip);
+	}
+}
+
 static void recompute_tunnels(struct calc *c)
 {
-	struct desired_vxlan vx = { 0 };
 	struct desired_ipip ip = { 0 };
 	const struct cnode *me = node_get(c, c->nodename);
-	if (vxlan_wanted(c) && me && me->has_ip) {
-		vx.wanted = true;
-		vx.vni = c->cfg.vxlan_vni;
-		vx.port = c->cfg.vxlan_port;
-		vx.mtu = c->cfg.vxlan_mtu;
-		vx.local = me->ip.ip;
-		memcpy(vx.mac, me->mac, 6);
-		if (me->has_vtep) {
-			vx.addr.ip = me->vtep;
-			vx.addr.len = 32;
-		}
-	}
+	struct desired_vxlan vx, vx6;
+	vxlan_device(c, me, 0, &vx);
+	vxlan_device(c, me, 1, &vx6);
 	for (struct hmap_iter it = hmap_iter(&c->pools); hmap_next(&it);) {
 		const struct br_ippool *p = it.value;
 		if (p->spec.ipip_mode && strcmp(p->spec.ipip_mode, "Never") != 0 &&
@@ -501,16 +539,18 @@ static void recompute_tunnels(struct calc *c)
 	}
 	if (ip.wanted) {
 		ip.mtu = c->cfg.ipip_mtu;
-		if (me && me->has_ip)
-			ip.local = me->ip.ip;
+		if (me && me->fam[0].has_ip)
+			ip.local = me->fam[0].ip.ip;
 		if (me && me->has_ipip) {
 			ip.addr.ip = me->ipip;
 			ip.addr.len = 32;
 		}
 	}
 	if (memcmp(&vx, &c->desired.vxlan, sizeof(vx)) != 0 ||
+	    memcmp(&vx6, &c->desired.vxlan6, sizeof(vx6)) != 0 ||
 	    memcmp(&ip, &c->desired.ipip, sizeof(ip)) != 0) {
 		c->desired.vxlan = vx;
+		c->desired.vxlan6 = vx6;
 		c->desired.ipip = ip;
 		c->desired.tunnels_dirty = true;
 	}

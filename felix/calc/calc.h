@@ -65,9 +65,10 @@ size_t calc_local_endpoints(const struct calc *c);
 size_t calc_nodes(const struct calc *c);
 
 /*
- * The MAC Brindle gives a node's VXLAN device when its Node resource names
- * none: derived from the node name, so every node computes the same one.
+ * The MAC Brindle gives a node's VXLAN device of @family (vxlan.calico,
+ * vxlan-v6.calico) when its Node resource names none: derived from the node
+ * name, so every node computes the same one.
  */
-void calc_vtep_mac(const char *nodename, uint8_t mac[6]);
+void calc_vtep_mac(const char *nodename, int family, uint8_t mac[6]);
 
 #endif

@@ -17,6 +17,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The devices felix owns (Calico's names). */
+#define VXLAN_DEV  "vxlan.calico"
+#define VXLAN6_DEV "vxlan-v6.calico"
+#define IPIP_DEV   "tunl0"
+
 enum desired_kind {
 	DESIRED_ROUTE,
 	DESIRED_NEIGH,
@@ -65,12 +70,13 @@ struct desired_item {
 	};
 };
 
+/* One VXLAN device: vxlan.calico carries IPv4 over IPv4, vxlan-v6.calico IPv6 over IPv6. */
 struct desired_vxlan {
 	bool wanted;
 	uint32_t vni;
 	uint16_t port;
-	uint32_t mtu; /* 0: derive from the parent interface */
-	struct br_ip local;
+	uint32_t mtu;	    /* 0: derive from the parent interface */
+	struct br_ip local; /* this node's address, of the device's family */
 	uint8_t mac[6];
 	struct br_cidr addr; /* len 0: none */
 };
@@ -87,7 +93,7 @@ struct desired {
 	struct hmap entries[DESIRED_KINDS]; /* key → struct entry */
 	struct hmap owners;		    /* owner → struct owner */
 	struct hmap dirty[DESIRED_KINDS];   /* key → (void *)1 */
-	struct desired_vxlan vxlan;
+	struct desired_vxlan vxlan, vxlan6;
 	struct desired_ipip ipip;
 	bool tunnels_dirty;
 };

@@ -1,13 +1,12 @@
 /*
  * The links writer: a mirror of the kernel's interfaces (by name and by
  * index) and of those holding a host address, kept current by read-backs and
- * link notifications; the tunnel devices felix owns by name, vxlan.calico
- * (created, recreated when its parameters differ, deleted when no pool wants
- * VXLAN) and tunl0 (the kernel's IPIP fallback device: felix sets its MTU and
- * address; on a kernel without IPIP it reports that once and carries on);
- * and the settings of workload interfaces (proxy_arp, forwarding,
- * route_localnet, proxy_delay, accept_ra), set once an interface is up and
- * never on a host interface.
+ * link notifications; the tunnel devices felix owns by name, vxlan.calico and
+ * vxlan-v6.calico (created, recreated when their parameters differ, deleted
+ * when no pool of their family wants VXLAN) and tunl0 (the kernel's IPIP fallback device: felix
+ * sets its MTU and address; on a kernel without IPIP it reports that once and carries on); and the
+ * settings of workload interfaces (proxy_arp, forwarding, route_localnet, proxy_delay, accept_ra),
+ * set once an interface is up and never on a host interface.
  */
 #include "dataplane/links.h"
 #include <brindle/sys/clock.h>
@@ -31,7 +30,7 @@ struct links {
 	struct hmap waiting;   /* workload interfaces not up yet → (void *)1 */
 	struct hmap retry;     /* workload interfaces to look at again → (void *)1 */
 	struct hmap touched;   /* interfaces whose settings someone changed → (void *)1 */
-	bool tunnel_changed;   /* vxlan.calico or tunl0 changed or went: reconcile them */
+	bool tunnel_changed;   /* a tunnel device changed or went: reconcile them */
 	bool ipip_reported;
 	/* planned this turn */
 	bool tunnels;
@@ -232,17 +231,20 @@ static const struct nl_link *link_with_addr(struct links *l, const struct br_ip 
 	return found;
 }
 
-/* Exactly @want (or nothing, when its len is 0) as the device's only address. */
-static int ensure_address(struct links *l, struct nl_batch *b, int ifindex,
+/*
+ * Exactly @want (or nothing, when its len is 0) as the device's only address of
+ * @family; the kernel's own IPv6 link-local address stays.
+ */
+static int ensure_address(struct links *l, struct nl_batch *b, int ifindex, int family,
 			  const struct br_cidr *want, const char *dev)
 {
 	struct nl_addr_list addrs = { 0 };
-	int r = nl_dump_addrs(l->nl, AF_INET, &addrs);
+	int r = nl_dump_addrs(l->nl, family, &addrs);
 	if (r < 0)
 		return r;
 	bool have = false;
 	for (size_t i = 0; i < addrs.n; i++) {
-		if (addrs.v[i].ifindex != ifindex)
+		if (addrs.v[i].ifindex != ifindex || link_local6(&addrs.v[i].addr))
 			continue;
 		if (want->len && cidr_cmp(&addrs.v[i].addr, want) == 0) {
 			have = true;
@@ -265,11 +267,13 @@ static int ensure_address(struct links *l, struct nl_batch *b, int ifindex,
 	return 0;
 }
 
-static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx)
+/* A VXLAN device: @dev is vxlan.calico (IPv4 over IPv4) or vxlan-v6.calico (IPv6 over IPv6). */
+static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx, const char *dev)
 {
 	struct dp_report *rep = l->w.report;
 	struct nl_batch *b = nl_batch_new();
-	const struct nl_link *cur = links_named(l, VXLAN_DEV);
+	bool v6 = streq(dev, VXLAN6_DEV);
+	const struct nl_link *cur = links_named(l, dev);
 	int r = 0;
 	if (!vx->wanted) {
 		if (cur) {
@@ -277,9 +281,10 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx)
 			nl_link_init(&del);
 			del.ifindex = cur->ifindex;
 			nl_batch_link(b, NL_DEL, &del);
-			dp_report_change(rep, "%s deleted: no IP pool uses VXLAN", VXLAN_DEV);
+			dp_report_change(rep, "%s deleted: no IPv%d pool uses VXLAN", dev,
+					 v6 ? 6 : 4);
 			int ifindex = cur->ifindex;
-			r = apply_now(l, b, "deleting " VXLAN_DEV);
+			r = apply_now(l, b, "deleting a VXLAN device");
 			if (r == 0)
 				links_del(l, ifindex);
 		}
@@ -290,11 +295,13 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx)
 	if (!parent) {
 		char ip[IP_STRLEN];
 		dp_report_error(rep, DP_ERR_TUNNEL, "%s: no interface has this node's address %s",
-				VXLAN_DEV, ip_str(&vx->local, ip));
+				dev, ip_str(&vx->local, ip));
 		nl_batch_free(b);
 		return -ENODEV;
 	}
-	uint32_t mtu = vx->mtu ? vx->mtu : (parent->mtu > 50 ? parent->mtu - 50 : 1450);
+	/* the encapsulation's overhead: 50 bytes over IPv4, 70 over IPv6 (Calico's figures) */
+	uint32_t over = v6 ? 70 : 50;
+	uint32_t mtu = vx->mtu ? vx->mtu : (parent->mtu > over ? parent->mtu - over : 1500 - over);
 	if (cur && (strcmp(cur->kind, "vxlan") || cur->vxlan_id != vx->vni ||
 		    cur->vxlan_port != vx->port || !ip_equal(&cur->vxlan_local, &vx->local) ||
 		    cur->vxlan_link != parent->ifindex || cur->vxlan_learning)) {
@@ -303,16 +310,16 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx)
 		nl_link_init(&del);
 		del.ifindex = cur->ifindex;
 		nl_batch_link(b, NL_DEL, &del);
-		dp_report_change(rep, "%s recreated: its VXLAN parameters differ", VXLAN_DEV);
+		dp_report_change(rep, "%s recreated: its VXLAN parameters differ", dev);
 		int ifindex = cur->ifindex;
-		if ((r = apply_now(l, b, "recreating " VXLAN_DEV)) < 0)
+		if ((r = apply_now(l, b, "recreating a VXLAN device")) < 0)
 			goto out;
 		links_del(l, ifindex);
 		cur = NULL;
 	}
 	struct nl_link want;
 	nl_link_init(&want);
-	snprintf(want.name, sizeof(want.name), VXLAN_DEV);
+	snprintf(want.name, sizeof(want.name), "%s", dev);
 	snprintf(want.kind, sizeof(want.kind), "vxlan");
 	want.vxlan_id = vx->vni;
 	want.vxlan_port = vx->port;
@@ -324,26 +331,27 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx)
 	want.flags = IFF_UP;
 	if (!cur) {
 		nl_batch_link(b, NL_ADD, &want);
-		dp_report_change(rep, "%s created (VNI %u, port %u, parent %s, MTU %u)", VXLAN_DEV,
+		dp_report_change(rep, "%s created (VNI %u, port %u, parent %s, MTU %u)", dev,
 				 vx->vni, vx->port, parent->name, mtu);
 	} else if (cur->mtu != mtu || memcmp(cur->mac, vx->mac, 6) || !(cur->flags & IFF_UP)) {
 		want.ifindex = cur->ifindex;
 		want.kind[0] = '\0';
 		nl_batch_link(b, NL_SET, &want);
-		dp_report_change(rep, "%s updated (MTU %u)", VXLAN_DEV, mtu);
+		dp_report_change(rep, "%s updated (MTU %u)", dev, mtu);
 	}
-	if (nl_batch_count(b) && (r = apply_now(l, b, "setting up " VXLAN_DEV)) < 0)
+	if (nl_batch_count(b) && (r = apply_now(l, b, "setting up a VXLAN device")) < 0)
 		goto out;
 	if ((r = links_dump(l)) < 0)
 		goto out;
-	cur = links_named(l, VXLAN_DEV);
+	cur = links_named(l, dev);
 	if (!cur) {
 		r = -ENODEV;
 		goto out;
 	}
-	if ((r = ensure_address(l, b, cur->ifindex, &vx->addr, VXLAN_DEV)) == 0 &&
+	if ((r = ensure_address(l, b, cur->ifindex, v6 ? AF_INET6 : AF_INET, &vx->addr, dev)) ==
+		    0 &&
 	    nl_batch_count(b))
-		r = apply_now(l, b, "addressing " VXLAN_DEV);
+		r = apply_now(l, b, "addressing a VXLAN device");
 out:
 	nl_batch_free(b);
 	return r;
@@ -360,7 +368,8 @@ static int ipip_reconcile(struct links *l, const struct desired_ipip *ip)
 		l->ipip_reported = false;
 		/* tunl0 cannot be deleted; strip what felix put on it. */
 		struct br_cidr none = { 0 };
-		if (cur && (r = ensure_address(l, b, cur->ifindex, &none, IPIP_DEV)) == 0 &&
+		if (cur &&
+		    (r = ensure_address(l, b, cur->ifindex, AF_INET, &none, IPIP_DEV)) == 0 &&
 		    nl_batch_count(b))
 			r = apply_now(l, b, "clearing " IPIP_DEV);
 		nl_batch_free(b);
@@ -415,7 +424,8 @@ static int ipip_reconcile(struct links *l, const struct desired_ipip *ip)
 		nl_batch_link(b, NL_SET, &set);
 		dp_report_change(rep, "%s set up (MTU %u)", IPIP_DEV, mtu);
 	}
-	if ((r = ensure_address(l, b, cur->ifindex, &ip->addr, IPIP_DEV)) == 0 && nl_batch_count(b))
+	if ((r = ensure_address(l, b, cur->ifindex, AF_INET, &ip->addr, IPIP_DEV)) == 0 &&
+	    nl_batch_count(b))
 		r = apply_now(l, b, "setting up " IPIP_DEV);
 	if (r == 0)
 		r = links_dump(l);
@@ -428,9 +438,15 @@ static int tunnels_reconcile(struct links *l, struct desired *d)
 {
 	struct dp_status *st = &l->w.report->status;
 	st->problem[0] = '\0';
-	int r1 = vxlan_reconcile(l, &d->vxlan);
+	int r1 = vxlan_reconcile(l, &d->vxlan, VXLAN_DEV);
 	if (r1 < 0)
 		snprintf(st->problem, sizeof(st->problem), "%s could not be set up", VXLAN_DEV);
+	int r6 = vxlan_reconcile(l, &d->vxlan6, VXLAN6_DEV);
+	if (r6 < 0)
+		snprintf(st->problem, sizeof(st->problem), "%s%s could not be set up",
+			 r1 < 0 ? VXLAN_DEV " and " : "", VXLAN6_DEV);
+	if (r1 >= 0)
+		r1 = r6;
 	int r2 = ipip_reconcile(l, &d->ipip);
 	/* Routes, neighbours and FDB entries on the devices follow them. */
 	desired_mark_all_dirty(d, DESIRED_ROUTE);
@@ -559,7 +575,8 @@ static void links_link_changed(struct dp_writer *w, const struct nl_link *link, 
 	struct links *l = links_of(w);
 	/* Felix's own devices, deleted or changed by someone else (or by felix: then the
 	 * reconcile finds nothing to do), are made what they should be at the next turn. */
-	if (streq(link->name, VXLAN_DEV) || streq(link->name, IPIP_DEV))
+	if (streq(link->name, VXLAN_DEV) || streq(link->name, VXLAN6_DEV) ||
+	    streq(link->name, IPIP_DEV))
 		l->tunnel_changed = true;
 	if (deleted) {
 		links_del(l, link->ifindex);

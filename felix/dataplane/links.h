@@ -11,9 +11,6 @@
 
 #include <brindle/sys/sysctl.h>
 
-#define VXLAN_DEV "vxlan.calico"
-#define IPIP_DEV  "tunl0"
-
 struct links *links_new(struct dp_report *r, struct nl *nl, struct sysctl *sys);
 struct dp_writer *links_writer(struct links *l);
 

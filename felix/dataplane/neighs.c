@@ -1,7 +1,8 @@
 /*
- * The neighbours writer: neighbours and FDB entries. Ours: permanent IPv4
+ * The neighbours writer: neighbours and FDB entries. Ours: permanent
  * neighbours carrying protocol 80 (pod MACs on workload interfaces, remote
- * VTEPs on vxlan.calico), and every permanent FDB entry on vxlan.calico.
+ * VTEPs on vxlan.calico and vxlan-v6.calico), and every permanent FDB entry on
+ * those two devices.
  * FDB entries are planned before neighbours, both in one netlink batch.
  *
  * The mirrors hold no allocations per entry: a key names the interface and
@@ -128,12 +129,15 @@ static bool from_key(const struct neighs *n, enum desired_kind kind, const char 
 		out->family = AF_BRIDGE;
 		out->flags = NTF_SELF;
 	} else {
-		out->family = AF_INET;
 		out->protocol = NL_PROTO_BRINDLE;
 		if (value != NOT_PERMANENT)
 			unpack(value, out->lladdr);
 	}
-	return ip_parse(ip, &out->dst) == 0;
+	if (ip_parse(ip, &out->dst) < 0)
+		return false;
+	if (kind != DESIRED_FDB)
+		out->family = (uint8_t)out->dst.family;
+	return true;
 }
 
 static void clear_waiting(struct neighs *n)
@@ -160,34 +164,43 @@ static void wait_for_link(struct neighs *n, const char *ifname, enum desired_kin
 
 /* --- read --------------------------------------------------------------------------------- */
 
+/* One dump, retried while the kernel's tables change under it. */
+static int dump(struct neighs *n, int family, int ifindex, struct nl_neigh_list *list)
+{
+	int r, tries = 0;
+	do
+		r = nl_dump_neighs(n->nl, family, ifindex, list);
+	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
+	return r;
+}
+
 static int neighs_read(struct dp_writer *w, const struct dp_input *in)
 {
 	struct neighs *n = neighs_of(w);
 	struct nl_neigh_list list = { 0 };
-	int r, tries = 0;
-	do
-		r = nl_dump_neighs(n->nl, AF_INET, 0, &list);
-	while (r == -EINTR && ++tries < DP_DUMP_TRIES);
-	if (r < 0)
-		goto out;
 	hmap_clear(&n->neighs);
 	hmap_clear(&n->fdbs);
 	char key[128];
-	for (size_t i = 0; i < list.n; i++) {
-		const struct nl_neigh *e = &list.v[i];
-		if (e->protocol != NL_PROTO_BRINDLE || !neigh_key(n, e, key, sizeof(key)))
-			continue;
-		hmap_put(&n->neighs, key,
-			 (e->state & NUD_PERMANENT) && e->has_lladdr ? pack(e->lladdr)
-								     : NOT_PERMANENT);
+	int r = 0;
+	/* IPv6 ones only where felix handles IPv6 (a kernel without it has none) */
+	for (int f = 0; f < (in->cfg->ipv6_support ? 2 : 1) && r == 0; f++) {
+		if ((r = dump(n, f ? AF_INET6 : AF_INET, 0, &list)) < 0)
+			goto out;
+		for (size_t i = 0; i < list.n; i++) {
+			const struct nl_neigh *e = &list.v[i];
+			if (e->protocol != NL_PROTO_BRINDLE || !neigh_key(n, e, key, sizeof(key)))
+				continue;
+			hmap_put(&n->neighs, key,
+				 (e->state & NUD_PERMANENT) && e->has_lladdr ? pack(e->lladdr)
+									     : NOT_PERMANENT);
+		}
 	}
-	const struct nl_link *vx = links_named(n->links, VXLAN_DEV);
-	if (vx) {
-		tries = 0;
-		do
-			r = nl_dump_neighs(n->nl, AF_BRIDGE, vx->ifindex, &list);
-		while (r == -EINTR && ++tries < DP_DUMP_TRIES);
-		if (r < 0)
+	static const char *const devs[] = { VXLAN_DEV, VXLAN6_DEV };
+	for (size_t d = 0; d < ARRAY_SIZE(devs); d++) {
+		const struct nl_link *vx = links_named(n->links, devs[d]);
+		if (!vx)
+			continue;
+		if ((r = dump(n, AF_BRIDGE, vx->ifindex, &list)) < 0)
 			goto out;
 		for (size_t i = 0; i < list.n; i++) {
 			const struct nl_neigh *e = &list.v[i];
@@ -240,6 +253,7 @@ static void plan_key(struct neighs *n, struct desired *d, enum desired_kind kind
 			return;
 		}
 		if (kind == DESIRED_NEIGH && !streq(ifname, VXLAN_DEV) &&
+		    !streq(ifname, VXLAN6_DEV) &&
 		    links_refuse_host_iface(n->links, d, kind, key, ifname))
 			return;
 		struct nl_neigh want = { .ifindex = l->ifindex,
@@ -260,7 +274,7 @@ static void plan_key(struct neighs *n, struct desired *d, enum desired_kind kind
 				if (memcmp(have, w->neigh.mac, 6) == 0)
 					return;
 			}
-			want.family = AF_INET;
+			want.family = (uint8_t)w->neigh.ip.family;
 			want.protocol = NL_PROTO_BRINDLE;
 			want.dst = w->neigh.ip;
 			memcpy(want.lladdr, w->neigh.mac, 6);

@@ -275,7 +275,7 @@ static bool host_nic(const char *name)
 	       str_has_prefix(name, "wwan");
 }
 
-unsigned ad_pod_mtu(const struct ad_link_mtu *links, size_t n, bool ipip, bool vxlan)
+unsigned ad_pod_mtu(const struct ad_link_mtu *links, size_t n, unsigned encaps)
 {
 	unsigned host = 0;
 	for (size_t i = 0; i < n; i++)
@@ -284,6 +284,9 @@ unsigned ad_pod_mtu(const struct ad_link_mtu *links, size_t n, bool ipip, bool v
 			host = links[i].mtu;
 	if (!host)
 		host = 1460;
-	unsigned overhead = vxlan ? 50 : ipip ? 20 : 0;
+	unsigned overhead = (encaps & AD_ENCAP_VXLAN6)	? 70
+			    : (encaps & AD_ENCAP_VXLAN) ? 50
+			    : (encaps & AD_ENCAP_IPIP)	? 20
+							: 0;
 	return host > overhead + 68 ? host - overhead : 68;
 }

@@ -43,7 +43,8 @@ static const char *tunnel_node(const struct br_ipam_attr *attr)
 	if (type && strstr(type, "TunnelAddress"))
 		return labels_get(&attr->secondary, IPAM_ATTR_NODE);
 	static const char *const prefixes[] = { "ipip-tunnel-addr-", "vxlan-tunnel-addr-",
-						"wireguard-tunnel-addr-" };
+						"vxlan-v6-tunnel-addr-", "wireguard-tunnel-addr-",
+						"wireguard-v6-tunnel-addr-" };
 	for (size_t i = 0; attr->handle_id && i < ARRAY_SIZE(prefixes); i++)
 		if (str_has_prefix(attr->handle_id, prefixes[i]))
 			return attr->handle_id + strlen(prefixes[i]);

@@ -80,7 +80,8 @@ static MODEL_STRUCT(felix_ct_timeouts_desc, struct br_felix_ct_timeouts, felix_c
 		   more.log_severity_sys),                                                         \
 		MF("logDebugFilenameRegex", MF_STRING, struct br_felixconfig_spec,                 \
 		   more.log_debug_filename_regex),                                                 \
-		MF("vxlanMTUV6", MF_OPT_INT, struct br_felixconfig_spec, more.vxlan_mtuv6),        \
+		MF("vxlanMTUV6", MF_OPT_INT, struct br_felixconfig_spec, more.vxlan_mtuv6,         \
+		   .min = 0, .max = 65535),                                                        \
 		MF("allowVXLANPacketsFromWorkloads", MF_OPT_BOOL, struct br_felixconfig_spec,      \
 		   more.allow_vxlan_packets_from_workloads),                                       \
 		MF("allowIPIPPacketsFromWorkloads", MF_OPT_BOOL, struct br_felixconfig_spec,       \

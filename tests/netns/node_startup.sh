@@ -3,9 +3,10 @@
 # a veth and a cali device before two NICs, a third NIC down. The address
 # each IP_AUTODETECTION_METHOD finds; the stored address kept while IP is
 # unset; the Node created, then updated without losing what a user set; the
-# default pool from CALICO_IPV4POOL_*; a duplicate address refused; a VXLAN
-# tunnel address allocated while a pool needs it and released when none
-# does, with the pod MTU following; bad settings refused naming the setting,
+# default pool from CALICO_IPV4POOL_*, and from CALICO_IPV6POOL_* on a node
+# with IPv6; a duplicate address refused; a VXLAN tunnel address of each
+# family allocated while a pool of that family needs it and released when
+# none does, with the pod MTU following; bad settings refused naming the setting,
 # changing nothing.
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -90,6 +91,41 @@ bt_expect_contains "the IPv6 refusal names the owner" "fd00:3::11/64 is already 
 if startup n1 IP6=10.0.0.11; then bt_fail "an IPv4 address was taken as IP6"; fi
 bt_expect_contains "the bad IP6 is named" "IP6=10.0.0.11: not an IPv6 address" "$(cat "$BT_DIR/startup.log")"
 bt_expect_eq "and the IPv6 address is as it was" "fd00:3::11/64" "$(addr6 n1)"
+
+# --- a node with IPv6 gets the default IPv6 pool; its VXLAN tunnel address follows the pool -------------
+pool6=$("$BRINDLECTL" get ippool default-ipv6-ippool -o json)
+cidr6=$(jq -r .spec.cidr <<<"$pool6")
+[[ $cidr6 =~ ^fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::/48$ ]] ||
+	bt_fail "CALICO_IPV6POOL_CIDR unset: not a random unique local /48: $cidr6"
+bt_expect_eq "the IPv6 pool's block size" "122" "$(jq -r .spec.blockSize <<<"$pool6")"
+bt_expect_eq "no NAT for IPv6 unless asked" "false" "$(jq -r ".spec.natOutgoing // false" <<<"$pool6")"
+bt_expect_eq "no IPv6 tunnel address: the pool is not encapsulated" "" "$(field n1 .spec.ipv6VXLANTunnelAddr)"
+"$BRINDLECTL" delete ippool default-ipv6-ippool >/dev/null
+startup n1 CALICO_IPV6POOL_CIDR=fd00:10:244::/48 CALICO_IPV6POOL_VXLAN=always ||
+	bt_fail "CALICO_IPV6POOL_*: $(cat "$BT_DIR/startup.log")"
+pool6=$("$BRINDLECTL" get ippool default-ipv6-ippool -o json)
+bt_expect_eq "CALICO_IPV6POOL_CIDR" "fd00:10:244::/48" "$(jq -r .spec.cidr <<<"$pool6")"
+bt_expect_eq "CALICO_IPV6POOL_VXLAN" "Always" "$(jq -r .spec.vxlanMode <<<"$pool6")"
+vx6=$(field n1 .spec.ipv6VXLANTunnelAddr)
+[[ $vx6 == fd00:10:244:* ]] || bt_fail "no IPv6 VXLAN tunnel address from the pool: \"$vx6\""
+bt_expect_contains "held by Calico's IPv6 handle" "vxlan-v6-tunnel-addr-n1" "$("$BRINDLECTL" get ipamhandles -o name)"
+bt_expect_eq "no IPv4 tunnel address: no IPv4 pool uses VXLAN" "" "$(field n1 .spec.ipv4VXLANTunnelAddr)"
+bt_expect_eq "the pod MTU makes room for VXLAN over IPv6" "1410" "$(cat "$BT_DIR/mtu.n1")"
+startup n1 || bt_fail "startup again: $(cat "$BT_DIR/startup.log")"
+bt_expect_eq "a second start keeps it" "$vx6" "$(field n1 .spec.ipv6VXLANTunnelAddr)"
+"$BRINDLECTL" apply -f - >/dev/null <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: default-ipv6-ippool}
+spec: {cidr: "fd00:10:244::/48", blockSize: 122, vxlanMode: Never}
+YAML
+startup n1 || bt_fail "startup, IPv6 pool unencapsulated: $(cat "$BT_DIR/startup.log")"
+bt_expect_eq "no IPv6 pool needs VXLAN: released" "" "$(field n1 .spec.ipv6VXLANTunnelAddr)"
+case "$("$BRINDLECTL" get ipamhandles -o name)" in
+*vxlan-v6-tunnel-addr-n1*) bt_fail "the IPv6 VXLAN handle is left" ;;
+esac
+bt_expect_eq "the pod MTU without encapsulation" "1480" "$(cat "$BT_DIR/mtu.n1")"
+"$BRINDLECTL" delete ippool default-ipv6-ippool >/dev/null
 
 # --- what a user set survives a start --------------------------------------------------------------
 "$BRINDLECTL" apply -f - >/dev/null <<'YAML'

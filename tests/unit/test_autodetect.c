@@ -146,12 +146,15 @@ static void test_mtu(void **state)
 		{ "enp0s8", true, 1450 }, { "eth1", false, 1200 },   { "cali1", true, 1400 },
 	};
 	/* the smallest up host NIC: enp0s8 (eth1 is down; lo, docker0, cali1 are no NICs) */
-	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), false, false), 1450);
-	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), true, false), 1430);
-	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), false, true), 1400);
-	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), true, true), 1400);
+	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), 0), 1450);
+	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), AD_ENCAP_IPIP), 1430);
+	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), AD_ENCAP_VXLAN), 1400);
+	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), AD_ENCAP_IPIP | AD_ENCAP_VXLAN),
+			 1400);
+	assert_int_equal(ad_pod_mtu(links, ARRAY_SIZE(links), AD_ENCAP_VXLAN | AD_ENCAP_VXLAN6),
+			 1380);
 	/* no NIC at all: Calico's 1460 */
-	assert_int_equal(ad_pod_mtu(links, 2, false, true), 1410);
+	assert_int_equal(ad_pod_mtu(links, 2, AD_ENCAP_VXLAN), 1410);
 }
 
 int main(void)

@@ -199,12 +199,12 @@ static void test_blocks_and_vxlan(void **state)
 	assert_string_equal(ip_str(&d->vxlan.local, ip), "192.168.100.11");
 	assert_string_equal(ip_str(&d->vxlan.addr.ip, ip), "10.244.1.1");
 	uint8_t mac[6];
-	calc_vtep_mac("node1", mac);
+	calc_vtep_mac("node1", AF_INET, mac);
 	assert_memory_equal(d->vxlan.mac, mac, 6);
 	assert_true(mac[0] & 0x02);
 	const struct desired_item *n = desired_get(d, DESIRED_NEIGH, "vxlan.calico|10.244.2.1");
 	assert_non_null(n);
-	calc_vtep_mac("node2", mac);
+	calc_vtep_mac("node2", AF_INET, mac);
 	assert_memory_equal(n->neigh.mac, mac, 6);
 	char fdbkey[80];
 	snprintf(fdbkey, sizeof(fdbkey),
@@ -236,6 +236,100 @@ static void test_blocks_and_vxlan(void **state)
 	/* The affinity goes: its blackhole goes. */
 	del(c, KIND_BLOCKAFFINITY, "node1", "10.244.1.0-26");
 	assert_null(route_str(c, "10.244.1.0/26"));
+	calc_free(c);
+}
+
+static struct br_object *node_dual(const char *name, const char *ip, const char *ip6,
+				   const char *vtep6)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+		 "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: %s}\n"
+		 "spec: {bgp: {ipv4Address: %s, ipv6Address: '%s'}%s%s%s}\n",
+		 name, ip, ip6, vtep6 ? ", ipv6VXLANTunnelAddr: '" : "", vtep6 ? vtep6 : "",
+		 vtep6 ? "'" : "");
+	return obj(buf);
+}
+
+static void test_vxlan_v6(void **state)
+{
+	struct calc *c = calc_new("node1", true);
+	struct felix_config cfg;
+	felix_config_defaults(&cfg);
+	cfg.ipv6_support = true;
+	cfg.vxlan_mtu_v6 = 1380;
+	calc_set_config(c, &cfg);
+	/* IPv4 is routed plainly (BGP), IPv6 goes through vxlan-v6.calico. */
+	put(c, pool("10.244.0.0/16", "Never", "Never"), NULL, "p");
+	put(c,
+	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p6}\n"
+		"spec: {cidr: 'fd00:10:244::/48', vxlanMode: CrossSubnet}\n"),
+	    NULL, "p6");
+	put(c, node_dual("node1", "192.168.100.11/24", "fd00:100::11/64", "fd00:10:244:0:1::"),
+	    NULL, "node1");
+	put(c, node_dual("node2", "192.168.100.12/24", "fd00:200::12/64", "fd00:10:244:0:2::"),
+	    NULL, "node2");
+	put(c, node_dual("node3", "192.168.100.13/24", "fd00:100::13/64", "fd00:10:244:0:3::"),
+	    NULL, "node3");
+	put(c, affinity("node2", "fd00:10:244:0:2::/122", "confirmed"), "node2", "b2");
+	put(c, affinity("node3", "fd00:10:244:0:3::/122", "confirmed"), "node3", "b3");
+	put(c, affinity("node1", "fd00:10:244:0:1::/122", "confirmed"), "node1", "b1");
+	const struct desired *d = calc_desired(c);
+	/* node2's IPv6 address is in another subnet, node3's in ours (the IPv4 ones agree) */
+	assert_string_equal(route_str(c, "fd00:10:244:0:2::/122"),
+			    "dev vxlan-v6.calico via fd00:10:244:0:2:: onlink");
+	assert_null(route_str(c, "fd00:10:244:0:3::/122"));
+	assert_string_equal(route_str(c, "fd00:10:244:0:1::/122"), "blackhole");
+	assert_false(d->vxlan.wanted); /* no IPv4 pool uses VXLAN */
+	assert_true(d->vxlan6.wanted);
+	char ip[IP_STRLEN], cidr[CIDR_STRLEN];
+	assert_string_equal(ip_str(&d->vxlan6.local, ip), "fd00:100::11");
+	assert_string_equal(cidr_str(&d->vxlan6.addr, cidr), "fd00:10:244:0:1::/128");
+	assert_int_equal(d->vxlan6.mtu, 1380);
+	uint8_t mac[6], mac4[6];
+	calc_vtep_mac("node1", AF_INET6, mac);
+	calc_vtep_mac("node1", AF_INET, mac4);
+	assert_memory_equal(d->vxlan6.mac, mac, 6);
+	assert_memory_not_equal(mac, mac4, 6);
+	assert_true((mac[0] & 0x03) == 0x02); /* unicast, locally administered */
+	/* node2's VTEP: its MAC behind its tunnel address, and where to send that MAC */
+	const struct desired_item *n =
+		desired_get(d, DESIRED_NEIGH, "vxlan-v6.calico|fd00:10:244:0:2::");
+	assert_non_null(n);
+	calc_vtep_mac("node2", AF_INET6, mac);
+	assert_memory_equal(n->neigh.mac, mac, 6);
+	char fdbkey[96];
+	snprintf(fdbkey, sizeof(fdbkey),
+		 "vxlan-v6.calico|%02x:%02x:%02x:%02x:%02x:%02x|fd00:200::12", mac[0], mac[1],
+		 mac[2], mac[3], mac[4], mac[5]);
+	assert_non_null(desired_get(d, DESIRED_FDB, fdbkey));
+	assert_null(desired_get(d, DESIRED_NEIGH, "vxlan.calico|fd00:10:244:0:2::"));
+
+	/* Always: node3 too; a MAC the Node names wins over the derived one. */
+	put(c,
+	    obj("apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p6}\n"
+		"spec: {cidr: 'fd00:10:244::/48', vxlanMode: Always}\n"),
+	    NULL, "p6");
+	assert_string_equal(route_str(c, "fd00:10:244:0:3::/122"),
+			    "dev vxlan-v6.calico via fd00:10:244:0:3:: onlink");
+	put(c,
+	    obj("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: node3}\n"
+		"spec: {bgp: {ipv6Address: 'fd00:100::13/64'}, ipv6VXLANTunnelAddr: "
+		"'fd00:10:244:0:3::', vxlanTunnelMACAddrV6: '66:00:00:00:00:03'}\n"),
+	    NULL, "node3");
+	n = desired_get(d, DESIRED_NEIGH, "vxlan-v6.calico|fd00:10:244:0:3::");
+	assert_non_null(n);
+	assert_int_equal(n->neigh.mac[0], 0x66);
+	assert_int_equal(n->neigh.mac[5], 0x03);
+	assert_non_null(
+		desired_get(d, DESIRED_FDB, "vxlan-v6.calico|66:00:00:00:00:03|fd00:100::13"));
+
+	/* Without IPv6 support felix leaves IPv6 alone: no device, routes or VTEPs. */
+	cfg.ipv6_support = false;
+	calc_set_config(c, &cfg);
+	assert_false(d->vxlan6.wanted);
+	assert_null(route_str(c, "fd00:10:244:0:2::/122"));
+	assert_null(desired_get(d, DESIRED_NEIGH, "vxlan-v6.calico|fd00:10:244:0:2::"));
 	calc_free(c);
 }
 
@@ -409,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_local_endpoints),
 		cmocka_unit_test(test_conflicting_endpoints),
 		cmocka_unit_test(test_blocks_and_vxlan),
+		cmocka_unit_test(test_vxlan_v6),
 		cmocka_unit_test(test_ipip),
 		cmocka_unit_test(test_config_changes_tunnels),
 		cmocka_unit_test(test_unchanged_update_is_not_dirty),

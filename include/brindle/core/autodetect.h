@@ -75,14 +75,19 @@ int ad_choose(const struct ad_method *m, const struct ad_iface *ifs, size_t n, i
 /*
  * The encapsulation MTU calico-node computes: the smallest MTU among up
  * interfaces named like host NICs (en*, wl*, ww*, sl*, ib*, eth*, wlan*,
- * wwan*), else 1460, minus the overhead of the encapsulation in use (IPIP 20,
- * VXLAN 50; the larger when both are).
+ * wwan*), else 1460, minus the overhead of the encapsulations in use (@encaps,
+ * AD_ENCAP_*: IPIP 20, VXLAN 50, IPv6 VXLAN 70; the largest of them).
  */
 struct ad_link_mtu {
 	const char *name;
 	bool up;
 	unsigned mtu;
 };
-unsigned ad_pod_mtu(const struct ad_link_mtu *links, size_t n, bool ipip, bool vxlan);
+enum {
+	AD_ENCAP_IPIP = 1,
+	AD_ENCAP_VXLAN = 2,
+	AD_ENCAP_VXLAN6 = 4
+};
+unsigned ad_pod_mtu(const struct ad_link_mtu *links, size_t n, unsigned encaps);
 
 #endif
