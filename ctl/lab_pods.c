@@ -385,9 +385,14 @@ static int pod_delete(struct lab *l, const char *ref)
 	if (r != 0)
 		ctl_error("ip netns del %s: %s", ps->netns, sb_str(&out));
 	sb_reset(&out);
-	if (!host && l->topo->ipv4) /* the external hosts' route, as lab_pod_start made it */
+	/* the external hosts' routes, as lab_pod_start made them */
+	const char *ip6 = ps->ip6 ? ps->ip6 : strchr(ps->ip, ':') ? ps->ip : NULL;
+	if (!host && l->topo->ipv4)
 		(void)lab_runf(&out, "ip -n %s route del %s/32 table %d",
 			       lab_ns_fabric(l->a, l->name), ps->ip, LAB_EXTERNAL_TABLE);
+	if (!host && ip6)
+		(void)lab_runf(&out, "ip -n %s -6 route del %s/128 table %d",
+			       lab_ns_fabric(l->a, l->name), ip6, LAB_EXTERNAL_TABLE);
 	sb_free(&out);
 	if (lab_state_drop(l, "pods", arena_printf(l->a, "%s ", ref)) < 0) {
 		ctl_error("%s/pods: could not be rewritten", l->dir);

@@ -31,6 +31,7 @@ struct endpoint {
 	const char *ip6;	      /* NULL: it has no IPv6 address */
 	const struct lab_port *ports; /* what it serves (matrix defaults) */
 	size_t n_ports;
+	int family; /* ip:ADDRESS: the address's family (4 or 6), probes' default; else 0 */
 };
 
 enum verdict {
@@ -82,14 +83,22 @@ static int resolve(struct lab *l, const struct lab_pod_state *pods, size_t npods
 	}
 	if (str_has_prefix(s, "ip:")) {
 		struct br_ip ip;
-		for (size_t i = 0; ip_parse(s + 3, &ip) == 0 && i < t->n_externals; i++)
-			if (ip_equal(&ip, &t->externals[i].ip)) {
-				e->netns = lab_ns_external(l->a, t->name, t->externals[i].name);
-				e->ip = s + 3;
-				e->ports = t->externals[i].serve;
-				e->n_ports = t->externals[i].n_serve;
-				return 0;
-			}
+		for (size_t i = 0; ip_parse(s + 3, &ip) == 0 && i < t->n_externals; i++) {
+			const struct lab_external *x = &t->externals[i];
+			if (!ip_equal(&ip, &x->ip) && !ip_equal(&ip, &x->ip6))
+				continue;
+			/* the host, by either of its addresses: both are its own */
+			char buf[IP_STRLEN];
+			e->netns = lab_ns_external(l->a, t->name, x->name);
+			if (x->ip.family)
+				e->ip = arena_strdup(l->a, ip_str(&x->ip, buf));
+			if (x->ip6.family)
+				e->ip6 = arena_strdup(l->a, ip_str(&x->ip6, buf));
+			e->family = ip.family == AF_INET6 ? 6 : 4;
+			e->ports = x->serve;
+			e->n_ports = x->n_serve;
+			return 0;
+		}
 		ctl_error("\"%s\": lab %s has no external host with that address", s, t->name);
 		return -ENOENT;
 	}
@@ -326,6 +335,7 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 		   *port = pa.value[PROBE_PORT], *out = pa.value[PROBE_OUTPUT],
 		   *tmo = pa.value[PROBE_TIMEOUT] ? pa.value[PROBE_TIMEOUT] : "1000",
 		   *fam = pa.value[PROBE_FAMILY] ? pa.value[PROBE_FAMILY] : default_family(&l);
+	bool explicit_family = pa.value[PROBE_FAMILY] != NULL;
 	ctl_parsed_free(&pa);
 	if (r != CTL_OK) {
 		lab_free(&l);
@@ -365,6 +375,8 @@ int lab_cmd_probe(struct ctl *c, int argc, char **argv)
 		lab_find_bins(l.a, &b);
 		p.from = &src;
 		p.to = &dst;
+		if (!explicit_family && dst.family) /* ip:ADDRESS probes that address */
+			p.family = dst.family;
 		if ((p.family == 6 && !dst.ip6) || (p.family == 4 && !dst.ip)) {
 			ctl_error("%s has no IPv%d address", to, p.family);
 			r = CTL_FAIL;

@@ -396,27 +396,39 @@ static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
 	const struct lab_external *x = &t->externals[i];
 	const char *fab = lab_ns_fabric(l->a, t->name);
 	const char *ns = lab_ns_external(l->a, t->name, x->name);
-	const char *ip = ipstr(l->a, &x->ip);
 	int r = lab_netns_add(l, ns);
 	if (r < 0)
 		return r;
+	if ((r = must("ip -n %s link add x%zu type veth peer name eth0 netns %s", fab, i, ns)) <
+		    0 ||
+	    (r = must("ip -n %s link set x%zu up", fab, i)) < 0 ||
+	    (r = must("ip -n %s link set eth0 up", ns)) < 0)
+		return r;
 	/*
-	 * a point-to-point link: the fabric answers ARP for everything it routes
+	 * IPv4: a point-to-point link: the fabric answers ARP for everything it routes
 	 * (proxy ARP), at once: the kernel's default proxy_delay holds each answer
 	 * back up to 0.8 s, which made a host's first probes look like denials
 	 */
-	if ((r = must("ip -n %s link add x%zu type veth peer name eth0 netns %s", fab, i, ns)) <
-		    0 ||
-	    (r = must("ip netns exec %s sysctl -qw net.ipv4.conf.x%zu.proxy_arp=1", fab, i)) < 0 ||
-	    (r = must("ip netns exec %s sysctl -qw net.ipv4.neigh.x%zu.proxy_delay=0", fab, i)) <
-		    0 ||
-	    (r = must("ip -n %s link set x%zu up", fab, i)) < 0 ||
-	    (r = must("ip -n %s route add %s/32 dev x%zu", fab, ip, i)) < 0 ||
-	    (r = must("ip -n %s rule add iif x%zu lookup %d pref 100", fab, i,
-		      LAB_EXTERNAL_TABLE)) < 0 ||
-	    (r = must("ip -n %s addr add %s/32 dev eth0", ns, ip)) < 0 ||
-	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
-	    (r = must("ip -n %s route add default dev eth0", ns)) < 0)
+	const char *ip = x->ip.family ? ipstr(l->a, &x->ip) : NULL;
+	if (ip &&
+	    ((r = must("ip netns exec %s sysctl -qw net.ipv4.conf.x%zu.proxy_arp=1", fab, i)) < 0 ||
+	     (r = must("ip netns exec %s sysctl -qw net.ipv4.neigh.x%zu.proxy_delay=0", fab, i)) <
+		     0 ||
+	     (r = must("ip -n %s route add %s/32 dev x%zu", fab, ip, i)) < 0 ||
+	     (r = must("ip -n %s rule add iif x%zu lookup %d pref 100", fab, i,
+		       LAB_EXTERNAL_TABLE)) < 0 ||
+	     (r = must("ip -n %s addr add %s/32 dev eth0", ns, ip)) < 0 ||
+	     (r = must("ip -n %s route add default dev eth0", ns)) < 0))
+		return r;
+	/* IPv6: the host's default route is the fabric's link-local fe80::1 on the link
+	 * (no proxy neighbour discovery for every address it routes) */
+	const char *ip6 = x->ip6.family ? ipstr(l->a, &x->ip6) : NULL;
+	if (ip6 && ((r = must("ip -n %s addr add fe80::1/64 dev x%zu nodad", fab, i)) < 0 ||
+		    (r = must("ip -n %s -6 route add %s/128 dev x%zu", fab, ip6, i)) < 0 ||
+		    (r = must("ip -n %s -6 rule add iif x%zu lookup %d pref 100", fab, i,
+			      LAB_EXTERNAL_TABLE)) < 0 ||
+		    (r = must("ip -n %s addr add %s/128 dev eth0 nodad", ns, ip6)) < 0 ||
+		    (r = must("ip -n %s -6 route add default via fe80::1 dev eth0", ns)) < 0))
 		return r;
 	if (!x->n_serve)
 		return 0;
@@ -437,8 +449,9 @@ static int start_external(struct lab *l, const struct lab_bins *b, size_t i)
 
 /*
  * A third-party BGP router on a subnet: FRR's bgpd (no zebra: it learns
- * routes, it does not program them) peering eBGP with every node, which
- * peer with it through the BGPPeer written in write_resources.
+ * routes, it does not program them) peering eBGP with every node, a session
+ * per family both have an address of, which peer with it through the
+ * BGPPeers written in write_resources.
  */
 static int start_peer(struct lab *l, size_t i)
 {
@@ -447,17 +460,22 @@ static int start_peer(struct lab *l, size_t i)
 	const struct lab_subnet *s = &t->subnets[p->subnet];
 	const char *fab = lab_ns_fabric(l->a, t->name);
 	const char *ns = lab_ns_external(l->a, t->name, p->name);
-	const char *ip = ipstr(l->a, &p->ip);
+	const char *ip = p->ip.family ? ipstr(l->a, &p->ip) : NULL;
+	const char *ip6 = p->ip6.family ? ipstr(l->a, &p->ip6) : NULL;
 	int r = lab_netns_add(l, ns);
 	if (r < 0)
 		return r;
 	if ((r = must("ip -n %s link add t%zu type veth peer name eth0 netns %s", fab, i, ns)) <
 		    0 ||
 	    (r = must("ip -n %s link set t%zu master br%zu up", fab, i, p->subnet)) < 0 ||
-	    (r = must("ip -n %s addr add %s/%u dev eth0", ns, ip, s->cidr.len)) < 0 ||
 	    (r = must("ip -n %s link set eth0 up", ns)) < 0 ||
-	    (r = must("ip -n %s route add default via %s dev eth0", ns, ipstr(l->a, &s->gateway))) <
-		    0)
+	    (ip && ((r = must("ip -n %s addr add %s/%u dev eth0", ns, ip, s->cidr.len)) < 0 ||
+		    (r = must("ip -n %s route add default via %s dev eth0", ns,
+			      ipstr(l->a, &s->gateway))) < 0)) ||
+	    (ip6 &&
+	     ((r = must("ip -n %s addr add %s/%u dev eth0 nodad", ns, ip6, s->cidr6.len)) < 0 ||
+	      (r = must("ip -n %s -6 route add default via %s dev eth0", ns,
+			ipstr(l->a, &s->gateway6))) < 0)))
 		return r;
 	const char *dir = arena_printf(l->a, "%s/%s", l->dir, p->name);
 	const char *conf = arena_printf(l->a, "%s/bgpd.conf", dir);
@@ -465,17 +483,31 @@ static int start_peer(struct lab *l, size_t i)
 		return fail_io(dir, NULL);
 	struct strbuf sb = STRBUF_INIT;
 	sb_init(&sb);
+	/* an IPv6-only router still needs a 32-bit router id: one from the benchmarking range */
 	sb_addf(&sb,
 		"hostname %s\nrouter bgp %u\n bgp router-id %s\n no bgp ebgp-requires-policy\n"
-		" bgp bestpath as-path multipath-relax\n",
-		p->name, p->as_number, ip);
-	for (size_t j = 0; j < t->n_nodes; j++) {
-		const struct lab_node *n = &t->nodes[j];
-		sb_addf(&sb, " neighbor %s remote-as %u\n", ipstr(l->a, &n->ip), t->as_number);
-		if (n->subnet != p->subnet)
-			sb_addf(&sb, " neighbor %s ebgp-multihop 4\n", ipstr(l->a, &n->ip));
+		" no bgp default ipv4-unicast\n bgp bestpath as-path multipath-relax\n",
+		p->name, p->as_number, ip ? ip : arena_printf(l->a, "198.18.0.%zu", i + 1));
+	for (int f = 0; f < 2; f++) /* the neighbours: every node's address of each family */
+		for (size_t j = 0; j < t->n_nodes && (f ? ip6 : ip); j++) {
+			const struct br_ip *nip = f ? &t->nodes[j].ip6 : &t->nodes[j].ip;
+			if (!nip->family)
+				continue;
+			sb_addf(&sb, " neighbor %s remote-as %u\n", ipstr(l->a, nip), t->as_number);
+			if (t->nodes[j].subnet != p->subnet)
+				sb_addf(&sb, " neighbor %s ebgp-multihop 4\n", ipstr(l->a, nip));
+		}
+	for (int f = 0; f < 2; f++) { /* each family over its own sessions */
+		if (!(f ? ip6 : ip))
+			continue;
+		sb_addf(&sb, " address-family ipv%d unicast\n  maximum-paths 16\n", f ? 6 : 4);
+		for (size_t j = 0; j < t->n_nodes; j++) {
+			const struct br_ip *nip = f ? &t->nodes[j].ip6 : &t->nodes[j].ip;
+			if (nip->family)
+				sb_addf(&sb, "  neighbor %s activate\n", ipstr(l->a, nip));
+		}
+		sb_adds(&sb, " exit-address-family\n");
 	}
-	sb_adds(&sb, " address-family ipv4 unicast\n  maximum-paths 16\n exit-address-family\n");
 	FILE *f = fopen(conf, "we");
 	r = f && fputs(sb_str(&sb), f) >= 0 ? 0 : -EIO;
 	if (f && fclose(f) != 0)
@@ -723,6 +755,13 @@ int lab_pod_start(struct lab *l, const struct lab_bins *b, const struct lab_pod 
 		if (t->ipv4 && (r = must("ip -n %s route replace %.*s/32 via %s dev br%zu table %d",
 					 lab_ns_fabric(l->a, t->name), (int)strcspn(ip, ","), ip,
 					 ipstr(l->a, &n->ip), n->subnet, LAB_EXTERNAL_TABLE)) < 0)
+			return r;
+		/* (the IPv6 address: after the comma of a dual-stack pod's, or its only one) */
+		const char *ip6 = strchr(ip, ',') ? strchr(ip, ',') + 1 : t->ipv4 ? NULL : ip;
+		if (ip6 && n->ip6.family &&
+		    (r = must("ip -n %s -6 route replace %s/128 via %s dev br%zu table %d",
+			      lab_ns_fabric(l->a, t->name), ip6, ipstr(l->a, &n->ip6), n->subnet,
+			      LAB_EXTERNAL_TABLE)) < 0)
 			return r;
 	}
 	if (t->kubernetes && (r = lab_kube_pod_running(l, p, ip)) < 0)

@@ -382,6 +382,37 @@ static bool pick_address6(const struct lab_subnet *s, const struct claims *cl, s
 	return false;
 }
 
+/*
+ * The IPv6 address of a node or BGP peer (object @e at @p) on subnet @s with IPv4 address
+ * @ip (family 0: none): given as ip6, or the subnet's prefix with the IPv4 address's host
+ * part (.11 -> ::b), or on an IPv6-only subnet its next free address; none when @s has no
+ * cidr6. Callers place given and derived addresses before picked ones.
+ */
+static void place_ip6(struct pctx *c, struct claims *cl, const struct lab_subnet *s,
+		      const struct jv *e, const char *p, const struct br_ip *ip, struct br_ip *ip6)
+{
+	if (!s->cidr6.len) {
+		if (jv_get(e, "ip6"))
+			perr(c, sub(c, p, "ip6"), "subnet %s has no cidr6", s->name);
+		return;
+	}
+	if (jv_get(e, "ip6")) {
+		if (!get_ip(c, e, "ip6", p, AF_INET6, false, ip6))
+			return;
+		if (!cidr_contains_ip(&s->cidr6, ip6))
+			perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6", s->name);
+	} else if (ip->family) {
+		uint32_t host = ip4_u32(ip) & (0xffffffffu >> s->cidr.len);
+		*ip6 = s->cidr6.ip;
+		for (int b = 0; b < 4; b++)
+			ip6->a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
+	} else if (!pick_address6(s, cl, ip6)) {
+		perr(c, p, "subnet %s has no free address left", s->name);
+		return;
+	}
+	claim(c, cl, ip6, sub(c, p, "ip6"));
+}
+
 static void parse_subnets(struct pctx *c, const struct jv *root, struct lab_topology *t,
 			  struct claims *cl)
 {
@@ -582,50 +613,22 @@ static void parse_nodes(struct pctx *c, const struct jv *root, struct lab_topolo
 		else
 			claim(c, cl, &n->ip, sub(c, p, "ip"));
 	}
-	/*
-	 * IPv6: given, or the subnet's prefix with the IPv4 address's host part (.11 -> ::b);
-	 * on an IPv6-only subnet the next free address, once the given ones are claimed.
-	 */
-	for (int pass = 0; pass < 2 && l; pass++) /* 0: given or derived, 1: picked */
+	/* IPv6: given or derived first, then picked, so a pick never takes a given address */
+	for (int pass = 0; pass < 2 && l; pass++)
 		for (size_t i = 0; i < t->n_nodes; i++) {
 			struct lab_node *n = &t->nodes[i];
 			const struct jv *e = l->arr.items[i];
-			const char *p = item(c, "nodes", i);
-			if (n->subnet == SIZE_MAX || e->type != JV_OBJECT)
-				continue;
-			const struct lab_subnet *s = &t->subnets[n->subnet];
-			bool picked = !jv_get(e, "ip6") && !n->ip.family;
-			if (picked != (pass == 1))
-				continue;
-			if (!s->cidr6.len) {
-				if (jv_get(e, "ip6"))
-					perr(c, sub(c, p, "ip6"), "subnet %s has no cidr6",
-					     s->name);
-				continue;
-			}
-			if (jv_get(e, "ip6")) {
-				if (!get_ip(c, e, "ip6", p, AF_INET6, false, &n->ip6))
-					continue;
-				if (!cidr_contains_ip(&s->cidr6, &n->ip6))
-					perr(c, sub(c, p, "ip6"), "is not in subnet %s's cidr6",
-					     s->name);
-			} else if (n->ip.family) {
-				uint32_t host = ip4_u32(&n->ip) & (0xffffffffu >> s->cidr.len);
-				n->ip6 = s->cidr6.ip;
-				for (int b = 0; b < 4; b++)
-					n->ip6.a[12 + b] |= (uint8_t)(host >> (24 - 8 * b));
-			} else if (!pick_address6(s, cl, &n->ip6)) {
-				perr(c, p, "subnet %s has no free address left", s->name);
-				continue;
-			}
-			claim(c, cl, &n->ip6, sub(c, p, "ip6"));
+			if (n->subnet != SIZE_MAX && e->type == JV_OBJECT &&
+			    (!jv_get(e, "ip6") && !n->ip.family) == (pass == 1))
+				place_ip6(c, cl, &t->subnets[n->subnet], e, item(c, "nodes", i),
+					  &n->ip, &n->ip6);
 		}
 }
 
 static void parse_externals(struct pctx *c, const struct jv *root, struct lab_topology *t,
 			    struct claims *cl)
 {
-	static const char *const fields[] = { "name", "ip", "serve", NULL };
+	static const char *const fields[] = { "name", "ip", "ip6", "serve", NULL };
 	bool bad;
 	const struct jv *l = list_of(c, root, "externalHosts", "", &bad);
 	if (!l)
@@ -644,27 +647,41 @@ static void parse_externals(struct pctx *c, const struct jv *root, struct lab_to
 				perr(c, sub(c, p, "name"), "external host \"%s\" is given twice",
 				     x->name);
 		get_ports(c, e, "serve", p, false, &x->serve, &x->n_serve);
-		if (!get_ip(c, e, "ip", p, AF_INET, true, &x->ip))
+		if (!jv_get(e, "ip") && !jv_get(e, "ip6")) {
+			perr(c, p, "needs an address: ip (IPv4), ip6 (IPv6) or both");
 			continue;
-		char buf[IP_STRLEN];
-		for (size_t j = 0; j < t->n_subnets; j++)
-			if (t->subnets[j].cidr.len && cidr_contains_ip(&t->subnets[j].cidr, &x->ip))
-				perr(c, sub(c, p, "ip"),
-				     "%s is in subnet %s: external hosts are outside every subnet "
-				     "(the fabric routes to them)",
-				     ip_str(&x->ip, buf), t->subnets[j].name);
-		for (size_t j = 0; j < t->n_pools; j++)
-			if (t->pools[j].cidr.len && cidr_contains_ip(&t->pools[j].cidr, &x->ip))
-				perr(c, sub(c, p, "ip"), "%s is in ipPools[%zu]",
-				     ip_str(&x->ip, buf), j);
-		claim(c, cl, &x->ip, sub(c, p, "ip"));
+		}
+		/* an address of each family, outside every subnet and pool */
+		for (int f = 0; f < 2; f++) {
+			const char *key = f ? "ip6" : "ip";
+			struct br_ip *ip = f ? &x->ip6 : &x->ip;
+			if (!jv_get(e, key) ||
+			    !get_ip(c, e, key, p, f ? AF_INET6 : AF_INET, true, ip))
+				continue;
+			char buf[IP_STRLEN];
+			for (size_t j = 0; j < t->n_subnets; j++) {
+				const struct br_cidr *sc =
+					f ? &t->subnets[j].cidr6 : &t->subnets[j].cidr;
+				if (sc->len && cidr_contains_ip(sc, ip))
+					perr(c, sub(c, p, key),
+					     "%s is in subnet %s: external hosts are outside every "
+					     "subnet (the fabric routes to them)",
+					     ip_str(ip, buf), t->subnets[j].name);
+			}
+			for (size_t j = 0; j < t->n_pools; j++)
+				if (t->pools[j].cidr.len && cidr_contains_ip(&t->pools[j].cidr, ip))
+					perr(c, sub(c, p, key), "%s is in ipPools[%zu]",
+					     ip_str(ip, buf), j);
+			claim(c, cl, ip, sub(c, p, key));
+		}
 	}
 }
 
 static void parse_peers(struct pctx *c, const struct jv *root, struct lab_topology *t,
 			struct claims *cl)
 {
-	static const char *const fields[] = { "name", "kind", "asNumber", "subnet", "ip", NULL };
+	static const char *const fields[] = { "name", "kind", "asNumber", "subnet",
+					      "ip",   "ip6",  NULL };
 	bool bad;
 	const struct jv *l = list_of(c, root, "bgpPeers", "", &bad);
 	if (!l)
@@ -687,20 +704,17 @@ static void parse_peers(struct pctx *c, const struct jv *root, struct lab_topolo
 		if (get_int(c, e, "asNumber", p, 1, UINT32_MAX, true, 0, &as))
 			b->as_number = (uint32_t)as;
 		b->subnet = subnet_ref(c, t, e, p);
-		if (b->subnet != SIZE_MAX && !t->subnets[b->subnet].cidr.len) {
-			perr(c, sub(c, p, "subnet"),
-			     "%s is IPv6 only: a lab's BGP peers speak IPv4 (not yet IPv6)",
+		bool v4 = b->subnet != SIZE_MAX && t->subnets[b->subnet].cidr.len;
+		if (jv_get(e, "ip") && b->subnet != SIZE_MAX && !v4) {
+			perr(c, sub(c, p, "ip"), "subnet %s has no cidr (it is IPv6 only)",
 			     t->subnets[b->subnet].name);
-			b->subnet = SIZE_MAX;
-			continue;
-		}
-		if (jv_get(e, "ip")) {
+		} else if (jv_get(e, "ip")) {
 			if (get_ip(c, e, "ip", p, AF_INET, true, &b->ip) && b->subnet != SIZE_MAX) {
 				check_in_subnet(c, &t->subnets[b->subnet], &b->ip, sub(c, p, "ip"));
 				claim(c, cl, &b->ip, sub(c, p, "ip"));
 			}
 		} else {
-			automatic[i] = true;
+			automatic[i] = v4;
 		}
 	}
 	for (size_t i = 0; i < t->n_peers; i++) {
@@ -714,6 +728,16 @@ static void parse_peers(struct pctx *c, const struct jv *root, struct lab_topolo
 		else
 			claim(c, cl, &b->ip, sub(c, p, "ip"));
 	}
+	/* IPv6 on a subnet with a cidr6, as for nodes: given, derived or picked */
+	for (int pass = 0; pass < 2 && l; pass++)
+		for (size_t i = 0; i < t->n_peers; i++) {
+			struct lab_bgp_peer *b = &t->peers[i];
+			const struct jv *e = l->arr.items[i];
+			if (b->subnet != SIZE_MAX && e->type == JV_OBJECT &&
+			    (!jv_get(e, "ip6") && !b->ip.family) == (pass == 1))
+				place_ip6(c, cl, &t->subnets[b->subnet], e, item(c, "bgpPeers", i),
+					  &b->ip, &b->ip6);
+		}
 }
 
 static size_t find_namespace(const struct lab_topology *t, const char *name)
@@ -884,10 +908,17 @@ static void check_families(struct pctx *c, const struct lab_topology *t)
 		perr(c, "encapsulation",
 		     "IPIP carries IPv4 only, and the lab has no IPv4 pool (None, VXLAN or "
 		     "VXLANCrossSubnet)");
-	if (t->ipv6 && !t->ipv4 && t->n_externals)
-		perr(c, "externalHosts",
-		     "are IPv4 hosts, which pods without an IPv4 pool cannot reach (IPv6 external "
-		     "hosts are not built yet)");
+	/* an external host's address of a family the pods do not have would reach nothing */
+	for (size_t i = 0; i < t->n_externals; i++) {
+		const struct lab_external *x = &t->externals[i];
+		if (x->ip.family && !t->ipv4)
+			perr(c, sub(c, item(c, "externalHosts", i), "ip"),
+			     "is IPv4, and ipPools has no IPv4 pool: pods could not reach it (ip6 "
+			     "gives it an IPv6 address)");
+		if (x->ip6.family && !t->ipv6)
+			perr(c, sub(c, item(c, "externalHosts", i), "ip6"),
+			     "is IPv6, and ipPools has no IPv6 pool: pods could not reach it");
+	}
 }
 
 /* An IPv6 pool makes the lab dual-stack: what that needs of the rest. */
@@ -1060,11 +1091,19 @@ void lab_resources_yaml(const struct lab_topology *t, struct strbuf *sb)
 				    "'true'}\n");
 			break;
 		}
+	/* a BGPPeer per address: <name> for IPv4 (or IPv6 alone), <name>-v6 for IPv6 beside it */
 	for (size_t i = 0; i < t->n_peers; i++)
-		sb_addf(sb,
-			"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: "
-			"%s}\nspec: {peerIP: %s, asNumber: %u}\n",
-			t->peers[i].name, ip_str(&t->peers[i].ip, b2), t->peers[i].as_number);
+		for (int f = 0; f < 2; f++) {
+			const struct lab_bgp_peer *p = &t->peers[i];
+			const struct br_ip *ip = f ? &p->ip6 : &p->ip;
+			if (ip->family)
+				sb_addf(sb,
+					"---\napiVersion: projectcalico.org/v3\nkind: BGPPeer\n"
+					"metadata: {name: %s%s}\nspec: {peerIP: '%s', asNumber: "
+					"%u}\n",
+					p->name, f && p->ip.family ? "-v6" : "", ip_str(ip, b2),
+					p->as_number);
+		}
 	/* on Kubernetes namespaces are the API's own objects, made by the lab as an administrator
 	 */
 	for (size_t i = 0; i < t->n_namespaces && !t->kubernetes; i++) {

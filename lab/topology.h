@@ -68,7 +68,7 @@ struct lab_node {
 
 struct lab_external {
 	const char *name;
-	struct br_ip ip;
+	struct br_ip ip, ip6; /* either may be none (family 0), not both */
 	struct lab_port *serve;
 	size_t n_serve;
 };
@@ -78,7 +78,7 @@ struct lab_bgp_peer {
 	const char *kind; /* "frr" or "gobgp" */
 	uint32_t as_number;
 	size_t subnet;
-	struct br_ip ip;
+	struct br_ip ip, ip6; /* its addresses on the subnet: a BGP session per family */
 };
 
 struct lab_namespace {

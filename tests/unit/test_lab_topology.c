@@ -337,20 +337,89 @@ static void test_ipv6_only(void **state)
 		     "demo.yaml: subnets[0].gateway: needs cidr");
 	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
 		     "ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n"
-		     "bgpPeers: [{name: tor, kind: frr, asNumber: 65000, subnet: a}]\n",
-		     "demo.yaml: bgpPeers[0].subnet: a is IPv6 only: a lab's BGP peers speak IPv4 "
-		     "(not yet IPv6)");
+		     "bgpPeers: [{name: tor, kind: frr, asNumber: 65000, subnet: a, ip: "
+		     "10.0.0.9}]\n",
+		     "demo.yaml: bgpPeers[0].ip: subnet a has no cidr (it is IPv6 only)");
 	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
 		     "ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n"
 		     "externalHosts: [{name: web, ip: 203.0.113.10}]\n",
-		     "demo.yaml: externalHosts: are IPv4 hosts, which pods without an IPv4 pool "
-		     "cannot reach");
+		     "demo.yaml: externalHosts[0].ip: is IPv4, and ipPools has no IPv4 pool");
+	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		     "ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n"
+		     "externalHosts: [{name: web, ip6: 'fd00:200::99'}]\n",
+		     "demo.yaml: externalHosts[0].ip6: fd00:200::99 is in subnet a: external hosts "
+		     "are outside every subnet");
+	expect_error(
+		"name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24}]\n"
+		"ipPools: [{cidr: 10.244.0.0/16}]\nnodes: [{name: n1, subnet: a}]\n"
+		"externalHosts: [{name: web}]\n",
+		"demo.yaml: externalHosts[0]: needs an address: ip (IPv4), ip6 (IPv6) or both");
+	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24}]\n"
+		     "ipPools: [{cidr: 10.244.0.0/16}]\nnodes: [{name: n1, subnet: a}]\n"
+		     "externalHosts: [{name: web, ip6: 'fd00:99::1'}]\n",
+		     "demo.yaml: externalHosts[0].ip6: is IPv6, and ipPools has no IPv6 pool");
 	expect_error("name: demo\nsubnets: [{name: a}]\n", "demo.yaml: subnets[0].cidr: required");
 	/* on Kubernetes the nodes reach the API server over IPv4: dual stack at most */
 	expect_error(
 		"name: demo\ndatastore: kubernetes\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
 		"ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n",
 		"demo.yaml: ipPools: an IPv6-only lab needs datastore etcdv3");
+}
+
+/* BGP peers and external hosts with IPv6: a session per family, a host per address. */
+static void test_ipv6_peers_and_hosts(void **state)
+{
+	static const char dual[] =
+		"name: demo\n"
+		"subnets: [{name: a, cidr: 192.168.100.0/24, cidr6: 'fd00:100::/64'}]\n"
+		"ipPools: [{cidr: 10.244.0.0/16}, {cidr: 'fd00:10:244::/48'}]\n"
+		"nodes: [{name: n1, subnet: a}]\n"
+		"bgpPeers: [{name: tor, kind: frr, asNumber: 65001, subnet: a}]\n"
+		"externalHosts: [{name: web, ip: 203.0.113.10, ip6: 'fd00:203::10'}]\n";
+	static const char v6only[] =
+		"name: demo\n"
+		"subnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		"ipPools: [{cidr: 'fd00:20:244::/48'}]\n"
+		"nodes: [{name: n1, subnet: a}, {name: n2, subnet: a}]\n"
+		"bgpPeers: [{name: tor, kind: frr, asNumber: 65001, subnet: a}]\n"
+		"externalHosts: [{name: web, ip6: 'fd00:203::10'}]\n";
+	const char *texts[] = { dual, v6only };
+	for (int i = 0; i < 2; i++) {
+		struct arena *a = arena_new();
+		struct strbuf err = STRBUF_INIT;
+		sb_init(&err);
+		struct lab_topology *t;
+		int r = lab_topology_parse(a, "demo.yaml", texts[i], strlen(texts[i]), &t, &err);
+		if (r < 0)
+			fprintf(stderr, "%s", sb_str(&err));
+		assert_int_equal(r, 0);
+		struct strbuf y = STRBUF_INIT;
+		sb_init(&y);
+		lab_resources_yaml(t, &y);
+		if (i == 0) {
+			/* the IPv6 address from the IPv4 one's host part (.2 -> ::2; the nodes from
+			 * .11) */
+			assert_string_equal(ipstr(&t->peers[0].ip), "192.168.100.2");
+			assert_string_equal(ipstr(&t->peers[0].ip6), "fd00:100::2");
+			assert_string_equal(ipstr(&t->externals[0].ip6), "fd00:203::10");
+			assert_non_null(strstr(sb_str(&y), "metadata: {name: tor}\nspec: {peerIP: "
+							   "'192.168.100.2', asNumber: 65001}"));
+			assert_non_null(strstr(sb_str(&y),
+					       "metadata: {name: tor-v6}\nspec: {peerIP: "
+					       "'fd00:100::2', asNumber: 65001}"));
+		} else {
+			/* picked after the nodes; its one BGPPeer is the IPv6 one */
+			assert_int_equal(t->peers[0].ip.family, 0);
+			assert_string_equal(ipstr(&t->peers[0].ip6), "fd00:200::4");
+			assert_int_equal(t->externals[0].ip.family, 0);
+			assert_non_null(strstr(sb_str(&y), "metadata: {name: tor}\nspec: {peerIP: "
+							   "'fd00:200::4', asNumber: 65001}"));
+			assert_null(strstr(sb_str(&y), "tor-v6"));
+		}
+		sb_free(&y);
+		sb_free(&err);
+		arena_free(a);
+	}
 }
 
 static void test_protocols(void **state)
@@ -374,7 +443,7 @@ int main(void)
 		cmocka_unit_test(test_issue_example), cmocka_unit_test(test_example_file),
 		cmocka_unit_test(test_errors),	      cmocka_unit_test(test_datastore),
 		cmocka_unit_test(test_protocols),     cmocka_unit_test(test_dual_stack),
-		cmocka_unit_test(test_ipv6_only),
+		cmocka_unit_test(test_ipv6_only),     cmocka_unit_test(test_ipv6_peers_and_hosts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
