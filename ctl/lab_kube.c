@@ -2,12 +2,11 @@
  * A lab on the Kubernetes datastore (`datastore: kubernetes`, docs/lab.md).
  * The test control plane (scripts/kube-testenv: etcd, kube-apiserver,
  * kube-controller-manager) runs in the lab's fabric namespace on the first
- * subnet's gateway address, which every node reaches through its default
- * route. The lab plays the cluster's administrator and kubelet: it installs
- * Brindle's CRDs (generated from the model, as deploy/crds.yaml) and
- * ClusterRoles (deploy/rbac), registers the nodes as Node objects and the
- * namespaces and pods as API objects, and after brindle-cni's ADD reports
- * each pod Running with its address.
+ * subnet's gateway address (its IPv6 one in an IPv6-only lab), which every
+ * node reaches through its default route. The lab plays the cluster's administrator and kubelet: it
+ * installs Brindle's CRDs (generated from the model, as deploy/crds.yaml) and ClusterRoles
+ * (deploy/rbac), registers the nodes as Node objects and the namespaces and pods as API objects,
+ * and after brindle-cni's ADD reports each pod Running with its address.
  *
  * Identities: the components run as the ServiceAccounts of deploy/rbac
  * (lab_kubelet.c gives each pod its token, install-cni the plugin its own),
@@ -328,8 +327,9 @@ out:
 int lab_kube_up(struct lab *l)
 {
 	const struct lab_topology *t = l->topo;
+	/* on the first subnet's gateway, of the family the nodes have (lab_api_ipv6) */
 	char gw[IP_STRLEN];
-	ip_str(&t->subnets[0].gateway, gw);
+	ip_str(lab_api_ipv6(t) ? &t->subnets[0].gateway6 : &t->subnets[0].gateway, gw);
 	struct strbuf out = STRBUF_INIT;
 	sb_init(&out);
 	char *check[] = { "check", NULL };

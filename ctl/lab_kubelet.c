@@ -149,6 +149,9 @@ static void env_set(struct lab *l, struct env *e, const char *name, const char *
  */
 static const char dual_stack_cni_config[] =
 	CNI_DEFAULT_CONFLIST(", \"assign_ipv4\": \"true\", \"assign_ipv6\": \"true\"");
+/* An IPv6-only lab's: IPv6 alone. */
+static const char ipv6_only_cni_config[] =
+	CNI_DEFAULT_CONFLIST(", \"assign_ipv4\": \"false\", \"assign_ipv6\": \"true\"");
 
 /* The container's environment as a kubelet gives it; NULL on what the lab cannot give. */
 static char **container_env(struct lab *l, const struct lab_manifest *m, const struct jv *ctr,
@@ -186,8 +189,11 @@ static char **container_env(struct lab *l, const struct lab_manifest *m, const s
 			env_set(l, &e, "FELIX_IPTABLESBACKEND", lab_rule_backend(l->topo));
 		if (l->topo->ipv6) { /* dual stack, as Calico's manifests say it */
 			env_set(l, &e, "FELIX_IPV6SUPPORT", "true");
-			env_set(l, &e, "CNI_NETWORK_CONFIG", dual_stack_cni_config);
+			env_set(l, &e, "CNI_NETWORK_CONFIG",
+				l->topo->ipv4 ? dual_stack_cni_config : ipv6_only_cni_config);
 		}
+		if (lab_api_ipv6(l->topo)) /* IPv6-only nodes: no IPv4 address to detect */
+			env_set(l, &e, "IP", "none");
 	}
 	for (size_t i = 0; env && env->type == JV_ARRAY && i < env->arr.n; i++) {
 		const struct jv *x = env->arr.items[i];

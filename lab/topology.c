@@ -146,6 +146,14 @@ static bool dns_label(const char *s, size_t max)
 	return true;
 }
 
+bool lab_api_ipv6(const struct lab_topology *t)
+{
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].ip.family)
+			return false;
+	return t->n_nodes > 0;
+}
+
 bool lab_dns_label(const char *s, size_t max)
 {
 	return s && dns_label(s, max);
@@ -899,10 +907,24 @@ static void check_families(struct pctx *c, const struct lab_topology *t)
 			     "%s)",
 			     n->name, t->subnets[n->subnet].name);
 	}
-	if (t->kubernetes && t->ipv6 && !t->ipv4) /* the nodes reach the API server over IPv4 */
-		perr(c, "ipPools",
-		     "an IPv6-only lab needs datastore etcdv3 (on Kubernetes a lab is "
-		     "dual-stack at most)");
+	/* on Kubernetes every node reaches the API server on the first subnet's gateway: over
+	 * IPv4 when they all have an IPv4 address, over IPv6 when none has */
+	size_t n4 = 0, n6 = 0;
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		n4 += t->nodes[i].ip.family != 0;
+		n6 += t->nodes[i].ip6.family != 0;
+	}
+	if (t->kubernetes && n4 && n4 < t->n_nodes)
+		perr(c, "nodes",
+		     "on datastore kubernetes the nodes are all IPv4 (and reach the API server "
+		     "over IPv4) or all IPv6 only, not a mix: %zu of %zu have an IPv4 address",
+		     n4, t->n_nodes);
+	else if (t->kubernetes && !n4 && t->n_subnets && !t->subnets[0].cidr6.len)
+		perr(c, "subnets[0].cidr6",
+		     "is required: the nodes are IPv6 only and reach the API server on this "
+		     "subnet's gateway6");
+	else if (t->kubernetes && !n4 && n6 < t->n_nodes)
+		perr(c, "nodes", "on datastore kubernetes every node needs an address");
 	if (t->ipv6 && !t->ipv4 &&
 	    (t->encap == LAB_ENCAP_IPIP || t->encap == LAB_ENCAP_IPIP_CROSS_SUBNET))
 		perr(c, "encapsulation",

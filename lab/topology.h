@@ -151,6 +151,13 @@ const char *lab_ns_node(struct arena *a, const char *lab, const char *node);
 const char *lab_ns_pod(struct arena *a, const char *lab, const char *ns, const char *pod);
 const char *lab_ns_external(struct arena *a, const char *lab, const char *host);
 
+/*
+ * On datastore: kubernetes, whether the nodes reach the API server over IPv6 (on the first
+ * subnet's gateway6): when none of them has an IPv4 address. (Otherwise every node has one
+ * and the API server is on the first subnet's IPv4 gateway; a mix is refused.)
+ */
+bool lab_api_ipv6(const struct lab_topology *t);
+
 /* An RFC 1123 label of at most @max characters (namespace and pod names). */
 bool lab_dns_label(const char *s, size_t max);
 /* A lab name: lower case letters, digits and '-', at most LAB_NAME_MAX. */

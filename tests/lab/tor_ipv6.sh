@@ -78,11 +78,7 @@ bt_expect_eq "the host's own IPv6 address gets in (no NAT)" allowed "$(verdict i
 bt_expect_eq "its IPv4 address is not in the ipBlock" denied "$(verdict ip:203.0.113.10 shop/web 80 --family 4)"
 lab_leaves_nothing
 
-# --- IPv6 only: the ToR and the host on IPv6 alone (etcd only: on Kubernetes a lab is dual-stack at most)
-if [ "$LAB_DATASTORE" = kubernetes ]; then
-	bt_pass
-	exit 0
-fi
+# --- IPv6 only: the ToR and the host on IPv6 alone ------------------------------------------------------
 cat >"$BT_DIR/v6.yaml" <<YAML
 name: $LAB
 asNumber: 64512

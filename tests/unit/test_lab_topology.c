@@ -359,11 +359,25 @@ static void test_ipv6_only(void **state)
 		     "externalHosts: [{name: web, ip6: 'fd00:99::1'}]\n",
 		     "demo.yaml: externalHosts[0].ip6: is IPv6, and ipPools has no IPv6 pool");
 	expect_error("name: demo\nsubnets: [{name: a}]\n", "demo.yaml: subnets[0].cidr: required");
-	/* on Kubernetes the nodes reach the API server over IPv4: dual stack at most */
+	/* on Kubernetes the nodes reach the API server over one family: all IPv4 or none */
 	expect_error(
-		"name: demo\ndatastore: kubernetes\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
-		"ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n",
-		"demo.yaml: ipPools: an IPv6-only lab needs datastore etcdv3");
+		"name: demo\ndatastore: kubernetes\nsubnets: [{name: a, cidr6: "
+		"'fd00:200::/64'}, {name: b, cidr: 192.168.100.0/24, cidr6: 'fd00:100::/64'}]\n"
+		"ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}, {name: n2, "
+		"subnet: b}]\n",
+		"demo.yaml: nodes: on datastore kubernetes the nodes are all IPv4 (and reach "
+		"the API server over IPv4) or all IPv6 only, not a mix: 1 of 2 have an IPv4 "
+		"address");
+	static const char kdd[] =
+		"name: demo\ndatastore: kubernetes\n"
+		"subnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
+		"ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n";
+	a = arena_new();
+	sb_init(&err);
+	assert_int_equal(lab_topology_parse(a, "demo.yaml", kdd, strlen(kdd), &t, &err), 0);
+	assert_true(lab_api_ipv6(t)); /* the API server on fd00:200::1 */
+	sb_free(&err);
+	arena_free(a);
 }
 
 /* BGP peers and external hosts with IPv6: a session per family, a host per address. */
