@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tiers end to end on a three-node lab, in both datastore modes (lab on etcd, lab-kdd on
-# Kubernetes). A "security" tier (order 100, Deny) gates the prod namespace: traffic from prod
+# Kubernetes) and for each family (BT_LAB_FAMILY, as tests/lab/policy.sh). A "security" tier (order 100, Deny) gates the prod namespace: traffic from prod
 # and from the monitoring namespace is passed on to the default tier, anything else is
 # dropped at the end of the tier. In the default tier a Kubernetes NetworkPolicy lets only
 # prod/web reach prod/db. Then the tier's defaultAction becomes Pass (dev reaches web, whose
@@ -29,10 +29,10 @@ YAML
 lab up "$BT_DIR/topo.yaml" --timeout 40 >/dev/null || bt_fail "lab up failed"
 
 PODS="dev/cli mon/probe prod/web prod/db"
-grid() { lab matrix "$LAB" --ports 80 -o table | sed 's/ *$//' | tr -s ' '; }
-want() { printf '%s\n' "TCP/80 $PODS" "$@" "" ". allowed X denied - skipped"; }
-# shellcheck disable=SC2086
-all_open=$(lab_open_grid TCP/80 -- $PODS)
+# (lab_grid and lab_want: a grid per family with BT_LAB_FAMILY=6 or dual)
+grid() { lab_grid --ports 80; }
+want() { lab_want "TCP/80 $PODS" "$@"; }
+all_open=$(want "dev/cli . . . ." "mon/probe . . . ." "prod/web . . . ." "prod/db . . . .")
 lab_until_equal 20 "no policy" "$all_open" grid
 
 cat >"$BT_DIR/tiers.yaml" <<'YAML'

@@ -9,21 +9,68 @@ STATE=${BRINDLE_LAB_STATE_DIR:-/run/brindle-lab}/$LAB
 # Kubernetes datastore: `lab up FILE` builds FILE with `datastore: kubernetes`
 # added, and labctl talks to the lab's API server as its brindlectl user.
 LAB_DATASTORE=${BT_LAB_DATASTORE:-etcdv3}
+#
+# BT_LAB_FAMILY=6 or dual runs a test written for IPv4 on an IPv6-only or a dual-stack lab:
+# `lab up FILE` turns the subnets' `cidr: 192.168.N.0/24` into `cidr6: "fd00:N::/64"` (or
+# adds it beside) and the pool `{cidr: 10.244.0.0/16, blockSize: 26}` into an IPv6 pool (or
+# adds one), and lab_grid / lab_want give and expect a grid per family.
+LAB_FAMILY=${BT_LAB_FAMILY:-4}
+case $LAB_FAMILY in
+4) LAB_FAMILIES=4 ;;
+6) LAB_FAMILIES=6 ;;
+dual) LAB_FAMILIES="4 6" ;;
+*) bt_fail "BT_LAB_FAMILY=$LAB_FAMILY: 4, 6 or dual" ;;
+esac
+lab_family_rewrite() { # FILE: rewritten in place for LAB_FAMILY
+	local subnet pool
+	case $LAB_FAMILY in
+	6)
+		subnet='s#cidr: 192\.168\.([0-9]+)\.0/24#cidr6: "fd00:\1::/64"#g'
+		pool='s#\{cidr: 10\.244\.0\.0/16, blockSize: 26\}#{cidr: "fd00:10:244::/48", blockSize: 122}#'
+		;;
+	dual)
+		subnet='s#cidr: (192\.168\.([0-9]+)\.0/24)#cidr: \1, cidr6: "fd00:\2::/64"#g'
+		pool='s#\{cidr: 10\.244\.0\.0/16, blockSize: 26\}#&, {cidr: "fd00:10:244::/48", blockSize: 122}#'
+		;;
+	*) return 0 ;;
+	esac
+	grep -q 'cidr: 192\.168\.' "$1" && grep -q '{cidr: 10\.244\.0\.0/16, blockSize: 26}' "$1" ||
+		bt_fail "BT_LAB_FAMILY=$LAB_FAMILY: $1 has no subnet or pool this rewrite knows"
+	sed -E -i -e "$subnet" -e "$pool" "$1"
+}
 lab() {
-	if [ "${1:-}" = up ] && [ "$LAB_DATASTORE" = kubernetes ] && [ -f "${2:-}" ]; then
+	if [ "${1:-}" = up ] && [ -f "${2:-}" ] &&
+		{ [ "$LAB_DATASTORE" = kubernetes ] || [ "$LAB_FAMILY" != 4 ]; }; then
 		# rewritten where it is when the test made it (messages name the same file)
-		local file=$2 kdd=$2
+		local file=$2 out=$2
 		shift 2
-		case $file in "$BT_DIR"/*) ;; *) kdd=$BT_DIR/$(basename "$file") ;; esac
+		case $file in "$BT_DIR"/*) ;; *) out=$BT_DIR/$(basename "$file") ;; esac
 		{
 			grep -v '^datastore:' "$file"
-			echo "datastore: kubernetes"
-		} >"$kdd.tmp"
-		mv "$kdd.tmp" "$kdd"
-		"$BRINDLECTL" lab up "$kdd" "$@"
+			[ "$LAB_DATASTORE" != kubernetes ] || echo "datastore: kubernetes"
+		} >"$out.tmp"
+		mv "$out.tmp" "$out"
+		lab_family_rewrite "$out"
+		"$BRINDLECTL" lab up "$out" "$@"
 		return
 	fi
 	"$BRINDLECTL" lab "$@"
+}
+# lab_grid ARGS...: `lab matrix LAB ARGS -o table` for each family of the run, runs of spaces
+# squeezed; lab_want HEADER ROW...: what lab_grid gives when the grid is ROW... ("IPv6 "
+# before an IPv6 grid's HEADER).
+lab_grid() {
+	local f
+	for f in $LAB_FAMILIES; do
+		lab matrix "$LAB" "$@" --family "$f" -o table | sed 's/ *$//' | tr -s ' '
+	done
+}
+lab_want() {
+	local f head=$1
+	shift
+	for f in $LAB_FAMILIES; do
+		printf '%s\n' "$([ "$f" = 6 ] && printf 'IPv6 ')$head" "$@" "" ". allowed X denied - skipped"
+	done
 }
 # lab_example EXAMPLE OUT: examples/EXAMPLE with this test's lab name, into OUT.
 lab_example() {
