@@ -12,7 +12,7 @@ LAB_DATASTORE=${BT_LAB_DATASTORE:-etcdv3}
 #
 # BT_LAB_FAMILY=6 or dual runs a test written for IPv4 on an IPv6-only or a dual-stack lab:
 # `lab up FILE` turns the subnets' `cidr: 192.168.N.0/24` into `cidr6: "fd00:N::/64"` (or
-# adds it beside) and the pool `{cidr: 10.244.0.0/16, blockSize: 26}` into an IPv6 pool (or
+# adds it beside) and the pool `{cidr: 10.244.0.0/16, blockSize: 26...}` into an IPv6 pool (or
 # adds one), and lab_grid / lab_want give and expect a grid per family.
 LAB_FAMILY=${BT_LAB_FAMILY:-4}
 case $LAB_FAMILY in
@@ -26,15 +26,15 @@ lab_family_rewrite() { # FILE: rewritten in place for LAB_FAMILY
 	case $LAB_FAMILY in
 	6)
 		subnet='s#cidr: 192\.168\.([0-9]+)\.0/24#cidr6: "fd00:\1::/64"#g'
-		pool='s#\{cidr: 10\.244\.0\.0/16, blockSize: 26\}#{cidr: "fd00:10:244::/48", blockSize: 122}#'
+		pool='s#\{cidr: 10\.244\.0\.0/16, blockSize: 26[^}]*\}#{cidr: "fd00:10:244::/48", blockSize: 122}#'
 		;;
 	dual)
 		subnet='s#cidr: (192\.168\.([0-9]+)\.0/24)#cidr: \1, cidr6: "fd00:\2::/64"#g'
-		pool='s#\{cidr: 10\.244\.0\.0/16, blockSize: 26\}#&, {cidr: "fd00:10:244::/48", blockSize: 122}#'
+		pool='s#\{cidr: 10\.244\.0\.0/16, blockSize: 26[^}]*\}#&, {cidr: "fd00:10:244::/48", blockSize: 122}#'
 		;;
 	*) return 0 ;;
 	esac
-	grep -q 'cidr: 192\.168\.' "$1" && grep -q '{cidr: 10\.244\.0\.0/16, blockSize: 26}' "$1" ||
+	grep -q 'cidr: 192\.168\.' "$1" && grep -q '{cidr: 10\.244\.0\.0/16, blockSize: 26' "$1" ||
 		bt_fail "BT_LAB_FAMILY=$LAB_FAMILY: $1 has no subnet or pool this rewrite knows"
 	sed -E -i -e "$subnet" -e "$pool" "$1"
 }
@@ -64,6 +64,10 @@ lab_grid() {
 	for f in $LAB_FAMILIES; do
 		lab matrix "$LAB" "$@" --family "$f" -o table | sed 's/ *$//' | tr -s ' '
 	done
+}
+# lab_node_addr FAMILY NODE: the node's address of FAMILY (4 or 6), from its uplink.
+lab_node_addr() {
+	lab exec "$LAB" "$2" -- ip "-$1" -o addr show dev eth0 scope global | awk '{sub("/.*", "", $4); print $4; exit}'
 }
 lab_want() {
 	local f head=$1
