@@ -3,9 +3,10 @@
  * index) and of those holding a host address, kept current by read-backs and
  * link notifications; the tunnel devices felix owns by name, vxlan.calico and
  * vxlan-v6.calico (created, recreated when their parameters differ, deleted
- * when no pool of their family wants VXLAN) and tunl0 (the kernel's IPIP fallback device: felix
- * sets its MTU and address; on a kernel without IPIP it reports that once and carries on); and the
- * settings of workload interfaces (proxy_arp, forwarding, route_localnet, proxy_delay, accept_ra),
+ * when no pool of their family wants VXLAN) and tunl0 (the kernel's IPIP
+ * fallback device: felix sets its MTU and address; on a kernel without IPIP
+ * it reports that once and carries on); and the settings of workload
+ * interfaces (proxy_arp, forwarding, route_localnet, proxy_delay, accept_ra),
  * set once an interface is up and never on a host interface.
  */
 #include "dataplane/links.h"
@@ -275,6 +276,7 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx, cons
 	bool v6 = streq(dev, VXLAN6_DEV);
 	const struct nl_link *cur = links_named(l, dev);
 	int r = 0;
+	char what[64]; /* for errors: what was being done to which device */
 	if (!vx->wanted) {
 		if (cur) {
 			struct nl_link del;
@@ -284,7 +286,8 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx, cons
 			dp_report_change(rep, "%s deleted: no IPv%d pool uses VXLAN", dev,
 					 v6 ? 6 : 4);
 			int ifindex = cur->ifindex;
-			r = apply_now(l, b, "deleting a VXLAN device");
+			snprintf(what, sizeof(what), "deleting %s", dev);
+			r = apply_now(l, b, what);
 			if (r == 0)
 				links_del(l, ifindex);
 		}
@@ -312,7 +315,8 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx, cons
 		nl_batch_link(b, NL_DEL, &del);
 		dp_report_change(rep, "%s recreated: its VXLAN parameters differ", dev);
 		int ifindex = cur->ifindex;
-		if ((r = apply_now(l, b, "recreating a VXLAN device")) < 0)
+		snprintf(what, sizeof(what), "recreating %s", dev);
+		if ((r = apply_now(l, b, what)) < 0)
 			goto out;
 		links_del(l, ifindex);
 		cur = NULL;
@@ -339,7 +343,8 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx, cons
 		nl_batch_link(b, NL_SET, &want);
 		dp_report_change(rep, "%s updated (MTU %u)", dev, mtu);
 	}
-	if (nl_batch_count(b) && (r = apply_now(l, b, "setting up a VXLAN device")) < 0)
+	snprintf(what, sizeof(what), "setting up %s", dev);
+	if (nl_batch_count(b) && (r = apply_now(l, b, what)) < 0)
 		goto out;
 	if ((r = links_dump(l)) < 0)
 		goto out;
@@ -348,10 +353,10 @@ static int vxlan_reconcile(struct links *l, const struct desired_vxlan *vx, cons
 		r = -ENODEV;
 		goto out;
 	}
-	if ((r = ensure_address(l, b, cur->ifindex, v6 ? AF_INET6 : AF_INET, &vx->addr, dev)) ==
-		    0 &&
-	    nl_batch_count(b))
-		r = apply_now(l, b, "addressing a VXLAN device");
+	r = ensure_address(l, b, cur->ifindex, v6 ? AF_INET6 : AF_INET, &vx->addr, dev);
+	snprintf(what, sizeof(what), "addressing %s", dev);
+	if (r == 0 && nl_batch_count(b))
+		r = apply_now(l, b, what);
 out:
 	nl_batch_free(b);
 	return r;
