@@ -3,10 +3,11 @@
  * The test control plane (scripts/kube-testenv: etcd, kube-apiserver,
  * kube-controller-manager) runs in the lab's fabric namespace on the first
  * subnet's gateway address (its IPv6 one in an IPv6-only lab), which every
- * node reaches through its default route. The lab plays the cluster's administrator and kubelet: it
- * installs Brindle's CRDs (generated from the model, as deploy/crds.yaml) and ClusterRoles
- * (deploy/rbac), registers the nodes as Node objects and the namespaces and pods as API objects,
- * and after brindle-cni's ADD reports each pod Running with its address.
+ * node reaches through its default route. The lab plays the cluster's
+ * administrator and kubelet: it installs Brindle's CRDs (generated from the
+ * model, as deploy/crds.yaml) and ClusterRoles (deploy/rbac), registers the
+ * nodes as Node objects and the namespaces and pods as API objects, and after
+ * brindle-cni's ADD reports each pod Running with its address.
  *
  * Identities: the components run as the ServiceAccounts of deploy/rbac
  * (lab_kubelet.c gives each pod its token, install-cni the plugin its own),
