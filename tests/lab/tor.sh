@@ -18,21 +18,8 @@ for n in node1 node2 node3; do
 	bt_expect_contains "status of $n" "ready      3/3 Established" "$(printf '%s\n' "$status" | grep "^$n ")"
 done
 
-# paths PREFIX: the next hops FRR has for PREFIX, sorted, one per line.
-paths() {
-	lab exec "$LAB" tor1 -- vtysh --vty_socket "$STATE/tor1" -d bgpd -c "show ip bgp $1" 2>/dev/null |
-		awk '$2 == "from" && $1 ~ /^[0-9.]+$/ { print $1 }' | sort
-}
-expect_paths() {
-	local want got deadline=$((SECONDS + 20))
-	want=$(printf '%s\n' $2 | sort)
-	while :; do
-		got=$(paths "$1")
-		[ "$got" = "$want" ] && return 0
-		[ $SECONDS -lt $deadline ] || bt_expect_eq "FRR's next hops for $1" "$want" "$got"
-		sleep 0.2
-	done
-}
+# expect_paths PREFIX "HOP...": FRR's next hops for PREFIX are exactly HOP... (within 20 s)
+expect_paths() { lab_expect_frr_paths tor1 4 "$1" "$2"; }
 node_ip() { lab status "$LAB" | awk -v n="$1" '$1 == n { print $2 }'; }
 nblocks=0
 for n in node1 node2 node3; do

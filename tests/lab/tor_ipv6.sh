@@ -31,28 +31,14 @@ for n in node1 node2; do
 done
 bt_expect_eq "a BGPPeer per address of the ToR" "tor1 tor1-v6" "$(labctl get bgppeers -o name | sed 's/.*\///' | sort | tr '\n' ' ' | sed 's/ $//')"
 
-# paths FAMILY PREFIX: the next hops FRR has for PREFIX, sorted, one per line.
-paths() {
-	lab exec "$LAB" tor1 -- vtysh --vty_socket "$STATE/tor1" -d bgpd -c "show bgp ipv$1 unicast $2" 2>/dev/null |
-		awk '$2 == "from" && $1 ~ /^[0-9a-f.:]+$/ { print $1 }' | sort
-}
-expect_paths() {
-	local got deadline=$((SECONDS + 20))
-	while :; do
-		got=$(paths "$1" "$2")
-		[ "$got" = "$3" ] && return 0
-		[ $SECONDS -lt $deadline ] || bt_expect_eq "FRR's next hops for $2" "$3" "$got"
-		sleep 0.2
-	done
-}
-node_ip() { lab status "$LAB" | awk -v n="$1" '$1 == n { print $2 }'; }
-node_ip6() { lab exec "$LAB" "$1" -- ip -6 -o addr show dev eth0 scope global | awk '{sub("/.*", "", $4); print $4}'; }
+# expect_paths FAMILY PREFIX "HOP...": FRR's next hops for PREFIX are exactly HOP... (20 s)
+expect_paths() { lab_expect_frr_paths tor1 "$@"; }
 for n in node1 node2; do
 	b4=$(lab exec "$LAB" $n -- ip -4 route show type blackhole | awk 'NR == 1 {print $2}')
 	b6=$(lab exec "$LAB" $n -- ip -6 route show type blackhole | awk 'NR == 1 {print $2}')
 	[ -n "$b4" ] && [ -n "$b6" ] || bt_fail "$n lacks a block of each family: '$b4' '$b6'"
-	expect_paths 4 "$b4" "$(node_ip $n)"
-	expect_paths 6 "$b6" "$(node_ip6 $n)"
+	expect_paths 4 "$b4" "$(lab_node_addr 4 $n)"
+	expect_paths 6 "$b6" "$(lab_node_addr 6 $n)"
 done
 bt_log "FRR learnt each node's blocks of both families, each from that node, over that family"
 
@@ -94,7 +80,7 @@ lab up "$BT_DIR/v6.yaml" --timeout 60 >/dev/null || bt_fail "lab up (IPv6 only) 
 status=$(lab status "$LAB") || bt_fail "not ready: $status"
 bt_expect_contains "IPv6 only: node1 has two IPv6 sessions" "ready      2/2 Established" "$(printf '%s\n' "$status" | grep "^node1 ")"
 b6=$(lab exec "$LAB" node2 -- ip -6 route show type blackhole | awk 'NR == 1 {print $2}')
-expect_paths 6 "$b6" "$(node_ip6 node2)"
+expect_paths 6 "$b6" "$(lab_node_addr 6 node2)"
 bt_expect_eq "the IPv6 host reaches the pod" allowed "$(verdict ip:fd00:203::10 shop/web 80)"
 bt_expect_eq "and the pod the host" allowed "$(verdict shop/web ip:fd00:203::10 8080)"
 lab_leaves_nothing

@@ -136,18 +136,40 @@ trap lab_cleanup EXIT
 lab_until() { bt_wait_for "$@"; }
 
 # lab_open_grid PROTO/PORT... -- POD...: `lab matrix` when every pod reaches every pod, runs
-# of spaces squeezed (compare with `lab matrix ... | sed 's/ *$//' | tr -s ' '`).
+# of spaces squeezed (compare with `lab matrix ... | sed 's/ *$//' | tr -s ' '`, or with
+# lab_grid): a matrix per family of LAB_FAMILIES, an IPv6 one's headers saying so.
 lab_open_grid() {
-	local protos=() pods=() p q
+	local protos=() pods=() p q f
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do protos+=("$1") && shift; done
 	shift
 	pods=("$@")
-	for p in "${protos[@]}"; do
-		echo "$p ${pods[*]}"
-		for q in "${pods[@]}"; do echo "$q$(printf ' .%.0s' "${pods[@]}")"; done
-		echo
+	for f in $LAB_FAMILIES; do
+		for p in "${protos[@]}"; do
+			echo "$([ "$f" = 6 ] && printf 'IPv6 ')$p ${pods[*]}"
+			for q in "${pods[@]}"; do echo "$q$(printf ' .%.0s' "${pods[@]}")"; done
+			echo
+		done
+		echo ". allowed X denied - skipped"
 	done
-	echo ". allowed X denied - skipped"
+}
+
+# lab_frr_paths PEER FAMILY PREFIX: the next hops FRR's bgpd on PEER has for PREFIX in the
+# IPv4 or IPv6 (FAMILY 4 or 6) unicast table, sorted, one per line.
+lab_frr_paths() {
+	lab exec "$LAB" "$1" -- vtysh --vty_socket "$STATE/$1" -d bgpd -c "show bgp ipv$2 unicast $3" 2>/dev/null |
+		awk '$2 == "from" && $1 ~ /^[0-9a-f.:]+$/ { print $1 }' | sort
+}
+# lab_expect_frr_paths PEER FAMILY PREFIX "HOP...": lab_frr_paths is exactly HOP... within 20 s.
+lab_expect_frr_paths() {
+	local want got deadline=$((SECONDS + 20))
+	# shellcheck disable=SC2086 # the hops are words
+	want=$(printf '%s\n' $4 | sort)
+	while :; do
+		got=$(lab_frr_paths "$1" "$2" "$3")
+		[ "$got" = "$want" ] && return 0
+		[ $SECONDS -lt $deadline ] || bt_expect_eq "FRR's next hops for $3" "$want" "$got"
+		sleep 0.2
+	done
 }
 
 # lab_until_equal SECS WHAT WANT FUNC: FUNC's output is WANT within SECS (polled), else a failure
