@@ -391,6 +391,12 @@ static const char *random_ula(struct node_run *s)
 	return arena_printf(s->a, "fd%02x:%02x%02x:%02x%02x::/48", r[0], r[1], r[2], r[3], r[4]);
 }
 
+/* The setting CALICO_IPV4POOL_@key, or CALICO_IPV6POOL_@key. */
+static const char *pool_env(struct node_run *s, bool v6, const char *key)
+{
+	return arena_printf(s->a, "CALICO_IPV%dPOOL_%s", v6 ? 6 : 4, key);
+}
+
 /* 4. The default pool of @family, from CALICO_IPV4POOL_* or CALICO_IPV6POOL_*. */
 static int default_pool(struct node_run *s, int family)
 {
@@ -412,16 +418,16 @@ static int default_pool(struct node_run *s, int family)
 	if (have || env_true("NO_DEFAULT_POOLS"))
 		return 0;
 	/* The document the user's settings make, decoded and checked like any other. */
-#define POOL_ENV(suffix) (v6 ? "CALICO_IPV6POOL_" suffix : "CALICO_IPV4POOL_" suffix)
 	struct strbuf doc = STRBUF_INIT;
 	sb_init(&doc);
-	const char *block = node_env_or(POOL_ENV("BLOCK_SIZE"), v6 ? "122" : "26");
+	const char *block = node_env_or(pool_env(s, v6, "BLOCK_SIZE"), v6 ? "122" : "26");
 	sb_addf(&doc,
 		"{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"IPPool\",\"metadata\":"
 		"{\"name\":\"%s\"},\"spec\":{\"cidr\":",
 		name);
-	json_write_string(&doc,
-			  node_env_or(POOL_ENV("CIDR"), v6 ? random_ula(s) : "192.168.0.0/16"));
+	/* (the random IPv6 prefix only when none is given) */
+	const char *cidr = node_env_or(pool_env(s, v6, "CIDR"), NULL);
+	json_write_string(&doc, cidr ? cidr : v6 ? random_ula(s) : "192.168.0.0/16");
 	sb_adds(&doc, ",\"blockSize\":");
 	if (strspn(block, "0123456789") == strlen(block) && strlen(block) < 4)
 		sb_adds(&doc, block);
@@ -429,7 +435,7 @@ static int default_pool(struct node_run *s, int family)
 		json_write_string(&doc, block); /* refused by the model, naming the field */
 	static const char *const modes[][2] = { { "VXLAN", "vxlanMode" }, { "IPIP", "ipipMode" } };
 	for (size_t i = 0; i < (v6 ? 1 : 2); i++) { /* IPIP carries IPv4 only */
-		const char *v = node_env_or(i ? POOL_ENV("IPIP") : POOL_ENV("VXLAN"), "Never");
+		const char *v = node_env_or(pool_env(s, v6, i ? "IPIP" : "VXLAN"), "Never");
 		/* Calico's manifests say Always, CrossSubnet, Never, and "off" for Never */
 		if (!strcasecmp(v, "off") || !strcasecmp(v, "never"))
 			v = "Never";
@@ -441,22 +447,21 @@ static int default_pool(struct node_run *s, int family)
 		json_write_string(&doc, v);
 	}
 	/* NAT outgoing: by default for IPv4 pools, not for IPv6 ones (as Calico) */
-	const char *nat = getenv(POOL_ENV("NAT_OUTGOING"));
+	const char *nat = getenv(pool_env(s, v6, "NAT_OUTGOING"));
 	sb_addf(&doc, ",\"natOutgoing\":%s,\"nodeSelector\":",
-		env_true(POOL_ENV("NAT_OUTGOING")) || (!nat && !v6) ? "true" : "false");
-	json_write_string(&doc, node_env_or(POOL_ENV("NODE_SELECTOR"), "all()"));
+		env_true(pool_env(s, v6, "NAT_OUTGOING")) || (!nat && !v6) ? "true" : "false");
+	json_write_string(&doc, node_env_or(pool_env(s, v6, "NODE_SELECTOR"), "all()"));
 	sb_adds(&doc, "}}");
 	struct jv *v;
 	struct model_errors errs = { 0 };
 	struct br_object *pool = NULL;
 	int r = json_parse(s->a, doc.buf, doc.len, &v, &s->err);
 	if (r == 0 && !(pool = model_decode(v, false, &errs))) {
-		sb_addf(&s->err, "the default pool from %s*:", POOL_ENV(""));
+		sb_addf(&s->err, "the default pool from %s*:", pool_env(s, v6, ""));
 		for (size_t i = 0; i < errs.n; i++)
 			sb_addf(&s->err, " %s", errs.v[i]);
 		r = -EINVAL;
 	}
-#undef POOL_ENV
 	model_errors_clear(&errs);
 	sb_free(&doc);
 	if (r == 0 && (r = ds_create(s->ds, pool)) < 0 && r != -EEXIST)

@@ -101,6 +101,15 @@ static char *route_str(const struct calc *c, const char *key)
 	return buf;
 }
 
+/* The desired FDB key of @mac behind @dst on @dev ("dev|mac|dst", as desired.c makes it). */
+static const char *fdb_key(const char *dev, const uint8_t mac[6], const char *dst)
+{
+	static char buf[96];
+	snprintf(buf, sizeof(buf), "%s|%02x:%02x:%02x:%02x:%02x:%02x|%s", dev, mac[0], mac[1],
+		 mac[2], mac[3], mac[4], mac[5], dst);
+	return buf;
+}
+
 static bool dirty(struct calc *c, enum desired_kind k, const char *key)
 {
 	return hmap_has(&calc_desired(c)->dirty[k], key);
@@ -206,11 +215,8 @@ static void test_blocks_and_vxlan(void **state)
 	assert_non_null(n);
 	calc_vtep_mac("node2", AF_INET, mac);
 	assert_memory_equal(n->neigh.mac, mac, 6);
-	char fdbkey[80];
-	snprintf(fdbkey, sizeof(fdbkey),
-		 "vxlan.calico|%02x:%02x:%02x:%02x:%02x:%02x|192.168.100.12", mac[0], mac[1],
-		 mac[2], mac[3], mac[4], mac[5]);
-	assert_non_null(desired_get(d, DESIRED_FDB, fdbkey));
+	assert_non_null(
+		desired_get(d, DESIRED_FDB, fdb_key("vxlan.calico", mac, "192.168.100.12")));
 
 	/* node3 gets a VTEP: its block follows. */
 	put(c, node("node3", "192.168.200.13/24", "10.244.3.1"), NULL, "node3");
@@ -298,11 +304,8 @@ static void test_vxlan_v6(void **state)
 	assert_non_null(n);
 	calc_vtep_mac("node2", AF_INET6, mac);
 	assert_memory_equal(n->neigh.mac, mac, 6);
-	char fdbkey[96];
-	snprintf(fdbkey, sizeof(fdbkey),
-		 "vxlan-v6.calico|%02x:%02x:%02x:%02x:%02x:%02x|fd00:200::12", mac[0], mac[1],
-		 mac[2], mac[3], mac[4], mac[5]);
-	assert_non_null(desired_get(d, DESIRED_FDB, fdbkey));
+	assert_non_null(
+		desired_get(d, DESIRED_FDB, fdb_key("vxlan-v6.calico", mac, "fd00:200::12")));
 	assert_null(desired_get(d, DESIRED_NEIGH, "vxlan.calico|fd00:10:244:0:2::"));
 
 	/* Always: node3 too; a MAC the Node names wins over the derived one. */

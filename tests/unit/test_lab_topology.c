@@ -38,16 +38,24 @@ static const char *ipstr(const struct br_ip *ip)
 	return ip_str(ip, buf[k++ % 4]);
 }
 
+/* @text parsed as demo.yaml into @a, which must succeed (else its errors are printed). */
+static struct lab_topology *parse_ok(struct arena *a, const char *text)
+{
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	struct lab_topology *t = NULL;
+	int r = lab_topology_parse(a, "demo.yaml", text, strlen(text), &t, &err);
+	if (r < 0)
+		fprintf(stderr, "%s", sb_str(&err));
+	sb_free(&err);
+	assert_int_equal(r, 0);
+	return t;
+}
+
 static void test_issue_example(void **state)
 {
 	struct arena *a = arena_new();
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	struct lab_topology *t;
-	int r = lab_topology_parse(a, "demo.yaml", issue_example, strlen(issue_example), &t, &err);
-	if (r < 0)
-		fprintf(stderr, "%s", sb_str(&err));
-	assert_int_equal(r, 0);
+	struct lab_topology *t = parse_ok(a, issue_example);
 	assert_string_equal(t->name, "demo");
 	assert_int_equal(t->as_number, 64512);
 	assert_true(t->node_mesh);
@@ -86,7 +94,6 @@ static void test_issue_example(void **state)
 	assert_string_equal(labels_get(&t->namespaces[0].labels, "ns"), "x");
 	assert_string_equal(lab_ns_pod(a, t->name, "x", "a"), "lab-demo-x-a");
 	assert_string_equal(lab_ns_node(a, t->name, "node1"), "lab-demo-node1");
-	sb_free(&err);
 	arena_free(a);
 }
 
@@ -244,13 +251,7 @@ static void test_dual_stack(void **state)
 		"nodes: [{name: n1, subnet: a}, {name: n2, subnet: a, ip: 192.168.100.12},\n"
 		"        {name: n3, subnet: a, ip6: 'fd00:100::99'}]\n";
 	struct arena *a = arena_new();
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	struct lab_topology *t;
-	int r = lab_topology_parse(a, "demo.yaml", text, strlen(text), &t, &err);
-	if (r < 0)
-		fprintf(stderr, "%s", sb_str(&err));
-	assert_int_equal(r, 0);
+	struct lab_topology *t = parse_ok(a, text);
 	assert_true(t->ipv6);
 	assert_string_equal(ipstr(&t->subnets[0].gateway6), "fd00:100::fe");
 	/* the IPv4 address's host part: .1 -> ::1, .12 -> ::c; or as given */
@@ -264,7 +265,6 @@ static void test_dual_stack(void **state)
 	assert_non_null(strstr(sb_str(&y), "ipv6Address: 'fd00:100::c/64'"));
 	assert_non_null(strstr(sb_str(&y), "cidr: 'fd00:10:244::/48', blockSize: 122"));
 	sb_free(&y);
-	sb_free(&err);
 	arena_free(a);
 	/* what it needs, named */
 	expect_error("name: demo\nsubnets: [{name: a, cidr: 192.168.100.0/24}]\n"
@@ -298,13 +298,7 @@ static void test_ipv6_only(void **state)
 		"namespaces: [{name: x}]\n"
 		"pods: [{namespace: x, name: a, node: n1, ip: 'fd00:20:244::5'}]\n";
 	struct arena *a = arena_new();
-	struct strbuf err = STRBUF_INIT;
-	sb_init(&err);
-	struct lab_topology *t;
-	int r = lab_topology_parse(a, "demo.yaml", text, strlen(text), &t, &err);
-	if (r < 0)
-		fprintf(stderr, "%s", sb_str(&err));
-	assert_int_equal(r, 0);
+	struct lab_topology *t = parse_ok(a, text);
 	assert_true(t->ipv6);
 	assert_false(t->ipv4);
 	assert_int_equal(t->subnets[0].cidr.len, 0);
@@ -321,7 +315,6 @@ static void test_ipv6_only(void **state)
 	assert_non_null(strstr(sb_str(&y), "spec: {bgp: {ipv6Address: 'fd00:200::3/64'}}"));
 	assert_null(strstr(sb_str(&y), "ipv4Address"));
 	sb_free(&y);
-	sb_free(&err);
 	arena_free(a);
 	/* what it cannot have, named */
 	expect_error("name: demo\nsubnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
@@ -373,10 +366,7 @@ static void test_ipv6_only(void **state)
 		"subnets: [{name: a, cidr6: 'fd00:200::/64'}]\n"
 		"ipPools: [{cidr: 'fd00:20::/48'}]\nnodes: [{name: n1, subnet: a}]\n";
 	a = arena_new();
-	sb_init(&err);
-	assert_int_equal(lab_topology_parse(a, "demo.yaml", kdd, strlen(kdd), &t, &err), 0);
-	assert_true(lab_api_ipv6(t)); /* the API server on fd00:200::1 */
-	sb_free(&err);
+	assert_true(lab_api_ipv6(parse_ok(a, kdd))); /* the API server on fd00:200::1 */
 	arena_free(a);
 }
 
@@ -400,19 +390,12 @@ static void test_ipv6_peers_and_hosts(void **state)
 	const char *texts[] = { dual, v6only };
 	for (int i = 0; i < 2; i++) {
 		struct arena *a = arena_new();
-		struct strbuf err = STRBUF_INIT;
-		sb_init(&err);
-		struct lab_topology *t;
-		int r = lab_topology_parse(a, "demo.yaml", texts[i], strlen(texts[i]), &t, &err);
-		if (r < 0)
-			fprintf(stderr, "%s", sb_str(&err));
-		assert_int_equal(r, 0);
+		struct lab_topology *t = parse_ok(a, texts[i]);
 		struct strbuf y = STRBUF_INIT;
 		sb_init(&y);
 		lab_resources_yaml(t, &y);
 		if (i == 0) {
-			/* the IPv6 address from the IPv4 one's host part (.2 -> ::2; the nodes from
-			 * .11) */
+			/* n1 took .1, the peer .2; its IPv6 address from that host part: ::2 */
 			assert_string_equal(ipstr(&t->peers[0].ip), "192.168.100.2");
 			assert_string_equal(ipstr(&t->peers[0].ip6), "fd00:100::2");
 			assert_string_equal(ipstr(&t->externals[0].ip6), "fd00:203::10");
@@ -431,7 +414,6 @@ static void test_ipv6_peers_and_hosts(void **state)
 			assert_null(strstr(sb_str(&y), "tor-v6"));
 		}
 		sb_free(&y);
-		sb_free(&err);
 		arena_free(a);
 	}
 }
