@@ -10,8 +10,8 @@
  *   nftables  Brindle's tables brindle-filter and brindle-nat (the nft backend's),
  *             in the ip and ip6 families;
  *   routes    every route of protocol 80 (felix's: pods, blocks, tunnels);
- *   devices   vxlan.calico and vxlan-v6.calico deleted; tunl0 (which cannot be deleted) loses
- *             its addresses and goes down;
+ *   devices   vxlan.calico and vxlan-v6.calico deleted; tunl0 (which cannot
+ *             be deleted) loses its addresses and goes down;
  *   CNI       the plugins, configuration and kubeconfig install-cni wrote
  *             (CNI_BIN_DIR, CNI_NET_DIR, CNI_CONF_NAME as for install-cni),
  *             so the runtime stops calling a plugin that is gone.
@@ -20,6 +20,7 @@
  */
 #include "node.h"
 
+#include <brindle/core/devices.h>
 #include <brindle/core/ipt_rule.h>
 #include <brindle/core/nl_msg.h>
 #include <brindle/core/util.h>
@@ -35,10 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define VXLAN_DEV  "vxlan.calico"
-#define VXLAN6_DEV "vxlan-v6.calico"
-#define IPIP_DEV   "tunl0"
 
 static int clean_netlink(void)
 {

@@ -10,17 +10,13 @@
 #ifndef FELIX_DESIRED_H
 #define FELIX_DESIRED_H
 
+#include <brindle/core/devices.h>
 #include <brindle/core/hmap.h>
 #include <brindle/core/net.h>
 
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-/* The devices felix owns (Calico's names). */
-#define VXLAN_DEV  "vxlan.calico"
-#define VXLAN6_DEV "vxlan-v6.calico"
-#define IPIP_DEV   "tunl0"
 
 enum desired_kind {
 	DESIRED_ROUTE,

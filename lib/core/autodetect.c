@@ -4,6 +4,7 @@
  * (regcomp), anchored to the whole name as Calico's are.
  */
 #include <brindle/core/autodetect.h>
+#include <brindle/core/devices.h>
 #include <brindle/core/util.h>
 
 #include <errno.h>
@@ -25,8 +26,8 @@ static const char *const skip_prefixes[] = {
 	"flannel",
 	"kube-ipvs",
 	"cni",
-	"vxlan.calico",
-	"vxlan-v6.calico",
+	VXLAN_DEV,
+	VXLAN6_DEV,
 	"wireguard.cali",
 	"wg-v6.cali",
 	"nodelocaldns",

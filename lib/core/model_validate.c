@@ -4,6 +4,7 @@
  */
 #include "model_internal.h"
 
+#include <brindle/core/devices.h>
 #include <brindle/core/net.h>
 #include <brindle/core/sel.h>
 
@@ -231,8 +232,8 @@ void model_check_iface_name(struct model_ctx *c, const void *field)
 
 bool iface_reserved(const char *name)
 {
-	static const char *const reserved[] = { "lo",	 "vxlan.calico",   "vxlan-v6.calico",
-						"tunl0", "wireguard.cali", "wg-v6.cali" };
+	static const char *const reserved[] = { "lo",	  VXLAN_DEV,	    VXLAN6_DEV,
+						IPIP_DEV, "wireguard.cali", "wg-v6.cali" };
 	for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
 		if (streq(name, reserved[i]))
 			return true;
