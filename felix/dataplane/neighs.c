@@ -183,7 +183,7 @@ static int neighs_read(struct dp_writer *w, const struct dp_input *in)
 	char key[128];
 	int r = 0;
 	/* IPv6 ones only where felix handles IPv6 (a kernel without it has none) */
-	for (int f = 0; f < (in->cfg->ipv6_support ? 2 : 1) && r == 0; f++) {
+	for (int f = 0; f < (in->cfg->ipv6_support ? 2 : 1); f++) {
 		if ((r = dump(n, f ? AF_INET6 : AF_INET, 0, &list)) < 0)
 			goto out;
 		for (size_t i = 0; i < list.n; i++) {

@@ -32,7 +32,9 @@ r2=$(lab exec "$LAB" node1 -- ip -6 route show "$(block6_of node2)")
 r3=$(lab exec "$LAB" node1 -- ip -6 route show "$(block6_of node3)")
 bt_expect_contains "same subnet: plain routing over eth0" "dev eth0" "$r2"
 bt_expect_contains "other subnet: through the IPv6 tunnel" "dev vxlan-v6.calico" "$r3"
-vtep3=$(printf '%s\n' "$nodes" | awk '/name: node3/ {n=1} n && /ipv6VXLANTunnelAddr/ {gsub(/[" '"'"']/, "", $2); print $2; exit}')
+# a node's ipv6VXLANTunnelAddr, from its Node resource
+vtep6_of() { printf '%s\n' "$nodes" | awk -v n="name: $1" '$0 ~ n"$" {f=1} f && /ipv6VXLANTunnelAddr/ {gsub(/[" '"'"']/, "", $2); print $2; exit}'; }
+vtep3=$(vtep6_of node3)
 bt_expect_contains "via node3's IPv6 tunnel address" "via $vtep3" "$r3"
 r1=$(lab exec "$LAB" node3 -- ip -6 route show "$(block6_of node1)")
 bt_expect_contains "and back from node3" "dev vxlan-v6.calico" "$r1"
@@ -41,7 +43,7 @@ bt_expect_contains "the device: VNI, IPv6 underlay, no learning" "vxlan id 4096 
 bt_expect_contains "on port 4789" "dstport 4789" "$dev"
 bt_expect_contains "without learning" "nolearning" "$dev"
 bt_expect_contains "MTU: eth0's less 70" "mtu 1430" "$dev"
-bt_expect_contains "its address is the node's tunnel address" "inet6 " \
+bt_expect_contains "its address is the node's tunnel address" "inet6 $(vtep6_of node1)/128 " \
 	"$(lab exec "$LAB" node1 -- ip -6 addr show dev vxlan-v6.calico scope global)"
 fdb=$(lab exec "$LAB" node1 -- bridge fdb show dev vxlan-v6.calico)
 bt_expect_contains "node3's VTEP in the FDB, behind its IPv6 address" "dst fd00:200::" "$fdb"
