@@ -66,6 +66,9 @@ struct ptable {
 	bool dirty; /* something changed since the iptables writer took the mark */
 };
 
+#define PSET_WAS_NOT	((void *)1)
+#define PSET_WAS_MEMBER ((void *)2)
+
 /* An active ip set: what the kernel should hold. */
 struct pset {
 	struct ips_info info;
@@ -93,7 +96,10 @@ struct pol_desired {
 	struct ptable tables[PT_TABLES];
 	struct hmap sets;	   /* name → struct pset * (active only) */
 	struct hmap dirty_sets;	   /* name → (void *)1: created, removed or membership changed */
-	struct hmap dirty_members; /* "set\nmember" → (void *)1 */
+	/* "set\nmember" → PSET_WAS_MEMBER or PSET_WAS_NOT: whether it was a member when first
+	 * marked since the writer took the marks (so a writer keeping no members knows whether
+	 * it is in the kernel's set; both may be the same again by now) */
+	struct hmap dirty_members;
 	/* per table: chains put, replaced or deleted, and hooks changed: name → (void *)1 (the
 	 * nftables writer writes only those; the iptables writer compares whole tables) */
 	struct hmap dirty_chains[PT_TABLES];

@@ -72,11 +72,14 @@ static void index_drop(struct hmap *index, const char *key, const void *x)
 
 /* --- members ------------------------------------------------------------------------------ */
 
-static void mark_member(struct pol *p, const char *set, const char *member)
+/* @member joined (@was false) or left set @set; the first mark since the writer took them
+ * keeps what it was then. */
+static void mark_member(struct pol *p, const char *set, const char *member, bool was)
 {
 	char key[128];
 	snprintf(key, sizeof(key), "%s\n%s", set, member);
-	hmap_put(&p->d.dirty_members, key, (void *)1);
+	if (!hmap_has(&p->d.dirty_members, key))
+		hmap_put(&p->d.dirty_members, key, was ? PSET_WAS_MEMBER : PSET_WAS_NOT);
 }
 
 static void member_add(struct pol *p, struct psetrec *s, const char *m)
@@ -84,7 +87,7 @@ static void member_add(struct pol *p, struct psetrec *s, const char *m)
 	uintptr_t n = (uintptr_t)hmap_get(&s->out->members, m);
 	hmap_put(&s->out->members, m, (void *)(n + 1));
 	if (n == 0)
-		mark_member(p, s->name, m);
+		mark_member(p, s->name, m, false);
 }
 
 static void member_del(struct pol *p, struct psetrec *s, const char *m)
@@ -94,7 +97,7 @@ static void member_del(struct pol *p, struct psetrec *s, const char *m)
 		return;
 	if (n == 1) {
 		hmap_del(&s->out->members, m);
-		mark_member(p, s->name, m);
+		mark_member(p, s->name, m, true);
 	} else {
 		hmap_put(&s->out->members, m, (void *)(n - 1));
 	}
@@ -442,7 +445,7 @@ void sets_pools_changed(struct pol *p)
 		}
 		for (struct hmap_iter it = hmap_iter(&s->out->members); hmap_next(&it);)
 			if (!hmap_has(&want, it.key)) {
-				mark_member(p, s->name, it.key);
+				mark_member(p, s->name, it.key, true);
 				hmap_del(&s->out->members, it.key);
 			}
 		for (struct hmap_iter it = hmap_iter(&want); hmap_next(&it);)

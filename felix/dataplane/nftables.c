@@ -20,6 +20,7 @@
  */
 #include "dataplane/writer.h"
 
+#include <brindle/core/hash.h>
 #include <brindle/sys/nft.h>
 #include <brindle/sys/rules_cleanup.h>
 #include <brindle/sys/clock.h>
@@ -35,53 +36,69 @@
 /* --- the mirror ------------------------------------------------------------------------ */
 
 /*
- * A rule as the mirror keeps it: 24 bytes. Every id felix writes is IPT_ID_PREFIX and 16
- * characters, so only those are kept, unterminated; an empty one (all NUL) matches nothing.
+ * A chain as the mirror keeps it: a signature of its rules' ids in order, as the value of the
+ * table's map of chains (no allocation of its own: there are thousands). A chain whose
+ * signature differs from the wanted one is flushed and written again whole. 0 stands for "not
+ * known to be anything wanted": a chain with a rule that has no id (someone else's) never
+ * matches.
  */
-#define MRULE_ID_LEN (IPT_ID_LEN - (sizeof(IPT_ID_PREFIX) - 1))
-struct mrule {
-	uint64_t handle;
-	char id[MRULE_ID_LEN];
+struct sig {
+	struct strbuf ids;
+	bool unknown;
 };
 
-static void mrule_set_id(struct mrule *r, const char *id)
+static void sig_start(struct sig *s)
 {
-	memset(r->id, 0, sizeof(r->id));
-	size_t pfx = strlen(IPT_ID_PREFIX);
-	if (strncmp(id, IPT_ID_PREFIX, pfx) == 0 && strlen(id + pfx) <= sizeof(r->id))
-		memcpy(r->id, id + pfx, strlen(id + pfx));
+	sb_reset(&s->ids);
+	s->unknown = false;
 }
 
-/* Whether @id (a whole rule id, "" for none) is the one @r keeps. */
-static bool mrule_has_id(const struct mrule *r, const char *id)
+static void sig_add(struct sig *s, const char *id)
 {
-	struct mrule want;
-	mrule_set_id(&want, id);
-	return want.id[0] && memcmp(want.id, r->id, sizeof(r->id)) == 0;
+	if (!id[0])
+		s->unknown = true;
+	sb_adds(&s->ids, id);
+	sb_addc(&s->ids, '\n');
 }
 
-struct mchain {
-	bool base;
-	struct mrule *rules;
-	size_t n, cap;
-	/* the sets its rules look up (nftables names), as last written; counted in set_refs */
-	char **sets;
-	size_t n_sets;
-};
+/* The first 63 bits of the ids' SHA-256, with the low bit set (never 0); 0 when unknown. */
+static uint64_t sig_end(const struct sig *s)
+{
+	if (s->unknown)
+		return 0;
+	uint8_t d[32];
+	hash_digest(HASH_SHA256, s->ids.buf ? s->ids.buf : "", s->ids.len, d);
+	uint64_t v;
+	memcpy(&v, d, sizeof(v));
+	return v | 1;
+}
+
+static uint64_t chain_sig(const struct hmap *chains, const char *name)
+{
+	return (uint64_t)(uintptr_t)hmap_get(chains, name);
+}
+
+static void chain_set_sig(struct hmap *chains, const char *name, uint64_t sig)
+{
+	hmap_put(chains, name, (void *)(uintptr_t)sig);
+}
 
 /*
- * A set's elements as the mirror keeps them: packed, each its key bytes in network order so
- * that memcmp orders them as nft_elem_cmp does (an interval's lo and hi: 8 bytes for IPv4, 32
- * for IPv6; a named port's address, protocol and port: 7 or 19), sorted. A struct nft_elem
- * takes 36 bytes whatever the family; packed, an IPv4 cluster's 31,000 elements take 0.25 MB.
+ * A set as the mirror keeps it. A set whose elements are each one address (a selector's pods)
+ * or one named port keeps none of them: its members join and leave element by element from
+ * the calculation's marks, which say whether each was a member before. A set with networks
+ * among its members keeps its elements, packed (each its key bytes in network order, so that
+ * memcmp orders them as nft_elem_cmp does: an interval's lo and hi, 8 bytes for IPv4 and 32
+ * for IPv6; a named port's address, protocol and port, 7 or 19) and sorted: a network's
+ * interval may overlap others, which only the elements tell.
  */
 struct mset {
 	enum nft_set_kind kind;
 	uint8_t stride; /* bytes per element */
-	uint8_t *keys;
+	bool hosts;	/* each element one member and one address: no elements kept */
+	bool exact;	/* each element one member (none merged): members join and leave alone */
+	uint8_t *keys;	/* unless hosts */
 	size_t n;
-	char *ipset; /* the ip set it stands for (NULL until felix wrote it since a read) */
-	bool exact;  /* each element one member: members can be added and removed one by one */
 };
 
 static uint8_t elem_stride(int af, enum nft_set_kind kind)
@@ -116,6 +133,12 @@ static void elem_unpack(int af, enum nft_set_kind kind, const uint8_t *in, struc
 	}
 }
 
+/* Whether @e is one address (a named port's always is). */
+static bool elem_is_host(int af, enum nft_set_kind kind, const struct nft_elem *e)
+{
+	return kind == NFT_SET_PORTS || memcmp(e->lo, e->hi, nft_addr_len(af)) == 0;
+}
+
 /* Mirror set @ms's elements made @v's (sorted), packed. */
 static void mset_set_elems(int af, struct mset *ms, const struct nft_elem *v, size_t n)
 {
@@ -125,6 +148,7 @@ static void mset_set_elems(int af, struct mset *ms, const struct nft_elem *v, si
 	for (size_t i = 0; i < n; i++)
 		elem_pack(af, ms->kind, &v[i], ms->keys + i * ms->stride);
 	ms->n = n;
+	ms->hosts = false;
 }
 
 /* A dispatch map: interface -> the chain its packets go to. */
@@ -134,50 +158,15 @@ struct mmap {
 
 struct mtable {
 	bool exists;
-	struct hmap chains;   /* name -> struct mchain */
-	struct hmap sets;     /* name -> struct mset */
-	struct hmap maps;     /* name -> struct mmap */
-	struct hmap set_refs; /* set name -> (void *)chains looking it up */
-	struct hmap unref;    /* sets whose last reference went this turn */
+	struct hmap chains; /* name -> signature (chain_sig) */
+	struct hmap sets;   /* name -> struct mset */
+	struct hmap maps;   /* name -> struct mmap */
 };
-
-static void mchain_set_refs(struct mtable *m, struct mchain *c, int delta)
-{
-	for (size_t i = 0; i < c->n_sets; i++) {
-		uintptr_t n = (uintptr_t)hmap_get(&m->set_refs, c->sets[i]);
-		n = delta > 0 ? n + 1 : n ? n - 1 : 0;
-		if (n) {
-			hmap_put(&m->set_refs, c->sets[i], (void *)n);
-		} else {
-			hmap_del(&m->set_refs, c->sets[i]);
-			hmap_put(&m->unref, c->sets[i], (void *)1);
-		}
-	}
-}
-
-static void mchain_free_sets(struct mchain *c)
-{
-	for (size_t i = 0; i < c->n_sets; i++)
-		free(c->sets[i]);
-	free(c->sets);
-	c->sets = NULL;
-	c->n_sets = 0;
-}
-
-static void mchain_free(struct mchain *c)
-{
-	if (c) {
-		mchain_free_sets(c);
-		free(c->rules);
-		free(c);
-	}
-}
 
 static void mset_free(struct mset *s)
 {
 	if (s) {
 		free(s->keys);
-		free(s->ipset);
 		free(s);
 	}
 }
@@ -197,32 +186,23 @@ static void mtable_clear(struct mtable *m)
 	for (struct hmap_iter it = hmap_iter(&m->maps); hmap_next(&it);)
 		mmap_free(it.value);
 	hmap_clear(&m->maps);
-	for (struct hmap_iter it = hmap_iter(&m->chains); hmap_next(&it);)
-		mchain_free(it.value);
 	for (struct hmap_iter it = hmap_iter(&m->sets); hmap_next(&it);)
 		mset_free(it.value);
 	hmap_clear(&m->chains);
 	hmap_clear(&m->sets);
-	hmap_clear(&m->set_refs);
-	hmap_clear(&m->unref);
 	m->exists = false;
 }
 
-static void mtable_load(int af, struct mtable *m, const struct nft_table_state *ts)
+static void mtable_load(int af, struct mtable *m, const struct nft_table_state *ts, struct sig *sg)
 {
 	mtable_clear(m);
 	m->exists = ts->exists;
 	for (size_t i = 0; i < ts->n_chains; i++) {
 		const struct nft_chain_state *cs = &ts->chains[i];
-		struct mchain *c = xcalloc(1, sizeof(*c));
-		c->base = cs->base;
-		c->n = c->cap = cs->n;
-		c->rules = xcalloc(cs->n + 1, sizeof(*c->rules));
-		for (size_t k = 0; k < cs->n; k++) {
-			mrule_set_id(&c->rules[k], cs->rules[k].id);
-			c->rules[k].handle = cs->rules[k].handle;
-		}
-		hmap_put(&m->chains, cs->name, c);
+		sig_start(sg);
+		for (size_t k = 0; k < cs->n; k++)
+			sig_add(sg, cs->rules[k].id);
+		chain_set_sig(&m->chains, cs->name, sig_end(sg));
 	}
 	for (size_t i = 0; i < ts->n_sets; i++) {
 		const struct nft_set_state *ss = &ts->sets[i];
@@ -258,13 +238,8 @@ struct nftables {
 	size_t writes, set_writes;
 	char problem[300];
 	int err;
-	/* added rules: where their handles go once committed (the chains are the mirror's: none
-	 * of a chain with rules added is freed between the plan and the apply) */
-	struct pending {
-		struct mchain *mc;
-		size_t index, slot;
-	} * pend;
-	size_t n_pend, cap_pend;
+	struct sig sg;	    /* scratch for chains' signatures */
+	uint64_t empty_sig; /* a chain's with no rules */
 };
 
 static struct nftables *nft_of(struct dp_writer *w)
@@ -342,7 +317,7 @@ static int nft_read_tables(struct dp_writer *w, const struct dp_input *in)
 		r = nft_read(x->nft, table_name(t), &ts);
 		if (r < 0)
 			break;
-		mtable_load(x->af, &x->m[t], &ts);
+		mtable_load(x->af, &x->m[t], &ts, &x->sg);
 		nft_table_state_free(&ts);
 		x->compare[t] = true;
 	}
@@ -359,8 +334,8 @@ static int nft_read_tables(struct dp_writer *w, const struct dp_input *in)
 /* --- plan ------------------------------------------------------------------------------- */
 
 /* Rule @text (NULL: the dispatch lookup of map @map) appended to @chain. */
-static void add_rule(struct nftables *x, enum pt_table t, const char *chain, struct mchain *mc,
-		     size_t index, const char *text, const struct pmap *map)
+static void add_rule(struct nftables *x, enum pt_table t, const char *chain, const char *text,
+		     const struct pmap *map)
 {
 	struct nft_rule_ir ir;
 	struct strbuf err = STRBUF_INIT;
@@ -373,9 +348,7 @@ static void add_rule(struct nftables *x, enum pt_table t, const char *chain, str
 		return;
 	}
 	sb_free(&err);
-	size_t slot = nft_batch_add_rule(x->batch, table_name(t), chain, &ir);
-	GROW(x->pend, x->cap_pend, x->n_pend + 1);
-	x->pend[x->n_pend++] = (struct pending){ .mc = mc, .index = index, .slot = slot };
+	nft_batch_append_rule(x->batch, table_name(t), chain, &ir);
 	x->writes++;
 }
 
@@ -409,41 +382,40 @@ static const char *wanted_rule(const struct wanted *w, size_t k, char *id)
 	return text;
 }
 
+/* The signature of @w's rules (chain_sig). */
+static uint64_t wanted_sig(struct nftables *x, const struct wanted *w)
+{
+	char id[IPT_ID_LEN + 1];
+	sig_start(&x->sg);
+	for (size_t k = 0, total = wanted_n(w); k < total; k++) {
+		wanted_rule(w, k, id);
+		sig_add(&x->sg, id);
+	}
+	return sig_end(&x->sg);
+}
+
 /*
- * Make mirror chain @name (made by plan_table) hold @w's rules: the rules from the first that
- * differs on are deleted and appended again. The mirror is updated as planned; handles of the
- * appended rules come with the commit.
+ * Make chain @name (in the mirror: made by plan_table) hold @w's rules: when they differ, the
+ * chain is flushed and its rules appended again, in the same batch (atomic: a packet sees the
+ * old chain or the new one). A change costs what the chain holds, not what the table does.
  */
 static void sync_chain(struct nftables *x, enum pt_table t, const char *name,
 		       const struct wanted *w)
 {
-	struct mchain *mc = hmap_get(&x->m[t].chains, name);
-	if (!mc)
+	struct mtable *m = &x->m[t];
+	if (!hmap_has(&m->chains, name))
 		return; /* its creation failed (a problem is noted) */
-	size_t total = wanted_n(w), k = 0;
-	char id[IPT_ID_LEN + 1];
-	for (; k < total && k < mc->n; k++) {
-		wanted_rule(w, k, id);
-		if (!mrule_has_id(&mc->rules[k], id))
-			break;
-	}
-	if (k == total && k == mc->n)
+	uint64_t want = wanted_sig(x, w), have = chain_sig(&m->chains, name);
+	if (want && want == have)
 		return;
-	for (size_t i = k; i < mc->n; i++) {
-		nft_batch_del_rule(x->batch, table_name(t), name, mc->rules[i].handle);
+	if (have != x->empty_sig) {
+		nft_batch_flush_chain(x->batch, table_name(t), name);
 		x->writes++;
 	}
-	if (mc->cap < total) { /* exactly: chains seldom grow, and there are thousands */
-		mc->rules = xrealloc(mc->rules, total * sizeof(*mc->rules));
-		mc->cap = total;
-	}
-	mc->n = total;
-	for (size_t i = k; i < total; i++) {
-		const char *text = wanted_rule(w, i, id);
-		mrule_set_id(&mc->rules[i], id);
-		mc->rules[i].handle = 0;
-		add_rule(x, t, name, mc, i, text, w->map);
-	}
+	char id[IPT_ID_LEN + 1];
+	for (size_t i = 0, total = wanted_n(w); i < total; i++)
+		add_rule(x, t, name, wanted_rule(w, i, id), w->map);
+	chain_set_sig(&m->chains, name, want);
 }
 
 /* The sets a rule looks up ("--match-set NAME"), into @names: nftables name -> the ip set's. */
@@ -476,9 +448,24 @@ static enum nft_set_kind set_kind(const struct pset *s)
 	return s->info.type == IPS_HASH_IP_PORT ? NFT_SET_PORTS : NFT_SET_ADDRS;
 }
 
-/* Set @name in table @t: created when missing, its elements made the desired ones. */
-static void sync_set(struct nftables *x, enum pt_table t, const char *name, const char *ipset,
-		     const struct pset *s, bool compare)
+/* The members of a set that joined or left since the last turn, and whether each was one. */
+struct mchange {
+	const char *member;
+	bool was;
+};
+
+struct mlist {
+	struct mchange *v;
+	size_t n, cap;
+};
+
+/*
+ * Set @name in table @t made to hold what @s wants, whole: created when missing; else
+ * compared with the elements the mirror keeps, or, for a set that keeps none (hosts), flushed
+ * and filled again in the same batch (a set made again in the calculation, a network joining
+ * it, or a read's compare, which loads every set's elements first).
+ */
+static void sync_set(struct nftables *x, enum pt_table t, const char *name, const struct pset *s)
 {
 	struct mtable *m = &x->m[t];
 	struct mset *ms = hmap_get(&m->sets, name);
@@ -494,11 +481,7 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 		ms->stride = elem_stride(x->af, kind);
 		hmap_put(&m->sets, name, ms);
 		x->set_writes++;
-	} else if (!compare) {
-		return;
 	}
-	if (!ms->ipset)
-		ms->ipset = xstrdup(ipset);
 	const char **members = xcalloc(s->members.n + 1, sizeof(*members));
 	size_t nm = 0;
 	for (struct hmap_iter it = hmap_iter(&s->members); hmap_next(&it);)
@@ -508,50 +491,59 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	bool merged;
 	nft_elems_from_members(x->af, kind, members, nm, &want, &nw, &bad, &merged);
 	free(members);
-	ms->exact = !merged;
 	if (bad)
 		log_warn("%s: set %s: %zu member%s that do not parse left out", fam(x), name, bad,
 			 bad == 1 ? "" : "s");
-	/* both sorted: what is only in the mirror goes, what is only wanted comes */
-	struct nft_elem *del = xcalloc(ms->n + 1, sizeof(*del)),
-			*add = xcalloc(nw + 1, sizeof(*add));
-	size_t nd = 0, na = 0, i = 0, j = 0;
-	/* the wanted elements packed once: compared with the mirror's, then the mirror */
+	bool hosts = !merged;
+	for (size_t k = 0; k < nw && hosts; k++)
+		hosts = elem_is_host(x->af, kind, &want[k]);
+	/* the wanted elements packed once: compared with the mirror's, then kept (unless hosts) */
 	uint8_t st = elem_stride(x->af, kind);
 	uint8_t *keys = xcalloc(nw + 1, st);
 	for (size_t k = 0; k < nw; k++)
 		elem_pack(x->af, kind, &want[k], keys + k * st);
-	while (i < ms->n || j < nw) {
-		int c = i == ms->n ? 1
-			: j == nw  ? -1
-				   : memcmp(ms->keys + i * st, keys + j * st, st);
-		if (c < 0)
-			elem_unpack(x->af, kind, ms->keys + i++ * st, &del[nd++]);
-		else if (c > 0)
-			add[na++] = want[j++];
-		else
-			i++, j++;
+	if (ms->hosts) {
+		nft_batch_flush_set(x->batch, table_name(t), name);
+		if (nw)
+			nft_batch_elems(x->batch, table_name(t), name, kind, want, nw, true);
+		x->set_writes += 1 + nw;
+	} else {
+		/* both sorted: what is only in the mirror goes, what is only wanted comes */
+		struct nft_elem *del = xcalloc(ms->n + 1, sizeof(*del)),
+				*add = xcalloc(nw + 1, sizeof(*add));
+		size_t nd = 0, na = 0, i = 0, j = 0;
+		while (i < ms->n || j < nw) {
+			int c = i == ms->n ? 1
+				: j == nw  ? -1
+					   : memcmp(ms->keys + i * st, keys + j * st, st);
+			if (c < 0)
+				elem_unpack(x->af, kind, ms->keys + i++ * st, &del[nd++]);
+			else if (c > 0)
+				add[na++] = want[j++];
+			else
+				i++, j++;
+		}
+		if (nd)
+			nft_batch_elems(x->batch, table_name(t), name, kind, del, nd, false);
+		if (na)
+			nft_batch_elems(x->batch, table_name(t), name, kind, add, na, true);
+		x->set_writes += nd + na;
+		free(del);
+		free(add);
 	}
-	if (nd)
-		nft_batch_elems(x->batch, table_name(t), name, kind, del, nd, false);
-	if (na)
-		nft_batch_elems(x->batch, table_name(t), name, kind, add, na, true);
-	x->set_writes += nd + na;
-	free(del);
-	free(add);
 	free(ms->keys);
-	ms->keys = keys;
+	ms->keys = NULL;
+	if (hosts)
+		free(keys);
+	else
+		ms->keys = keys;
 	ms->n = nw;
+	ms->hosts = hosts;
+	ms->exact = !merged;
 	free(want);
 }
 
-/* Members that changed, for a set whose elements are its members one for one. */
-struct mlist {
-	const char **v;
-	size_t n, cap;
-};
-
-/* Where packed @key is in @ms: its index, or -(where it would go) - 1. */
+/* Where packed @key is in @ms's kept elements: its index, or -(where it would go) - 1. */
 static int find_elem(const struct mset *ms, const uint8_t *key)
 {
 	size_t lo = 0, hi = ms->n;
@@ -568,14 +560,48 @@ static int find_elem(const struct mset *ms, const uint8_t *key)
 	return -(int)lo - 1;
 }
 
+/* Mirror set @ms's kept elements: @del's removed, then @add's added, kept sorted. */
+static void mset_edit(int af, struct mset *ms, const struct nft_elem *del, size_t nd,
+		      const struct nft_elem *add, size_t na)
+{
+	size_t st = ms->stride;
+	uint8_t key[32];
+	for (size_t i = 0; i < nd; i++) {
+		elem_pack(af, ms->kind, &del[i], key);
+		int at = find_elem(ms, key);
+		if (at >= 0) {
+			memmove(ms->keys + (size_t)at * st, ms->keys + ((size_t)at + 1) * st,
+				(ms->n - (size_t)at - 1) * st);
+			ms->n--;
+		}
+	}
+	if (!na)
+		return;
+	ms->keys = xrealloc(ms->keys, (ms->n + na + 1) * st);
+	for (size_t i = 0; i < na; i++) {
+		elem_pack(af, ms->kind, &add[i], key);
+		int at = find_elem(ms, key);
+		if (at >= 0)
+			continue;
+		size_t pos = (size_t)(-at - 1);
+		memmove(ms->keys + (pos + 1) * st, ms->keys + pos * st, (ms->n - pos) * st);
+		memcpy(ms->keys + pos * st, key, st);
+		ms->n++;
+	}
+}
+
 /*
- * The changed members of @s, element by element: what joined is added, what left deleted.
- * False (nothing queued) when a joining member would overlap an element: then the whole set
- * is compared instead.
+ * The changed members of @s, element by element: what joined is added, what left deleted. A
+ * set that keeps no elements (hosts) goes by the marks' "was a member"; one that keeps them by
+ * its elements. False (nothing queued) when a network joins a hosts set, a joining member
+ * would overlap an element, or an element stands for several members (merged): then the whole
+ * set is written instead.
  */
 static bool sync_members(struct nftables *x, enum pt_table t, const char *name, struct mset *ms,
 			 const struct pset *s, const struct mlist *ml)
 {
+	if (!ms->exact)
+		return false;
 	struct nft_elem *add = xcalloc(ml->n + 1, sizeof(*add)),
 			*del = xcalloc(ml->n + 1, sizeof(*del));
 	size_t na = 0, nd = 0;
@@ -584,11 +610,22 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 	uint8_t key[32];
 	for (size_t i = 0; i < ml->n && ok; i++) {
 		struct nft_elem e;
-		if (!nft_elem_from_member(x->af, ms->kind, ml->v[i], &e))
+		bool want = hmap_has(&s->members, ml->v[i].member);
+		if (!nft_elem_from_member(x->af, ms->kind, ml->v[i].member, &e))
 			continue;
+		if (ms->hosts) {
+			if (want == ml->v[i].was)
+				continue; /* joined and left again (or the other way) since */
+			if (!elem_is_host(x->af, ms->kind, &e))
+				ok = false;
+			else if (want)
+				add[na++] = e;
+			else
+				del[nd++] = e;
+			continue;
+		}
 		elem_pack(x->af, ms->kind, &e, key);
 		int at = find_elem(ms, key);
-		bool want = hmap_has(&s->members, ml->v[i]);
 		if (want && at < 0) {
 			size_t pos = (size_t)(-at - 1);
 			/* an interval set: the one before must end before e, the one after start
@@ -611,32 +648,10 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 		if (na)
 			nft_batch_elems(x->batch, table_name(t), name, ms->kind, add, na, true);
 		x->set_writes += nd + na;
-		/* the mirror: removed, then added, kept sorted */
-		size_t st = ms->stride;
-		for (size_t i = 0; i < nd; i++) {
-			elem_pack(x->af, ms->kind, &del[i], key);
-			int at = find_elem(ms, key);
-			if (at >= 0) {
-				memmove(ms->keys + (size_t)at * st,
-					ms->keys + ((size_t)at + 1) * st,
-					(ms->n - (size_t)at - 1) * st);
-				ms->n--;
-			}
-		}
-		if (na) {
-			ms->keys = xrealloc(ms->keys, (ms->n + na + 1) * st);
-			for (size_t i = 0; i < na; i++) {
-				elem_pack(x->af, ms->kind, &add[i], key);
-				int at = find_elem(ms, key);
-				if (at >= 0)
-					continue;
-				size_t pos = (size_t)(-at - 1);
-				memmove(ms->keys + (pos + 1) * st, ms->keys + pos * st,
-					(ms->n - pos) * st);
-				memcpy(ms->keys + pos * st, key, st);
-				ms->n++;
-			}
-		}
+		if (ms->hosts)
+			ms->n = ms->n + na - MIN(nd, ms->n);
+		else
+			mset_edit(x->af, ms, del, nd, add, na);
 	}
 	free(add);
 	free(del);
@@ -818,10 +833,12 @@ static bool wanted_chain(const struct ptable *want, const struct hmap *maps, con
 }
 
 /*
- * Table @t made what @d wants, in the batch: every chain after a read (compare), else the
- * chains the calculation marked (dirty_chains), and the sets their rules look up. The order
- * within the batch: sets made and filled, new chains, rules (each chain's from its first
- * difference), chains no longer wanted emptied and deleted, sets no chain looks up deleted.
+ * Table @t made what @d wants, in the batch: every chain and set after a read (compare), else
+ * the chains the calculation marked (dirty_chains) and the sets it marked. The order within
+ * the batch: sets made and filled, new chains, rules (each differing chain's, whole), chains no
+ * longer wanted emptied and deleted, sets no longer wanted deleted. Between reads a set goes
+ * when the calculation no longer wants it (nothing wanted looks it up then); a read's compare
+ * also removes the sets no chain of this table looks up.
  */
 static void plan_table(struct nftables *x, enum pt_table t, const struct pol_desired *d,
 		       const struct hmap *whole_sets, const struct hmap *member_sets)
@@ -844,26 +861,17 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 			hmap_put(&todo, want->hooks[i].chain, (void *)1);
 		for (struct hmap_iter it = hmap_iter(&m->chains); hmap_next(&it);)
 			hmap_put(&todo, it.key, (void *)1);
-		/* the references are counted again from what is wanted */
-		hmap_clear(&m->set_refs);
-		for (struct hmap_iter it = hmap_iter(&m->chains); hmap_next(&it);)
-			mchain_free_sets(it.value);
 	} else {
 		for (struct hmap_iter it = hmap_iter(&d->dirty_chains[t]); hmap_next(&it);)
 			hmap_put(&todo, it.key, (void *)1);
 	}
-	/* 1. the sets the wanted chains look up: counted, made and filled before any rule */
+	/* 1. the chains made, and the sets their rules look up made and filled, before any rule */
 	struct hmap names = HMAP_INIT; /* nftables name -> ip set name, of the todo chains */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
-		struct mchain *mc = hmap_get(&m->chains, it.key);
-		if (mc) {
-			mchain_set_refs(m, mc, -1);
-			mchain_free_sets(mc);
-		}
 		if (!wanted_chain(want, maps, it.key, &w))
 			continue;
-		if (!mc) {
+		if (!hmap_has(&m->chains, it.key)) {
 			/* made now, so that every rule of the batch finds its jumps' targets */
 			int hook = -1, prio = 0;
 			if (w.base && !hook_of(t, it.key, &hook, &prio)) {
@@ -873,70 +881,53 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 			nft_batch_add_chain(x->batch, table_name(t), it.key, hook, prio,
 					    t == PT_NAT ? "nat" : "filter");
 			x->writes++;
-			mc = xcalloc(1, sizeof(*mc));
-			mc->base = w.base;
-			hmap_put(&m->chains, it.key, mc);
+			chain_set_sig(&m->chains, it.key, x->empty_sig);
 		}
-		struct hmap own = HMAP_INIT;
 		for (size_t i = 0; i < w.n; i++)
-			sets_of_rule(w.rules[i], &own);
+			sets_of_rule(w.rules[i], &names);
 		for (size_t i = 0; i < w.n_more; i++)
-			sets_of_rule(w.more[i], &own);
-		mc->sets = xcalloc(own.n + 1, sizeof(*mc->sets));
-		for (struct hmap_iter k = hmap_iter(&own); hmap_next(&k);) {
-			mc->sets[mc->n_sets++] = xstrdup(k.key);
-			if (!hmap_has(&names, k.key))
-				hmap_put(&names, k.key, xstrdup(k.value));
-		}
-		free_names(&own);
-		mchain_set_refs(m, mc, +1);
+			sets_of_rule(w.more[i], &names);
 	}
-	/* sets new to the table (made and filled), or changed in the calculation, or all after a
-	 * read (compared) */
-	struct hmap made = HMAP_INIT;
+	/* the sets: made and filled when new to the table; compared after a read; else brought
+	 * up to date as the calculation marked them */
+	struct hmap done = HMAP_INIT, changed = HMAP_INIT; /* changed: nftables -> ip set name */
 	for (struct hmap_iter it = hmap_iter(&names); hmap_next(&it);) {
 		const struct pset *s = hmap_get(&d->sets, it.value);
 		if (!s) {
-			problem(x, "a rule looks up set %s, which is not desired",
-				(char *)it.value);
-		} else if (!hmap_has(&m->sets, it.key)) {
-			sync_set(x, t, it.key, it.value, s, true);
-			hmap_put(&made, it.key, (void *)1);
+			problem(x, "a rule looks up set %s, which is not desired", (char *)it.value);
+		} else if (compare || !hmap_has(&m->sets, it.key)) {
+			sync_set(x, t, it.key, s);
+			hmap_put(&done, it.key, (void *)1);
 		}
 	}
-	/* the sets to bring up to date: all of them after a read, else those the calculation
-	 * marked (nftables name -> ip set name), each if a chain of this table looks it up */
-	struct hmap changed = HMAP_INIT;
-	if (compare) {
-		for (struct hmap_iter it = hmap_iter(&m->set_refs); hmap_next(&it);) {
-			struct mset *ms = hmap_get(&m->sets, it.key);
-			const char *ipset = hmap_get(&names, it.key);
-			if (ipset || (ms && (ipset = ms->ipset)))
-				hmap_put(&changed, it.key, (void *)ipset);
-		}
-	} else {
+	if (!compare)
 		for (int k = 0; k < 2; k++)
 			for (struct hmap_iter it = hmap_iter(k ? member_sets : whole_sets);
 			     hmap_next(&it);) {
 				char nft[IPT_SET_NAME_MAX + 1];
 				nft_set_name(it.key, nft);
-				if (hmap_has(&m->set_refs, nft))
+				if (hmap_has(&m->sets, nft) && !hmap_has(&done, nft))
 					hmap_put(&changed, nft, (void *)it.key);
 			}
-	}
+	hmap_clear(&done);
+	struct hmap doomed = HMAP_INIT; /* sets to delete once no rule looks them up */
 	for (struct hmap_iter it = hmap_iter(&changed); hmap_next(&it);) {
 		struct mset *ms = hmap_get(&m->sets, it.key);
 		const char *ipset = it.value;
 		const struct pset *s = hmap_get(&d->sets, ipset);
-		if (!s || hmap_has(&made, it.key))
+		if (!s) {
+			hmap_put(&doomed, it.key, (void *)1);
 			continue;
+		}
 		const struct mlist *ml = hmap_get(member_sets, ipset);
-		if (compare || hmap_has(whole_sets, ipset) ||
-		    (ml && !(ms && ms->exact && sync_members(x, t, it.key, ms, s, ml))))
-			sync_set(x, t, it.key, ipset, s, true);
+		if (hmap_has(whole_sets, ipset) || (ml && !sync_members(x, t, it.key, ms, s, ml)))
+			sync_set(x, t, it.key, s);
 	}
 	hmap_clear(&changed);
-	hmap_clear(&made);
+	if (compare)
+		for (struct hmap_iter it = hmap_iter(&m->sets); hmap_next(&it);)
+			if (!hmap_has(&names, it.key))
+				hmap_put(&doomed, it.key, (void *)1);
 	free_names(&names);
 	/* the dispatch maps, before the rules that look them up */
 	struct hmap map_todo = HMAP_INIT;
@@ -944,7 +935,7 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 		maps_todo(x, t, d, compare, &map_todo);
 		plan_maps(x, t, d, &map_todo, MAPS_MAKE);
 	}
-	/* 2. rules, chain by chain; the base chains are made here (hooked) */
+	/* 2. rules, chain by chain */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
 		if (wanted_chain(want, maps, it.key, &w))
@@ -956,10 +947,9 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	/* 3. chains no longer wanted: emptied, then deleted (nothing wanted jumps to them now) */
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
 		struct wanted w;
-		struct mchain *mc = hmap_get(&m->chains, it.key);
-		if (!mc || wanted_chain(want, maps, it.key, &w))
+		if (!hmap_has(&m->chains, it.key) || wanted_chain(want, maps, it.key, &w))
 			continue;
-		if (mc->n)
+		if (chain_sig(&m->chains, it.key) != x->empty_sig)
 			nft_batch_flush_chain(x->batch, table_name(t), it.key);
 	}
 	for (struct hmap_iter it = hmap_iter(&todo); hmap_next(&it);) {
@@ -967,30 +957,20 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 		if (!hmap_has(&m->chains, it.key) || wanted_chain(want, maps, it.key, &w))
 			continue;
 		nft_batch_del_chain(x->batch, table_name(t), it.key);
-		mchain_free(hmap_del(&m->chains, it.key));
+		hmap_del(&m->chains, it.key);
 		x->writes++;
 	}
 	hmap_clear(&todo);
-	/* 4. sets no chain looks up any more: after the rules that did */
-	struct hmap unused = HMAP_INIT;
-	for (struct hmap_iter it = hmap_iter(compare ? &m->sets : &m->unref); hmap_next(&it);)
-		if (hmap_has(&m->sets, it.key) && !hmap_has(&m->set_refs, it.key))
-			hmap_put(&unused, it.key, (void *)1);
-	hmap_clear(&m->unref);
-	for (struct hmap_iter it = hmap_iter(&unused); hmap_next(&it);) {
+	/* 4. sets no longer wanted: after the rules that looked them up */
+	for (struct hmap_iter it = hmap_iter(&doomed); hmap_next(&it);) {
 		nft_batch_del_set(x->batch, table_name(t), it.key);
 		mset_free(hmap_del(&m->sets, it.key));
 		x->set_writes++;
 	}
-	hmap_clear(&unused);
+	hmap_clear(&doomed);
 	if (maps)
 		plan_maps(x, t, d, &map_todo, MAPS_DROP);
 	maps_todo_free(&map_todo);
-}
-
-static void clear_pending(struct nftables *x)
-{
-	x->n_pend = 0;
 }
 
 static int nft_plan(struct dp_writer *w, const struct dp_input *in)
@@ -1005,15 +985,15 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 		any |= d->dirty_chains[t].n > 0;
 	nft_batch_free(x->batch);
 	x->batch = NULL;
-	clear_pending(x);
 	x->writes = x->set_writes = 0;
 	x->err = 0;
 	x->problem[0] = '\0';
 	if (!any)
 		return 0;
 	x->batch = nft_batch_new(x->nft);
-	/* the sets to compare whole (made or removed: dirty_sets), and those with members
-	 * joining or leaving (dirty_members: "set\nmember"), with those members */
+	/* the sets to write whole (made or removed: dirty_sets), and those with members
+	 * joining or leaving (dirty_members: "set\nmember", whether it was one before), with
+	 * those members */
 	struct hmap members = HMAP_INIT;
 	for (struct hmap_iter it = hmap_iter(&d->dirty_members); hmap_next(&it);) {
 		const char *nl = strchr(it.key, '\n');
@@ -1027,7 +1007,8 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 			hmap_put(&members, name, ml);
 		}
 		GROW(ml->v, ml->cap, ml->n + 1);
-		ml->v[ml->n++] = nl + 1;
+		ml->v[ml->n++] = (struct mchange){ .member = nl + 1,
+						   .was = it.value == PSET_WAS_MEMBER };
 	}
 	for (int t = 0; t < PT_TABLES; t++)
 		plan_table(x, t, d, &d->dirty_sets, &members);
@@ -1071,18 +1052,9 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 		failed(x, "%s: %s (nothing written)", fam(x), nft_last_error(x->nft));
 		return r;
 	}
-	for (size_t i = 0; i < x->n_pend; i++) {
-		const struct pending *p = &x->pend[i];
-		if (p->index < p->mc->n)
-			p->mc->rules[p->index].handle = nft_batch_rule_handle(x->batch, p->slot);
-	}
-	/* the batch's pages and the handles' bookkeeping go now, not at the next plan */
+	/* the batch's pages go now, not at the next plan */
 	nft_batch_free(x->batch);
 	x->batch = NULL;
-	clear_pending(x);
-	free(x->pend);
-	x->pend = NULL;
-	x->cap_pend = 0;
 	for (int t = 0; t < PT_TABLES; t++)
 		x->compare[t] = false;
 	st->commits[PT_FILTER]++;
@@ -1127,8 +1099,7 @@ static void nft_free_writer(struct dp_writer *w)
 	for (int t = 0; t < PT_TABLES; t++)
 		mtable_clear(&x->m[t]);
 	nft_batch_free(x->batch);
-	clear_pending(x);
-	free(x->pend);
+	sb_free(&x->sg.ids);
 	free(x);
 }
 
@@ -1149,5 +1120,8 @@ struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft, int af, uin
 	x->nft = nft;
 	x->af = af;
 	x->commits = commits;
+	sb_init(&x->sg.ids);
+	sig_start(&x->sg);
+	x->empty_sig = sig_end(&x->sg);
 	return &x->w;
 }

@@ -812,6 +812,16 @@ void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set)
 	done_msg(b);
 }
 
+void nft_batch_flush_set(struct nft_batch *b, const char *table, const char *set)
+{
+	struct nftnl_set *s = named_set(table, set);
+	/* a DELSETELEM with no list of elements takes them all */
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_DELSETELEM, 0, "flush set %s %s", table, set);
+	nftnl_set_elems_nlmsg_build_payload(h, s);
+	nftnl_set_free(s);
+	done_msg(b);
+}
+
 /* Elements per message: a message must fit the batch's overrun (64 KiB). */
 #define ELEMS_PER_MSG 512
 
@@ -1047,8 +1057,10 @@ static void add_exprs(struct nftnl_rule *r, const struct nft_rule_ir *ir, uint32
 	}
 }
 
-size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
-			  const struct nft_rule_ir *ir)
+/* Rule @ir appended to @chain; @echo asks the kernel for its handle (the answer costs a
+ * message of some 300 bytes per rule). */
+static void append_rule(struct nft_batch *b, const char *table, const char *chain,
+			const struct nft_rule_ir *ir, bool echo)
 {
 	uint32_t anon_id = 0;
 	if (ir->has_anon) {
@@ -1068,16 +1080,29 @@ size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *ch
 		nftnl_udata_buf_free(u);
 	}
 	/* Echoed: the kernel's answer holds the new rule's handle. */
-	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | NLM_F_ECHO,
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE,
+				      NLM_F_CREATE | NLM_F_APPEND | (echo ? NLM_F_ECHO : 0),
 				      "add rule %s to chain %s %s", ir->id[0] ? ir->id : "(no id)",
 				      table, chain);
 	nftnl_rule_nlmsg_build_payload(h, r);
 	nftnl_rule_free(r);
 	done_msg(b);
+}
+
+size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
+			  const struct nft_rule_ir *ir)
+{
+	append_rule(b, table, chain, ir, true);
 	GROW(b->handles, b->cap_rules, b->n_rules + 1);
 	b->handles[b->n_rules] = 0;
 	b->slot[b->n_what - 1] = (long)b->n_rules;
 	return b->n_rules++;
+}
+
+void nft_batch_append_rule(struct nft_batch *b, const char *table, const char *chain,
+			   const struct nft_rule_ir *ir)
+{
+	append_rule(b, table, chain, ir, false);
 }
 
 uint64_t nft_batch_rule_handle(const struct nft_batch *b, size_t slot)

@@ -14,6 +14,17 @@ pt_start_felix
 pt_ns default ""
 pt_pod default db 10.244.1.10,fd00:10:244:1::10 "role: db"
 
+# Remote endpoints (node2's: no interface here) whose addresses join a selector's set:
+#   remote NAME IPv4 IPv6 LABELS
+remote() {
+	pt_apply <<YAML
+apiVersion: projectcalico.org/v3
+kind: WorkloadEndpoint
+metadata: {name: node2-k8s-$1-eth0, namespace: default, labels: {$4, projectcalico.org/namespace: default}}
+spec: {node: node2, orchestrator: k8s, pod: $1, endpoint: eth0, interfaceName: cali$1,
+  ipNetworks: [$2/32, '$3/128'], profiles: [kns.default]}
+YAML
+}
 # nets: the GlobalNetworkSet's networks
 netset() {
 	pt_apply <<YAML
@@ -31,7 +42,7 @@ kind: GlobalNetworkPolicy
 metadata: {name: partners}
 spec:
   selector: role == 'db'
-  ingress: [{action: Allow, source: {selector: role == 'partner'}}]
+  ingress: [{action: Allow, source: {selector: role == 'partner'}}, {action: Allow, source: {selector: role == 'web'}}]
 YAML
 
 # The elements of felix's set that holds NEEDLE in family FAMILY's table, on one line.
@@ -65,6 +76,33 @@ netset '10.77.0.5/32, 10.77.1.0/24, "fd00:77::5/128", "fd00:77:1::/120"'
 expect_elements ip 10.77.1.0 "10.77.0.5, 10.77.1.0/24"
 expect_elements ip6 fd00:77:1:: "fd00:77::5, fd00:77:1::/120"
 bt_log "members leaving: ok"
+# A set of single addresses (a selector's pods), whose elements felix does not keep: members
+# join and leave by the calculation's marks; a network joining it has the set written whole,
+# and from then on it is one whose elements felix keeps, until it is made again.
+remote web1 10.78.0.1 fd00:78::1 "role: web"
+remote web2 10.78.0.2 fd00:78::2 "role: web"
+expect_elements ip 10.78.0. "10.78.0.1, 10.78.0.2"
+expect_elements ip6 fd00:78:: "fd00:78::1, fd00:78::2"
+remote web2 10.78.0.2 fd00:78::2 "role: other"
+remote web3 10.78.0.3 fd00:78::3 "role: web"
+expect_elements ip 10.78.0. "10.78.0.1, 10.78.0.3"
+expect_elements ip6 fd00:78:: "fd00:78::1, fd00:78::3"
+bt_log "addresses joining and leaving a selector's set: ok"
+pt_apply <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkSet
+metadata: {name: webnets, labels: {role: web}}
+spec:
+  nets: [10.78.0.0/30, "fd00:78::/126", 10.78.9.0/24]
+YAML
+expect_elements ip 10.78.9.0 "10.78.0.0/30, 10.78.9.0/24"
+expect_elements ip6 fd00:78:: "fd00:78::/126"
+bt_log "a network joining it (the set written whole): ok"
+"$BRINDLECTL" delete globalnetworkset webnets >/dev/null || bt_fail "deleting webnets"
+remote web4 10.78.0.4 fd00:78::4 "role: web"
+expect_elements ip 10.78.0. "10.78.0.1, 10.78.0.3, 10.78.0.4"
+expect_elements ip6 fd00:78:: "fd00:78::1, fd00:78::3, fd00:78::4"
+bt_log "the network leaving, another address joining: ok"
 # ... each by felix's deltas as planned: no batch the kernel refused (an overlapping element
 # would be, and felix would then read everything back and compare it whole)
 failed=$(grep -h "nothing written" "$BT_DIR"/felix-*.log || true)

@@ -317,6 +317,51 @@ static void test_edits(void **state)
 	(void)state;
 }
 
+/*
+ * A chain and a set written again whole in one batch, as the nftables writer does when a chain
+ * differs or a set is made again: flushed, then filled; rules appended without an echo.
+ */
+static void test_flush_and_refill(void **state)
+{
+	write_example();
+	struct nft_batch *b = nft_batch_new(N);
+	nft_batch_flush_chain(b, T, "cali-pi-web");
+	struct nft_rule_ir ir;
+	struct strbuf err = STRBUF_INIT;
+	sb_init(&err);
+	const char *texts[] = { "-m comment --comment \"cali:cccccccccccccccc\" -j ACCEPT",
+				"-m comment --comment \"cali:dddddddddddddddd\" -j DROP" };
+	for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
+		if (nft_rule_from_text(AF_INET, texts[i], &ir, &err) < 0)
+			fail_msg("%s: %s", texts[i], sb_str(&err));
+		nft_batch_append_rule(b, T, "cali-pi-web", &ir);
+	}
+	sb_free(&err);
+	nft_batch_flush_set(b, T, "cali40s_web");
+	struct nft_elem host = elem_range4(0x0a010009, 0x0a010009);
+	nft_batch_elems(b, T, "cali40s_web", NFT_SET_ADDRS, &host, 1, true);
+	/* an empty set flushed is no error */
+	nft_batch_add_set(b, T, "cali40s_none", NFT_SET_ADDRS);
+	nft_batch_flush_set(b, T, "cali40s_none");
+	commit(b);
+	struct nft_table_state ts;
+	assert_int_equal(nft_read(N, T, &ts), 0);
+	const struct nft_chain_state *c = nft_table_state_chain(&ts, "cali-pi-web");
+	assert_int_equal(c->n, 2);
+	assert_string_equal(c->rules[0].id, "cali:cccccccccccccccc");
+	assert_string_equal(c->rules[1].id, "cali:dddddddddddddddd");
+	assert_true(c->rules[0].handle != 0 && c->rules[1].handle > c->rules[0].handle);
+	const struct nft_set_state *s = nft_table_state_set(&ts, "cali40s_web");
+	assert_int_equal(s->n, 1);
+	assert_int_equal(elem_addr4(s->elems[0].lo), 0x0a010009);
+	assert_int_equal(elem_addr4(s->elems[0].hi), 0x0a010009);
+	s = nft_table_state_set(&ts, "cali40s_none");
+	assert_non_null(s);
+	assert_int_equal(s->n, 0);
+	nft_table_state_free(&ts);
+	(void)state;
+}
+
 /* A batch that fails changes nothing, and says which edit failed. */
 static void test_atomic_failure(void **state)
 {
@@ -654,6 +699,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_write_and_read, clean),
 		cmocka_unit_test_teardown(test_edits, clean),
+		cmocka_unit_test_teardown(test_flush_and_refill, clean),
 		cmocka_unit_test_teardown(test_atomic_failure, clean),
 		cmocka_unit_test_teardown(test_dispatch_map, clean),
 		cmocka_unit_test_teardown(test_reads_during_commits, clean),

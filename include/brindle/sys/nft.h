@@ -117,6 +117,9 @@ void nft_batch_del_chain(struct nft_batch *b, const char *table, const char *cha
 /* Append @r to @chain; returns the rule's slot, whose handle the commit learns. */
 size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
 			  const struct nft_rule_ir *r);
+/* Append @r to @chain, its handle not asked for (the kernel sends no echo). */
+void nft_batch_append_rule(struct nft_batch *b, const char *table, const char *chain,
+			   const struct nft_rule_ir *r);
 /* The handle the kernel gave the rule of @slot (after a successful commit). */
 uint64_t nft_batch_rule_handle(const struct nft_batch *b, size_t slot);
 /* Every rule of @chain. */
@@ -125,6 +128,8 @@ void nft_batch_del_rule(struct nft_batch *b, const char *table, const char *chai
 void nft_batch_add_set(struct nft_batch *b, const char *table, const char *set,
 		       enum nft_set_kind kind);
 void nft_batch_del_set(struct nft_batch *b, const char *table, const char *set);
+/* Every element of @set. */
+void nft_batch_flush_set(struct nft_batch *b, const char *table, const char *set);
 /* Add or remove elements (@add false) of a set of @kind. */
 void nft_batch_elems(struct nft_batch *b, const char *table, const char *set,
 		     enum nft_set_kind kind, const struct nft_elem *e, size_t n, bool add);
