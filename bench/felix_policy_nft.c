@@ -188,15 +188,28 @@ static double kernel_floor(struct nft *nft)
 	}
 	sb_free(&err);
 	struct nft_batch *b = nft_batch_new(nft);
-	size_t slot = nft_batch_add_rule(b, NFT_TABLE_FILTER, "cali-FORWARD", &ir);
+	nft_batch_add_rule(b, NFT_TABLE_FILTER, "cali-FORWARD", &ir);
 	uint64_t t0 = now_ns();
 	if (nft_batch_commit(b) < 0) {
 		fprintf(stderr, "floor commit: %s\n", nft_last_error(nft));
 		exit(1);
 	}
 	double ms = ms_since(t0);
-	uint64_t handle = nft_batch_rule_handle(b, slot);
 	nft_batch_free(b);
+	/* its handle, for the delete (untimed) */
+	struct nft_table_state ts;
+	uint64_t handle = 0;
+	if (nft_read(nft, NFT_TABLE_FILTER, &ts) == 0) {
+		const struct nft_chain_state *c = nft_table_state_chain(&ts, "cali-FORWARD");
+		for (size_t i = 0; c && i < c->n; i++)
+			if (streq(c->rules[i].id, ir.id))
+				handle = c->rules[i].handle;
+		nft_table_state_free(&ts);
+	}
+	if (!handle) {
+		fprintf(stderr, "floor: the rule is not in cali-FORWARD\n");
+		exit(1);
+	}
 	b = nft_batch_new(nft);
 	nft_batch_del_rule(b, NFT_TABLE_FILTER, "cali-FORWARD", handle);
 	if (nft_batch_commit(b) < 0) {

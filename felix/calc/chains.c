@@ -16,12 +16,31 @@
 
 /* --- the tables --------------------------------------------------------------------------- */
 
+/* Chain @name of table @t changed: the first mark since the writer took them keeps whether
+ * the chain was in the table then (@was). */
+static void mark_chain(struct pol *p, enum pt_table t, const char *name, bool was)
+{
+	if (!hmap_has(&p->d.dirty_chains[t], name))
+		hmap_put(&p->d.dirty_chains[t], name, was ? PCHAIN_WAS : PCHAIN_WAS_NOT);
+}
+
+static bool same_rules(const struct pchain *a, const struct pchain *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!streq(a->rules[i], b->rules[i]))
+			return false;
+	return true;
+}
+
 /* Put @c into table @t (replacing one of the same name), taking its sets. */
 static void chains_put(struct pol *p, enum pt_table t, struct pchain *c)
 {
 	sets_chain_refs(p, c, +1);
-	hmap_put(&p->d.dirty_chains[t], c->name, (void *)1);
 	struct pchain *old = hmap_put(&p->d.tables[t].chains, c->name, c);
+	if (!old || !same_rules(old, c))
+		mark_chain(p, t, c->name, old != NULL);
 	if (old) {
 		sets_chain_refs(p, old, -1);
 		pchain_free(old);
@@ -34,7 +53,7 @@ void chains_del(struct pol *p, enum pt_table t, const char *name)
 	struct pchain *old = hmap_del(&p->d.tables[t].chains, name);
 	if (!old)
 		return;
-	hmap_put(&p->d.dirty_chains[t], name, (void *)1);
+	mark_chain(p, t, name, true);
 	sets_chain_refs(p, old, -1);
 	pchain_free(old);
 	p->d.tables[t].dirty = true;
@@ -454,7 +473,8 @@ static void map_set(struct pol *p, struct pmap *m, const char *iface, const char
 	else
 		free(hmap_del(&m->ifaces, iface));
 	snprintf(key, sizeof(key), "%s\n%s", m->root, iface);
-	hmap_put(&p->d.dirty_maps, key, (void *)1);
+	if (!hmap_has(&p->d.dirty_maps, key))
+		hmap_put(&p->d.dirty_maps, key, had ? PCHAIN_WAS : PCHAIN_WAS_NOT);
 }
 
 /*
@@ -471,7 +491,8 @@ static void render_dispatch_map(struct pol *p, const char *root, bool oif,
 		snprintf(m->root, sizeof(m->root), "%s", root);
 		m->oif = oif;
 		hmap_put(&p->d.maps, m->root, m);
-		hmap_put(&p->d.dirty_maps, root, (void *)1);
+		if (!hmap_has(&p->d.dirty_maps, root))
+			hmap_put(&p->d.dirty_maps, root, PCHAIN_WAS_NOT);
 	}
 	struct hmap now = HMAP_INIT;
 	for (size_t i = 0; i < n; i++) {
@@ -570,7 +591,8 @@ void chains_render_dispatch(struct pol *p)
 		if ((!p->dispatch_maps || !hmap_has(&made, it.key)) && ng < ARRAY_SIZE(gone))
 			gone[ng++] = it.key;
 	for (size_t i = 0; i < ng; i++) {
-		hmap_put(&p->d.dirty_maps, gone[i], (void *)1);
+		if (!hmap_has(&p->d.dirty_maps, gone[i]))
+			hmap_put(&p->d.dirty_maps, gone[i], PCHAIN_WAS);
 		pmap_free(hmap_del(&p->d.maps, gone[i]));
 	}
 	dispatch_clear(&p->dispatch);
@@ -783,7 +805,8 @@ void chains_render_static(struct pol *p)
 	}
 	chains_put(p, PT_NAT, cb_finish(&b));
 	sets_pools_changed(p);
-	/* hooks */
+	/* hooks (the same ones each time: there were some unless this is the first render) */
+	bool had_hooks = p->d.tables[PT_FILTER].n_hooks > 0;
 	for (int t = 0; t < PT_TABLES; t++)
 		hooks_free(&p->d.tables[t]);
 	set_hook(p, PT_FILTER, "INPUT", "cali-INPUT", NULL);
@@ -803,7 +826,7 @@ void chains_render_static(struct pol *p)
 	for (int t = 0; t < PT_TABLES; t++) {
 		p->d.tables[t].dirty = true;
 		for (size_t h = 0; h < p->d.tables[t].n_hooks; h++)
-			hmap_put(&p->d.dirty_chains[t], p->d.tables[t].hooks[h].chain, (void *)1);
+			mark_chain(p, t, p->d.tables[t].hooks[h].chain, had_hooks);
 	}
 }
 

@@ -41,6 +41,7 @@ static void pep_free(struct pol *p, struct pep *e)
 static void pep_replace(struct pol *p, const char *key, struct pep *e)
 {
 	struct pep *old = hmap_get(&p->eps, key);
+	bool owner = old && old->local && hmap_get(&p->locals, old->local->iface) == old;
 	if (old) {
 		sets_endpoint_leave(p, old);
 		if (old->local && hmap_get(&p->locals, old->local->iface) == old) {
@@ -71,6 +72,10 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 	}
 	if (old && old->local && !e)
 		hmap_del(&p->dirty_eps, key);
+	if (old && old->local && !owner)
+		/* another endpoint took the interface: the chains of its name are that one's */
+		for (int i = 0; i < 3; i++)
+			old->local->chain[i][0] = '\0';
 	pep_free(p, old);
 	if (!e)
 		hmap_del(&p->eps, key); /* after: old->key is the map's copy */

@@ -66,6 +66,8 @@ struct ptable {
 	bool dirty; /* something changed since the iptables writer took the mark */
 };
 
+#define PCHAIN_WAS_NOT	((void *)1)
+#define PCHAIN_WAS	((void *)2)
 #define PSET_WAS_NOT	((void *)1)
 #define PSET_WAS_MEMBER ((void *)2)
 
@@ -100,11 +102,14 @@ struct pol_desired {
 	 * marked since the writer took the marks (so a writer keeping no members knows whether
 	 * it is in the kernel's set; both may be the same again by now) */
 	struct hmap dirty_members;
-	/* per table: chains put, replaced or deleted, and hooks changed: name → (void *)1 (the
-	 * nftables writer writes only those; the iptables writer compares whole tables) */
+	/* per table: chains put with other rules, made or deleted, and hooks changed: name →
+	 * PCHAIN_WAS or PCHAIN_WAS_NOT, whether it was in the table when first marked since the
+	 * writer took the marks (the nftables writer writes only those, and knows from this what
+	 * the kernel has without a copy of its own; the iptables writer compares whole tables) */
 	struct hmap dirty_chains[PT_TABLES];
 	/* dispatch maps (empty unless pol_set_dispatch_maps), and what changed in them:
-	 * "root\niface" for an element, "root" for a map made or gone */
+	 * "root\niface" for an element, "root" for a map made or gone; each → PCHAIN_WAS or
+	 * PCHAIN_WAS_NOT, as dirty_chains */
 	struct hmap maps; /* root -> struct pmap * */
 	struct hmap dirty_maps;
 };

@@ -617,10 +617,7 @@ struct nft_batch {
 	 * stay as holes in the heap after it) */
 	struct strbuf texts;
 	size_t *what;
-	long *slot; /* each message's rule slot (-1: not a rule) */
 	size_t n_what, cap_what;
-	uint64_t *handles; /* each added rule's handle, by slot (0 until the kernel says) */
-	size_t n_rules, cap_rules;
 	uint32_t anon_id;
 	int err;
 	struct strbuf errs;
@@ -650,8 +647,6 @@ void nft_batch_free(struct nft_batch *b)
 		return;
 	sb_free(&b->texts);
 	free(b->what);
-	free(b->slot);
-	free(b->handles);
 	nftnl_batch_free(b->nb);
 	sb_free(&b->errs);
 	free(b);
@@ -668,11 +663,7 @@ static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t fl
 static struct nlmsghdr *next_msg(struct nft_batch *b, uint16_t type, uint16_t flags,
 				 const char *fmt, ...)
 {
-	size_t cap = b->cap_what;
 	GROW(b->what, b->cap_what, b->n_what + 1);
-	if (cap != b->cap_what)
-		b->slot = xrealloc(b->slot, sizeof(*b->slot) * b->cap_what);
-	b->slot[b->n_what] = -1;
 	b->what[b->n_what++] = b->texts.len;
 	va_list ap;
 	va_start(ap, fmt);
@@ -1057,10 +1048,8 @@ static void add_exprs(struct nftnl_rule *r, const struct nft_rule_ir *ir, uint32
 	}
 }
 
-/* Rule @ir appended to @chain; @echo asks the kernel for its handle (the answer costs a
- * message of some 300 bytes per rule). */
-static void append_rule(struct nft_batch *b, const char *table, const char *chain,
-			const struct nft_rule_ir *ir, bool echo)
+void nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
+			const struct nft_rule_ir *ir)
 {
 	uint32_t anon_id = 0;
 	if (ir->has_anon) {
@@ -1079,35 +1068,14 @@ static void append_rule(struct nft_batch *b, const char *table, const char *chai
 				    nftnl_udata_buf_len(u));
 		nftnl_udata_buf_free(u);
 	}
-	/* Echoed: the kernel's answer holds the new rule's handle. */
-	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE,
-				      NLM_F_CREATE | NLM_F_APPEND | (echo ? NLM_F_ECHO : 0),
+	/* Not echoed: a rule is known by its id; its handle, by a read (the echoes would cost
+	 * a message of some 300 bytes per rule) */
+	struct nlmsghdr *h = next_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND,
 				      "add rule %s to chain %s %s", ir->id[0] ? ir->id : "(no id)",
 				      table, chain);
 	nftnl_rule_nlmsg_build_payload(h, r);
 	nftnl_rule_free(r);
 	done_msg(b);
-}
-
-size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
-			  const struct nft_rule_ir *ir)
-{
-	append_rule(b, table, chain, ir, true);
-	GROW(b->handles, b->cap_rules, b->n_rules + 1);
-	b->handles[b->n_rules] = 0;
-	b->slot[b->n_what - 1] = (long)b->n_rules;
-	return b->n_rules++;
-}
-
-void nft_batch_append_rule(struct nft_batch *b, const char *table, const char *chain,
-			   const struct nft_rule_ir *ir)
-{
-	append_rule(b, table, chain, ir, false);
-}
-
-uint64_t nft_batch_rule_handle(const struct nft_batch *b, size_t slot)
-{
-	return slot < b->n_rules ? b->handles[slot] : 0;
 }
 
 void nft_batch_flush_chain(struct nft_batch *b, const char *table, const char *chain)
@@ -1140,14 +1108,6 @@ void nft_batch_del_rule(struct nft_batch *b, const char *table, const char *chai
 static bool commit_answer(struct nft_batch *b, const struct nlmsghdr *h, uint32_t gen_seq)
 {
 	size_t at = h->nlmsg_seq - b->first_seq - 1;
-	if (h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE) && at < b->n_what &&
-	    b->slot[at] >= 0) {
-		struct nftnl_rule *r = nftnl_rule_alloc();
-		if (r && nftnl_rule_nlmsg_parse(h, r) == 0)
-			b->handles[b->slot[at]] = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
-		nftnl_rule_free(r);
-		return false;
-	}
 	if (h->nlmsg_type == NLMSG_ERROR) {
 		const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
 		if (e->error && !b->err) {
@@ -1185,8 +1145,8 @@ int nft_batch_commit(struct nft_batch *b)
 			       sizeof(v)) == 0)
 			n->sndbuf = total + 65536;
 	}
-	/* the echoes of the rules added, some 300 bytes each with the kernel's overhead */
-	grow_rcvbuf(n, MAX((size_t)1 << 20, b->n_rules * 1024));
+	/* the answers: the errors of failing edits, then the generation */
+	grow_rcvbuf(n, (size_t)1 << 20);
 	drain(n);
 	struct sockaddr_nl snl = { .nl_family = AF_NETLINK };
 	struct msghdr msg = { .msg_name = &snl,

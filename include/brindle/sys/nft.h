@@ -114,14 +114,9 @@ void nft_batch_del_table(struct nft_batch *b, const char *table);
 void nft_batch_add_chain(struct nft_batch *b, const char *table, const char *chain, int hook,
 			 int prio, const char *type);
 void nft_batch_del_chain(struct nft_batch *b, const char *table, const char *chain);
-/* Append @r to @chain; returns the rule's slot, whose handle the commit learns. */
-size_t nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
-			  const struct nft_rule_ir *r);
-/* Append @r to @chain, its handle not asked for (the kernel sends no echo). */
-void nft_batch_append_rule(struct nft_batch *b, const char *table, const char *chain,
-			   const struct nft_rule_ir *r);
-/* The handle the kernel gave the rule of @slot (after a successful commit). */
-uint64_t nft_batch_rule_handle(const struct nft_batch *b, size_t slot);
+/* Append @r to @chain (its handle: by nft_read after the commit). */
+void nft_batch_add_rule(struct nft_batch *b, const char *table, const char *chain,
+			const struct nft_rule_ir *r);
 /* Every rule of @chain. */
 void nft_batch_flush_chain(struct nft_batch *b, const char *table, const char *chain);
 void nft_batch_del_rule(struct nft_batch *b, const char *table, const char *chain, uint64_t handle);
