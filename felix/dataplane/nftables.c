@@ -73,16 +73,6 @@ static uint64_t sig_end(const struct sig *s)
 	return v | 1;
 }
 
-static uint64_t chain_sig(const struct hmap *chains, const char *name)
-{
-	return (uint64_t)(uintptr_t)hmap_get(chains, name);
-}
-
-static void chain_set_sig(struct hmap *chains, const char *name, uint64_t sig)
-{
-	hmap_put(chains, name, (void *)(uintptr_t)sig);
-}
-
 /*
  * A set as the mirror keeps it. A set whose elements are each one address (a selector's pods)
  * or one named port keeps none of them: its members join and leave element by element from
@@ -225,7 +215,7 @@ struct mtable {
 	bool exists;
 	struct msets sets;
 	/* what a read found, until the turn after it has compared them */
-	struct hmap chains; /* name -> signature (chain_sig) */
+	struct hmap chains; /* name -> signature of its rules (struct sig) */
 	struct hmap maps;   /* name -> struct mmap */
 	struct hmap odd;    /* sets with names longer than felix's: someone else's, deleted */
 };
@@ -260,7 +250,7 @@ static void mtable_load(int af, struct mtable *m, const struct nft_table_state *
 		sig_start(sg);
 		for (size_t k = 0; k < cs->n; k++)
 			sig_add(sg, cs->rules[k].id);
-		chain_set_sig(&m->chains, cs->name, sig_end(sg));
+		hmap_put(&m->chains, cs->name, (void *)(uintptr_t)sig_end(sg));
 	}
 	for (size_t i = 0; i < ts->n_sets; i++) {
 		const struct nft_set_state *ss = &ts->sets[i];
@@ -443,7 +433,7 @@ static const char *wanted_rule(const struct wanted *w, size_t k, char *id)
 	return text;
 }
 
-/* The signature of @w's rules (chain_sig). */
+/* The signature of @w's rules (struct sig). */
 static uint64_t wanted_sig(struct nftables *x, const struct wanted *w)
 {
 	char id[IPT_ID_LEN + 1];
@@ -469,7 +459,7 @@ static uint64_t chain_had(const struct nftables *x, enum pt_table t, const struc
 	if (x->compare[t]) {
 		if (!hmap_has(&x->m[t].chains, name))
 			return CHAIN_ABSENT;
-		uint64_t sig = chain_sig(&x->m[t].chains, name);
+		uint64_t sig = (uintptr_t)hmap_get(&x->m[t].chains, name);
 		return sig ? sig : CHAIN_SOME;
 	}
 	/* between reads: a chain is marked only when its rules changed */
