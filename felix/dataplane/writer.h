@@ -3,7 +3,9 @@
  * FRR's dataplane providers and BIRD's kernel sync: one writer per kind of
  * kernel object (links and their settings, neighbours, routes, ip sets,
  * iptables tables), each behind this small table of functions and each
- * keeping a mirror of what the kernel has of ours. A writer's turn:
+ * keeping a mirror of what the kernel has of ours (the nftables writer keeps
+ * only its sets': the wanted state's marks say what was there before, which
+ * is all its writes need). A writer's turn:
  *
  *   read    the kernel's state of its kind into the mirror, replacing it: at
  *           the start, every refresh interval, on a resync request and after
