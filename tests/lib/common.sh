@@ -120,7 +120,11 @@ bt_expect_contains() {
 	esac
 }
 
-bt_pass() { bt_log "PASS"; }
+# bt_pass: the test passed (after bt_pass_check, when a library defines one).
+bt_pass() {
+	if declare -F bt_pass_check >/dev/null; then bt_pass_check; fi
+	bt_log "PASS"
+}
 
 # bt_netns NAME: create network namespace "$BT_PREFIX-NAME" (loopback up), removed at exit.
 bt_netns() {

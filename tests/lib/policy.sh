@@ -23,6 +23,14 @@ NODE=$BT_PREFIX-node
 OUT=$BT_PREFIX-out
 PT_FELIX_ENV=()
 
+# Before a pass: felix's nftables writer had no batch refused. A refused batch is repaired by
+# the read after it, so a test's checks would pass anyway; the refusal is the bug.
+bt_pass_check() {
+	local refused
+	refused=$(grep -h "(nothing written)" "$BT_DIR"/felix*.log 2>/dev/null || true)
+	[ -z "$refused" ] || bt_fail "felix had a batch refused: $refused"
+}
+
 pt_node() {
 	PT_FELIX_ENV=("$@")
 	bt_start_etcd
