@@ -10,13 +10,13 @@
  * A read dumps both tables: each chain is compared with the wanted one by a signature of its
  * rules' ids, each map element by element, each set by element, at the turn after the read.
  * Between reads the writer keeps only the sets (below, struct mset) and trusts the
- * calculation's marks for the rest: a chain or map element is marked only when it changed,
- * and each mark says whether it was in the table before, which is all a write needs. A chain
+ * calculation's marks for the rest: a chain or map element is marked when it is made, goes
+ * or is rendered with other rules (an endpoint's chains are made again when it changes), and
+ * each mark says whether it was in the table before, which is all a write needs. A chain
  * that differs is flushed and appended again whole in the same batch, so a change costs what
  * the chain holds, not what the table does; set members join and leave element by element.
- * Check compares the ruleset's generation with the one felix's last commit left; when someone
- * else committed since, the next turn reads back (kube-proxy's commits cost felix a read, not
- * a write). A failed commit also reads back: the marks were taken.
+ * Check compares the ruleset's generation with the one felix's last commit left; anyone else's
+ * commit since, or a failed commit (the marks were taken), has the next turn read back.
  */
 #include "dataplane/writer.h"
 
@@ -462,7 +462,7 @@ static uint64_t chain_had(const struct nftables *x, enum pt_table t, const struc
 		uint64_t sig = (uintptr_t)hmap_get(&x->m[t].chains, name);
 		return sig ? sig : CHAIN_SOME;
 	}
-	/* between reads: a chain is marked only when its rules changed */
+	/* between reads: marked chains are written (a policy's only when its rules changed) */
 	return hmap_get(&d->dirty_chains[t], name) == PCHAIN_WAS ? CHAIN_SOME : CHAIN_ABSENT;
 }
 

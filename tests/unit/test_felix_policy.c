@@ -628,6 +628,85 @@ static void test_incremental_sets_and_cleanup(void **state)
 	assert_non_null(rule_with(chain("cali-to-wl-dispatch"), "Unknown interface"));
 }
 
+/*
+ * The marks a writer that keeps no copy of its tables relies on: a chain, member or map element
+ * is marked only when it changed, and each mark says whether it was there before.
+ */
+static void test_marks_say_what_was(void **state)
+{
+	struct pol_desired *d = pol_desired(P);
+	pol_set_dispatch_maps(P, true);
+	cluster();
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: p, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {role: db}}\n"
+	      "  ingress: [{from: [{podSelector: {matchLabels: {role: x}}}]}]\n");
+	pol_flush(P);
+	clear_dirty();
+	hmap_clear(&d->dirty_chains[PT_FILTER]);
+	hmap_clear(&d->dirty_maps);
+	/* the same policy again: its chains rendered again, the same rules: nothing marked */
+	apply("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+	      "metadata: {name: p, namespace: a}\n"
+	      "spec:\n  podSelector: {matchLabels: {role: db}}\n"
+	      "  ingress: [{from: [{podSelector: {matchLabels: {role: x}}}]}]\n");
+	pol_flush(P);
+	assert_int_equal(d->dirty_chains[PT_FILTER].n, 0);
+	/* the same endpoint again: its chains are made again (marked, as there before); its
+	 * map elements stay as they were */
+	pod("a", "db", "node-a", "calidb000000001", "10.0.0.1", "role: db", NULL);
+	pol_flush(P);
+	assert_ptr_equal(hmap_get(&d->dirty_chains[PT_FILTER], "cali-tw-calidb000000001"),
+			 PCHAIN_WAS);
+	assert_int_equal(d->dirty_maps.n, 0);
+	hmap_clear(&d->dirty_chains[PT_FILTER]);
+	clear_dirty();
+	/* a pod joins the set, then leaves and joins again before the writer looks: marked as
+	 * not a member before */
+	pod("a", "x9", "node-b", "calix9000000001", "10.0.1.9", "role: x", NULL);
+	pod("a", "x9", "node-b", "calix9000000001", "10.0.1.9", "role: y", NULL);
+	pod("a", "x9", "node-b", "calix9000000001", "10.0.1.9", "role: x", NULL);
+	pol_flush(P);
+	assert_int_equal(d->dirty_members.n, 1);
+	struct hmap_iter it = hmap_iter(&d->dirty_members);
+	assert_true(hmap_next(&it));
+	assert_ptr_equal(it.value, PSET_WAS_NOT);
+	clear_dirty();
+	/* it leaves: was a member */
+	del(KIND_WORKLOADENDPOINT, "a", "x9");
+	pol_flush(P);
+	it = hmap_iter(&d->dirty_members);
+	assert_true(hmap_next(&it));
+	assert_ptr_equal(it.value, PSET_WAS_MEMBER);
+	/* a local endpoint comes: its chains and map elements were not there; it goes: they were */
+	pod("a", "n1", "node-a", "calin1000000001", "10.0.0.9", "", NULL);
+	pol_flush(P);
+	assert_ptr_equal(hmap_get(&d->dirty_chains[PT_FILTER], "cali-tw-calin1000000001"),
+			 PCHAIN_WAS_NOT);
+	assert_ptr_equal(hmap_get(&d->dirty_maps, "cali-to-wl-dispatch\ncalin1000000001"),
+			 PCHAIN_WAS_NOT);
+	hmap_clear(&d->dirty_chains[PT_FILTER]);
+	hmap_clear(&d->dirty_maps);
+	del(KIND_WORKLOADENDPOINT, "a", "n1");
+	pol_flush(P);
+	assert_ptr_equal(hmap_get(&d->dirty_chains[PT_FILTER], "cali-tw-calin1000000001"),
+			 PCHAIN_WAS);
+	assert_ptr_equal(hmap_get(&d->dirty_maps, "cali-to-wl-dispatch\ncalin1000000001"),
+			 PCHAIN_WAS);
+	/* two endpoints claim one interface; the one that lost it goes: the interface's chains
+	 * stay (they are the other one's), and so does its map element */
+	pod("a", "c1", "node-a", "calic1000000001", "10.0.0.10", "", NULL);
+	assert_non_null(chain("cali-tw-calic1000000001")); /* c1's, rendered */
+	pod("a", "c2", "node-a", "calic1000000001", "10.0.0.11", "", NULL);
+	assert_non_null(chain("cali-tw-calic1000000001")); /* c2's now */
+	del(KIND_WORKLOADENDPOINT, "a", "c1");
+	assert_non_null(chain("cali-tw-calic1000000001"));
+	assert_non_null(chain("cali-fw-calic1000000001"));
+	const struct pmap *out = hmap_get(&d->maps, "cali-to-wl-dispatch");
+	assert_string_equal(hmap_get(&out->ifaces, "calic1000000001"), "cali-tw-calic1000000001");
+	(void)state;
+}
+
 static void test_host_endpoint_failsafe(void **state)
 {
 	apply("apiVersion: projectcalico.org/v3\nkind: HostEndpoint\n"
@@ -1137,6 +1216,7 @@ int main(void)
 		WITH_POLICY(test_fail_closed),
 		WITH_POLICY(test_missing_profile_fails_closed),
 		WITH_POLICY(test_incremental_sets_and_cleanup),
+		WITH_POLICY(test_marks_say_what_was),
 		WITH_POLICY(test_host_endpoint_failsafe),
 		WITH_POLICY(test_nat_outgoing),
 		WITH_POLICY(test_dispatch_tree),
