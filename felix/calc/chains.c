@@ -16,14 +16,6 @@
 
 /* --- the tables --------------------------------------------------------------------------- */
 
-/* Chain @name of table @t changed: the first mark since the writer took them keeps whether
- * the chain was in the table then (@was). */
-static void mark_chain(struct pol *p, enum pt_table t, const char *name, bool was)
-{
-	if (!hmap_has(&p->d.dirty_chains[t], name))
-		hmap_put(&p->d.dirty_chains[t], name, was ? PCHAIN_WAS : PCHAIN_WAS_NOT);
-}
-
 static bool same_rules(const struct pchain *a, const struct pchain *b)
 {
 	if (a->n != b->n)
@@ -40,7 +32,7 @@ static void chains_put(struct pol *p, enum pt_table t, struct pchain *c)
 	sets_chain_refs(p, c, +1);
 	struct pchain *old = hmap_put(&p->d.tables[t].chains, c->name, c);
 	if (!old || !same_rules(old, c))
-		mark_chain(p, t, c->name, old != NULL);
+		pol_mark(&p->d.dirty_chains[t], c->name, old != NULL);
 	if (old) {
 		sets_chain_refs(p, old, -1);
 		pchain_free(old);
@@ -53,7 +45,7 @@ void chains_del(struct pol *p, enum pt_table t, const char *name)
 	struct pchain *old = hmap_del(&p->d.tables[t].chains, name);
 	if (!old)
 		return;
-	mark_chain(p, t, name, true);
+	pol_mark(&p->d.dirty_chains[t], name, true);
 	sets_chain_refs(p, old, -1);
 	pchain_free(old);
 	p->d.tables[t].dirty = true;
@@ -473,8 +465,7 @@ static void map_set(struct pol *p, struct pmap *m, const char *iface, const char
 	else
 		free(hmap_del(&m->ifaces, iface));
 	snprintf(key, sizeof(key), "%s\n%s", m->root, iface);
-	if (!hmap_has(&p->d.dirty_maps, key))
-		hmap_put(&p->d.dirty_maps, key, had ? PCHAIN_WAS : PCHAIN_WAS_NOT);
+	pol_mark(&p->d.dirty_maps, key, had);
 }
 
 /*
@@ -491,8 +482,7 @@ static void render_dispatch_map(struct pol *p, const char *root, bool oif,
 		snprintf(m->root, sizeof(m->root), "%s", root);
 		m->oif = oif;
 		hmap_put(&p->d.maps, m->root, m);
-		if (!hmap_has(&p->d.dirty_maps, root))
-			hmap_put(&p->d.dirty_maps, root, PCHAIN_WAS_NOT);
+		pol_mark(&p->d.dirty_maps, root, false);
 	}
 	struct hmap now = HMAP_INIT;
 	for (size_t i = 0; i < n; i++) {
@@ -591,8 +581,7 @@ void chains_render_dispatch(struct pol *p)
 		if ((!p->dispatch_maps || !hmap_has(&made, it.key)) && ng < ARRAY_SIZE(gone))
 			gone[ng++] = it.key;
 	for (size_t i = 0; i < ng; i++) {
-		if (!hmap_has(&p->d.dirty_maps, gone[i]))
-			hmap_put(&p->d.dirty_maps, gone[i], PCHAIN_WAS);
+		pol_mark(&p->d.dirty_maps, gone[i], true);
 		pmap_free(hmap_del(&p->d.maps, gone[i]));
 	}
 	dispatch_clear(&p->dispatch);
@@ -826,7 +815,7 @@ void chains_render_static(struct pol *p)
 	for (int t = 0; t < PT_TABLES; t++) {
 		p->d.tables[t].dirty = true;
 		for (size_t h = 0; h < p->d.tables[t].n_hooks; h++)
-			mark_chain(p, t, p->d.tables[t].hooks[h].chain, had_hooks);
+			pol_mark(&p->d.dirty_chains[t], p->d.tables[t].hooks[h].chain, had_hooks);
 	}
 }
 

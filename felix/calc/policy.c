@@ -44,7 +44,7 @@ static void pep_replace(struct pol *p, const char *key, struct pep *e)
 	bool owner = old && old->local && hmap_get(&p->locals, old->local->iface) == old;
 	if (old) {
 		sets_endpoint_leave(p, old);
-		if (old->local && hmap_get(&p->locals, old->local->iface) == old) {
+		if (owner) {
 			hmap_del(&p->locals, old->local->iface);
 			hmap_put(&p->dirty_ifaces, old->local->iface, (void *)1);
 			p->n_local_heps -= old->kind == PEP_HEP;

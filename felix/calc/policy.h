@@ -66,10 +66,13 @@ struct ptable {
 	bool dirty; /* something changed since the iptables writer took the mark */
 };
 
-#define PCHAIN_WAS_NOT	((void *)1)
-#define PCHAIN_WAS	((void *)2)
-#define PSET_WAS_NOT	((void *)1)
-#define PSET_WAS_MEMBER ((void *)2)
+/*
+ * What a mark of pol_desired's dirty_* maps says: whether the thing marked (a set member, a
+ * chain, a dispatch map or one of its elements) was there when first marked since the writer
+ * took the marks. It may be so again by now.
+ */
+#define PMARK_WAS_NOT ((void *)1)
+#define PMARK_WAS     ((void *)2)
 
 /* An active ip set: what the kernel should hold. */
 struct pset {
@@ -98,18 +101,17 @@ struct pol_desired {
 	struct ptable tables[PT_TABLES];
 	struct hmap sets;	   /* name → struct pset * (active only) */
 	struct hmap dirty_sets;	   /* name → (void *)1: created, removed or membership changed */
-	/* "set\nmember" → PSET_WAS_MEMBER or PSET_WAS_NOT: whether it was a member when first
-	 * marked since the writer took the marks (so a writer keeping no members knows whether
-	 * it is in the kernel's set; both may be the same again by now) */
+	/* "set\nmember" → PMARK_WAS or PMARK_WAS_NOT (so a writer keeping no members knows
+	 * whether it is in the kernel's set) */
 	struct hmap dirty_members;
 	/* per table: chains put with other rules, made or deleted, and hooks changed: name →
-	 * PCHAIN_WAS or PCHAIN_WAS_NOT, whether it was in the table when first marked since the
-	 * writer took the marks (the nftables writer writes only those, and knows from this what
-	 * the kernel has without a copy of its own; the iptables writer compares whole tables) */
+	 * PMARK_WAS or PMARK_WAS_NOT (the nftables writer writes only those, and knows from this
+	 * what the kernel has without a copy of its own; the iptables writer compares whole
+	 * tables) */
 	struct hmap dirty_chains[PT_TABLES];
 	/* dispatch maps (empty unless pol_set_dispatch_maps), and what changed in them:
-	 * "root\niface" for an element, "root" for a map made or gone; each → PCHAIN_WAS or
-	 * PCHAIN_WAS_NOT, as dirty_chains */
+	 * "root\niface" for an element, "root" for a map made or gone; each → PMARK_WAS or
+	 * PMARK_WAS_NOT */
 	struct hmap maps; /* root -> struct pmap * */
 	struct hmap dirty_maps;
 };

@@ -281,6 +281,14 @@ struct pentry {
 	bool dirty;
 };
 
+/* Mark @key in @marks (a dirty_* map of pol_desired); the first mark since the writer took
+ * them keeps whether it was there then (@was). */
+static inline void pol_mark(struct hmap *marks, const char *key, bool was)
+{
+	if (!hmap_has(marks, key))
+		hmap_put(marks, key, was ? PMARK_WAS : PMARK_WAS_NOT);
+}
+
 static inline bool pentry_unused(const struct pentry *pe)
 {
 	return !pe->refs[0] && !pe->refs[1] && !pe->vrefs[0] && !pe->vrefs[1];

@@ -78,8 +78,7 @@ static void mark_member(struct pol *p, const char *set, const char *member, bool
 {
 	char key[128];
 	snprintf(key, sizeof(key), "%s\n%s", set, member);
-	if (!hmap_has(&p->d.dirty_members, key))
-		hmap_put(&p->d.dirty_members, key, was ? PSET_WAS_MEMBER : PSET_WAS_NOT);
+	pol_mark(&p->d.dirty_members, key, was);
 }
 
 static void member_add(struct pol *p, struct psetrec *s, const char *m)

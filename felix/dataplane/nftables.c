@@ -67,7 +67,7 @@ static uint64_t sig_end(const struct sig *s)
 	if (s->unknown)
 		return 0;
 	uint8_t d[32];
-	hash_digest(HASH_SHA256, s->ids.buf ? s->ids.buf : "", s->ids.len, d);
+	hash_digest(HASH_SHA256, s->ids.buf, s->ids.len, d);
 	uint64_t v;
 	memcpy(&v, d, sizeof(v));
 	return v | 1;
@@ -88,8 +88,8 @@ struct mset {
 	uint8_t stride; /* bytes per element */
 	bool hosts;	/* each element one member and one address: no elements kept */
 	bool exact;	/* each element one member (none merged): members join and leave alone */
-	uint8_t *keys;	/* unless hosts */
-	size_t n;
+	uint8_t *keys;	/* the kept elements (none for hosts) */
+	size_t n;	/* how many */
 };
 
 /*
@@ -280,7 +280,8 @@ struct nftables {
 	uint64_t *commits;	 /* felix's nftables commits, all families' */
 	uint64_t commits_at_gen; /* *commits when gen was taken */
 	struct mtable m[PT_TABLES];
-	bool compare[PT_TABLES]; /* every chain and set compared at the next turn */
+	bool compare[PT_TABLES]; /* a read was done: every chain and set compared at the next plan
+				  */
 	bool known_gen;
 	uint32_t gen; /* the generation felix's last commit or read left */
 	bool drifted;
@@ -463,7 +464,7 @@ static uint64_t chain_had(const struct nftables *x, enum pt_table t, const struc
 		return sig ? sig : CHAIN_SOME;
 	}
 	/* between reads: marked chains are written (a policy's only when its rules changed) */
-	return hmap_get(&d->dirty_chains[t], name) == PCHAIN_WAS ? CHAIN_SOME : CHAIN_ABSENT;
+	return hmap_get(&d->dirty_chains[t], name) == PMARK_WAS ? CHAIN_SOME : CHAIN_ABSENT;
 }
 
 /*
@@ -530,9 +531,8 @@ struct mlist {
 
 /*
  * Set @name in table @t made to hold what @s wants, whole: created when missing; else
- * compared with the elements the mirror keeps, or, for a set that keeps none (hosts), flushed
- * and filled again in the same batch (a set made again in the calculation, a network joining
- * it, or a read's compare, which loads every set's elements first).
+ * compared with the elements the mirror keeps (a read keeps every set's), or, for a set that
+ * keeps none (hosts), flushed and filled again in the same batch.
  */
 static void sync_set(struct nftables *x, enum pt_table t, const char *name, const struct pset *s)
 {
@@ -601,11 +601,13 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	}
 	free(ms->keys);
 	ms->keys = NULL;
-	if (hosts)
+	ms->n = 0;
+	if (hosts) {
 		free(keys);
-	else
+	} else {
 		ms->keys = keys;
-	ms->n = nw;
+		ms->n = nw;
+	}
 	ms->hosts = hosts;
 	ms->exact = !merged;
 	free(want);
@@ -716,9 +718,7 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 		if (na)
 			nft_batch_elems(x->batch, table_name(t), name, ms->kind, add, na, true);
 		x->set_writes += nd + na;
-		if (ms->hosts)
-			ms->n = ms->n + na - MIN(nd, ms->n);
-		else
+		if (!ms->hosts)
 			mset_edit(x->af, ms, del, nd, add, na);
 	}
 	free(add);
@@ -761,7 +761,7 @@ static bool map_had(const struct nftables *x, enum pt_table t, const struct pol_
 	if (x->compare[t])
 		return hmap_has(&x->m[t].maps, root);
 	const void *mark = hmap_get(&d->dirty_maps, root);
-	return mark ? mark == PCHAIN_WAS : hmap_has(&d->maps, root);
+	return mark ? mark == PMARK_WAS : hmap_has(&d->maps, root);
 }
 
 /* @iface's element of map @pm queued into @add, if the chain it goes to is wanted. */
@@ -813,7 +813,7 @@ static void map_elems(struct nftables *x, enum pt_table t, const struct pol_desi
 				continue;
 			const char *iface = it.key + len + 1;
 			const char *want = hmap_get(&pm->ifaces, iface);
-			if (it.value == PCHAIN_WAS)
+			if (it.value == PMARK_WAS)
 				map_edit(&del, iface, NULL);
 			if (want)
 				map_add(x, t, d, pm, iface, want, &add);
@@ -1030,9 +1030,10 @@ static void plan_table(struct nftables *x, enum pt_table t, const struct pol_des
 	hmap_clear(&doomed);
 	if (maps)
 		plan_maps(x, t, d, MAPS_DROP);
-	/* what a read found of the chains and maps served this compare; between reads the
-	 * calculation's marks say what the table has of them */
+	/* what a read found of the chains and maps served this compare; from now on the
+	 * calculation's marks say what the table has of them (a failed apply reads again) */
 	if (compare) {
+		x->compare[t] = false;
 		hmap_clear(&m->chains);
 		hmap_clear(&m->odd);
 		for (struct hmap_iter it = hmap_iter(&m->maps); hmap_next(&it);)
@@ -1075,8 +1076,7 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 			hmap_put(&members, name, ml);
 		}
 		GROW(ml->v, ml->cap, ml->n + 1);
-		ml->v[ml->n++] = (struct mchange){ .member = nl + 1,
-						   .was = it.value == PSET_WAS_MEMBER };
+		ml->v[ml->n++] = (struct mchange){ .member = nl + 1, .was = it.value == PMARK_WAS };
 	}
 	for (int t = 0; t < PT_TABLES; t++)
 		plan_table(x, t, d, &d->dirty_sets, &members);
@@ -1111,12 +1111,8 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 		return x->err;
 	}
 	size_t edits = nft_batch_size(x->batch);
-	if (!edits) {
-		/* the read's compare found nothing to change: the marks serve from now on */
-		for (int t = 0; t < PT_TABLES; t++)
-			x->compare[t] = false;
+	if (!edits)
 		return 0;
-	}
 	uint64_t t0 = now_ns();
 	int r = nft_batch_commit(x->batch);
 	double ms = (double)(now_ns() - t0) / 1e6;
@@ -1127,9 +1123,6 @@ static int nft_apply(struct dp_writer *w, const struct dp_input *in)
 	/* the batch's pages go now, not at the next plan */
 	nft_batch_free(x->batch);
 	x->batch = NULL;
-
-	for (int t = 0; t < PT_TABLES; t++)
-		x->compare[t] = false;
 	st->commits[PT_FILTER]++;
 	st->rule_commit_ms = ms;
 	st->rule_writes += x->writes;

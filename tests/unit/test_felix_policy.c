@@ -657,7 +657,7 @@ static void test_marks_say_what_was(void **state)
 	pod("a", "db", "node-a", "calidb000000001", "10.0.0.1", "role: db", NULL);
 	pol_flush(P);
 	assert_ptr_equal(hmap_get(&d->dirty_chains[PT_FILTER], "cali-tw-calidb000000001"),
-			 PCHAIN_WAS);
+			 PMARK_WAS);
 	assert_int_equal(d->dirty_maps.n, 0);
 	hmap_clear(&d->dirty_chains[PT_FILTER]);
 	clear_dirty();
@@ -670,29 +670,29 @@ static void test_marks_say_what_was(void **state)
 	assert_int_equal(d->dirty_members.n, 1);
 	struct hmap_iter it = hmap_iter(&d->dirty_members);
 	assert_true(hmap_next(&it));
-	assert_ptr_equal(it.value, PSET_WAS_NOT);
+	assert_ptr_equal(it.value, PMARK_WAS_NOT);
 	clear_dirty();
 	/* it leaves: was a member */
 	del(KIND_WORKLOADENDPOINT, "a", "x9");
 	pol_flush(P);
 	it = hmap_iter(&d->dirty_members);
 	assert_true(hmap_next(&it));
-	assert_ptr_equal(it.value, PSET_WAS_MEMBER);
+	assert_ptr_equal(it.value, PMARK_WAS);
 	/* a local endpoint comes: its chains and map elements were not there; it goes: they were */
 	pod("a", "n1", "node-a", "calin1000000001", "10.0.0.9", "", NULL);
 	pol_flush(P);
 	assert_ptr_equal(hmap_get(&d->dirty_chains[PT_FILTER], "cali-tw-calin1000000001"),
-			 PCHAIN_WAS_NOT);
+			 PMARK_WAS_NOT);
 	assert_ptr_equal(hmap_get(&d->dirty_maps, "cali-to-wl-dispatch\ncalin1000000001"),
-			 PCHAIN_WAS_NOT);
+			 PMARK_WAS_NOT);
 	hmap_clear(&d->dirty_chains[PT_FILTER]);
 	hmap_clear(&d->dirty_maps);
 	del(KIND_WORKLOADENDPOINT, "a", "n1");
 	pol_flush(P);
 	assert_ptr_equal(hmap_get(&d->dirty_chains[PT_FILTER], "cali-tw-calin1000000001"),
-			 PCHAIN_WAS);
+			 PMARK_WAS);
 	assert_ptr_equal(hmap_get(&d->dirty_maps, "cali-to-wl-dispatch\ncalin1000000001"),
-			 PCHAIN_WAS);
+			 PMARK_WAS);
 	/* two endpoints claim one interface; the one that lost it goes: the interface's chains
 	 * stay (they are the other one's), and so does its map element */
 	pod("a", "c1", "node-a", "calic1000000001", "10.0.0.10", "", NULL);
