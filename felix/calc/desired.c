@@ -55,6 +55,8 @@ static const char *next_key(const char *k)
 void desired_init(struct desired *d)
 {
 	memset(d, 0, sizeof(*d));
+	for (int k = 0; k < DESIRED_KINDS; k++)
+		hmap_init_bulk(&d->dirty[k]); /* marks, emptied whole by the writers */
 }
 
 static void free_entry(struct entry *e)

@@ -427,6 +427,14 @@ struct pol *pol_new(const char *nodename, int af)
 	p->rc.ctx = p;
 	sb_init(&p->scratch);
 	p->dirty_static = p->dirty_dispatch = true;
+	/* the marks of what changed: filled by a calculation, emptied whole by the writers */
+	hmap_init_bulk(&p->dirty_eps);
+	hmap_init_bulk(&p->dirty_ifaces);
+	hmap_init_bulk(&p->d.dirty_sets);
+	hmap_init_bulk(&p->d.dirty_members);
+	for (int t = 0; t < PT_TABLES; t++)
+		hmap_init_bulk(&p->d.dirty_chains[t]);
+	hmap_init_bulk(&p->d.dirty_maps);
 	return p;
 }
 

@@ -1,3 +1,4 @@
+#include <brindle/core/arena.h>
 #include <brindle/core/hmap.h>
 #include <brindle/core/util.h>
 
@@ -45,9 +46,24 @@ bool hmap_has(const struct hmap *m, const char *key)
 	return find(m, key, hmap_hash(key)) != NULL;
 }
 
+void hmap_init_bulk(struct hmap *m)
+{
+	*m = (struct hmap){ .bulk = true };
+}
+
+/* Zeroed memory for @m: from its arena if it is a bulk map. */
+static void *alloc(struct hmap *m, size_t n)
+{
+	if (!m->bulk)
+		return xcalloc(1, n);
+	if (!m->arena)
+		m->arena = arena_new();
+	return arena_alloc(m->arena, n);
+}
+
 static void rehash(struct hmap *m, size_t nb)
 {
-	struct hmap_entry **b = xcalloc(nb, sizeof(*b));
+	struct hmap_entry **b = alloc(m, nb * sizeof(*b));
 	for (size_t i = 0; i < m->nbuckets; i++) {
 		struct hmap_entry *e = m->buckets[i];
 		while (e) {
@@ -58,7 +74,8 @@ static void rehash(struct hmap *m, size_t nb)
 			e = next;
 		}
 	}
-	free(m->buckets);
+	if (!m->bulk)
+		free(m->buckets);
 	m->buckets = b;
 	m->nbuckets = nb;
 }
@@ -75,7 +92,7 @@ void *hmap_put(struct hmap *m, const char *key, void *value)
 	if (m->n + 1 > m->nbuckets)
 		rehash(m, m->nbuckets ? m->nbuckets * 2 : 16);
 	size_t kl = strlen(key);
-	e = xmalloc(sizeof(*e) + kl + 1);
+	e = m->bulk ? alloc(m, sizeof(*e) + kl + 1) : xmalloc(sizeof(*e) + kl + 1);
 	memcpy(e->key, key, kl + 1);
 	e->value = value;
 	e->next = m->buckets[h & (m->nbuckets - 1)];
@@ -95,7 +112,8 @@ void *hmap_del(struct hmap *m, const char *key)
 		if (strcmp(e->key, key) == 0) {
 			*pp = e->next;
 			void *v = e->value;
-			free(e);
+			if (!m->bulk)
+				free(e);
 			m->n--;
 			return v;
 		}
@@ -105,6 +123,11 @@ void *hmap_del(struct hmap *m, const char *key)
 
 void hmap_clear(struct hmap *m)
 {
+	if (m->bulk) {
+		arena_free(m->arena);
+		hmap_init_bulk(m);
+		return;
+	}
 	for (size_t i = 0; i < m->nbuckets; i++) {
 		struct hmap_entry *e = m->buckets[i];
 		while (e) {

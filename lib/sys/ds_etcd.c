@@ -1060,6 +1060,7 @@ static int e_syncer_start(struct ds *d, struct loop *l, const struct ds_watch_sp
 		list_prefix(sk->k, sk->scope, &p);
 		sk->prefix = sb_detach(&p);
 		sb_init(&sk->down_why);
+		hmap_init_bulk(&sk->seen);
 	}
 	s->timer = loop_timer_new(l, sync_pending, s);
 	s->grace = loop_timer_new(l, grace_ended, s);

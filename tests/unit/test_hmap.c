@@ -5,9 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Each test runs on a map of each kind: plain, and bulk (entries from an arena). */
+static void init(struct hmap *m, void **state)
+{
+	if (*state)
+		hmap_init_bulk(m);
+	else
+		*m = (struct hmap)HMAP_INIT;
+}
+
 static void test_put_get_del(void **state)
 {
-	struct hmap m = HMAP_INIT;
+	struct hmap m;
+	init(&m, state);
 	char key[32];
 	for (int i = 0; i < 5000; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
@@ -31,7 +41,8 @@ static void test_put_get_del(void **state)
 
 static void test_iterate_and_delete(void **state)
 {
-	struct hmap m = HMAP_INIT;
+	struct hmap m;
+	init(&m, state);
 	char key[32];
 	for (int i = 0; i < 1000; i++) {
 		snprintf(key, sizeof(key), "x%d", i);
@@ -54,11 +65,43 @@ static void test_iterate_and_delete(void **state)
 	hmap_clear(&m);
 }
 
+/* A bulk map is filled and emptied whole again and again; it stays a bulk map. */
+static void test_bulk_refill(void **state)
+{
+	struct hmap m;
+	hmap_init_bulk(&m);
+	char key[64];
+	for (int round = 0; round < 3; round++) {
+		int n = 3000 * (round + 1);
+		for (int i = 0; i < n; i++) {
+			snprintf(key, sizeof(key), "cali40s:set%d\n10.0.%d.%d", round, i / 256,
+				 i % 256);
+			assert_null(hmap_put(&m, key, (void *)(intptr_t)(i + 1)));
+		}
+		assert_int_equal(m.n, n);
+		snprintf(key, sizeof(key), "cali40s:set%d\n10.0.0.7", round);
+		assert_ptr_equal(hmap_get(&m, key), (void *)(intptr_t)8);
+		assert_ptr_equal(hmap_del(&m, key), (void *)(intptr_t)8);
+		assert_false(hmap_has(&m, key));
+		assert_int_equal(m.n, n - 1);
+		hmap_clear(&m);
+		assert_int_equal(m.n, 0);
+		assert_true(m.bulk);
+		assert_null(m.arena);
+		assert_false(hmap_has(&m, "cali40s:set0\n10.0.0.1"));
+	}
+	hmap_clear(&m); /* an empty bulk map clears too */
+}
+
 int main(void)
 {
+	static int bulk = 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get_del),
 		cmocka_unit_test(test_iterate_and_delete),
+		cmocka_unit_test_prestate(test_put_get_del, &bulk),
+		cmocka_unit_test_prestate(test_iterate_and_delete, &bulk),
+		cmocka_unit_test(test_bulk_refill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

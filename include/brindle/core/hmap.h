@@ -16,10 +16,14 @@ struct hmap_entry {
 	char key[];
 };
 
+struct arena;
+
 struct hmap {
 	struct hmap_entry **buckets;
 	size_t nbuckets; /* power of two, or 0 */
 	size_t n;
+	bool bulk;	     /* hmap_init_bulk */
+	struct arena *arena; /* a bulk map's entries and buckets, or NULL */
 };
 
 #define HMAP_INIT \
@@ -27,6 +31,13 @@ struct hmap {
 		0 \
 	}
 
+/*
+ * A map that is filled, read and emptied whole, again and again (a calculation's marks of
+ * what changed, a list's keys seen): its entries come from one arena that hmap_clear frees
+ * at once, so a map of tens of thousands of entries leaves no holes among the longer-lived
+ * blocks allocated beside it. hmap_del of an entry keeps its memory until hmap_clear.
+ */
+void hmap_init_bulk(struct hmap *m);
 void *hmap_get(const struct hmap *m, const char *key);
 bool hmap_has(const struct hmap *m, const char *key);
 /* The map's own copy of @key (stable until that entry is deleted), or NULL. */
