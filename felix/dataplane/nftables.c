@@ -148,6 +148,15 @@ static void msets_del(struct msets *s, const char *name)
 	s->n--;
 }
 
+/* Shrunk to its records once a plan has added them (doubling leaves up to half unused). */
+static void msets_fit(struct msets *s)
+{
+	if (s->cap > s->n + s->n / 4 + 8) {
+		s->cap = s->n + 1;
+		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+}
+
 static void msets_clear(struct msets *s)
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -1089,6 +1098,7 @@ static int nft_plan(struct dp_writer *w, const struct dp_input *in)
 	for (int t = 0; t < PT_TABLES; t++) {
 		d->tables[t].dirty = false;
 		hmap_clear(&d->dirty_chains[t]);
+		msets_fit(&x->m[t].sets);
 	}
 	hmap_clear(&d->dirty_sets);
 	hmap_clear(&d->dirty_members);
@@ -1189,5 +1199,9 @@ struct dp_writer *nftables_new(struct dp_report *r, struct nft *nft, int af, uin
 	sb_init(&x->sg.ids);
 	sig_start(&x->sg);
 	x->empty_sig = sig_end(&x->sg);
+	for (int t = 0; t < PT_TABLES; t++) { /* a read's findings, dropped whole at its compare */
+		hmap_init_bulk(&x->m[t].chains);
+		hmap_init_bulk(&x->m[t].odd);
+	}
 	return &x->w;
 }
