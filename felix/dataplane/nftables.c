@@ -18,6 +18,7 @@
  * Check compares the ruleset's generation with the one felix's last commit left; anyone else's
  * commit since, or a failed commit (the marks were taken), has the next turn read back.
  */
+#include "dataplane/nft_sets.h"
 #include "dataplane/writer.h"
 
 #include <brindle/core/hash.h>
@@ -71,148 +72,6 @@ static uint64_t sig_end(const struct sig *s)
 	uint64_t v;
 	memcpy(&v, d, sizeof(v));
 	return v | 1;
-}
-
-/*
- * A set as the mirror keeps it. A set whose elements are each one address (a selector's pods)
- * or one named port keeps none of them: its members join and leave element by element from
- * the calculation's marks, which say whether each was a member before. A set with networks
- * among its members keeps its elements, packed (each its key bytes in network order, so that
- * memcmp orders them as nft_elem_cmp does: an interval's lo and hi, 8 bytes for IPv4 and 32
- * for IPv6; a named port's address, protocol and port, 7 or 19) and sorted: a network's
- * interval may overlap others, which only the elements tell.
- */
-struct mset {
-	char name[IPT_SET_NAME_MAX + 1]; /* nftables' */
-	enum nft_set_kind kind;
-	uint8_t stride; /* bytes per element */
-	bool hosts;	/* each element one member and one address: no elements kept */
-	bool exact;	/* each element one member (none merged): members join and leave alone */
-	uint8_t *keys;	/* the kept elements (none for hosts) */
-	size_t n;	/* how many */
-};
-
-/*
- * A table's sets, sorted by name in one array: one block, not two small ones per set, which
- * would be scattered among a full program's freed pages and keep them in felix's memory.
- * A record's address holds until the next insert or remove.
- */
-struct msets {
-	struct mset *v;
-	size_t n, cap;
-};
-
-/* Where @name is in @s: its index, or -(where it would go) - 1. */
-static long msets_at(const struct msets *s, const char *name)
-{
-	size_t lo = 0, hi = s->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(s->v[mid].name, name);
-		if (c == 0)
-			return (long)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -(long)lo - 1;
-}
-
-static struct mset *msets_get(const struct msets *s, const char *name)
-{
-	long at = msets_at(s, name);
-	return at >= 0 ? &s->v[at] : NULL;
-}
-
-/* A new record for @name (not there yet), zeroed. */
-static struct mset *msets_add(struct msets *s, const char *name)
-{
-	size_t pos = (size_t)(-msets_at(s, name) - 1);
-	GROW(s->v, s->cap, s->n + 1);
-	memmove(&s->v[pos + 1], &s->v[pos], (s->n - pos) * sizeof(*s->v));
-	s->n++;
-	struct mset *ms = &s->v[pos];
-	memset(ms, 0, sizeof(*ms));
-	snprintf(ms->name, sizeof(ms->name), "%s", name);
-	return ms;
-}
-
-static void msets_del(struct msets *s, const char *name)
-{
-	long at = msets_at(s, name);
-	if (at < 0)
-		return;
-	free(s->v[at].keys);
-	memmove(&s->v[at], &s->v[at + 1], (s->n - (size_t)at - 1) * sizeof(*s->v));
-	s->n--;
-}
-
-/* Shrunk to its records once a plan has added them (doubling leaves up to half unused). */
-static void msets_fit(struct msets *s)
-{
-	if (s->cap > s->n + s->n / 4 + 8) {
-		s->cap = s->n + 1;
-		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
-	}
-}
-
-static void msets_clear(struct msets *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i].keys);
-	free(s->v);
-	*s = (struct msets){ 0 };
-}
-
-static uint8_t elem_stride(int af, enum nft_set_kind kind)
-{
-	unsigned a = nft_addr_len(af);
-	return (uint8_t)(kind == NFT_SET_PORTS ? a + 3 : 2 * a);
-}
-
-static void elem_pack(int af, enum nft_set_kind kind, const struct nft_elem *e, uint8_t *out)
-{
-	unsigned a = nft_addr_len(af);
-	memcpy(out, e->lo, a);
-	if (kind == NFT_SET_PORTS) {
-		out[a] = e->proto;
-		out[a + 1] = (uint8_t)(e->port >> 8);
-		out[a + 2] = (uint8_t)e->port;
-	} else {
-		memcpy(out + a, e->hi, a);
-	}
-}
-
-static void elem_unpack(int af, enum nft_set_kind kind, const uint8_t *in, struct nft_elem *e)
-{
-	unsigned a = nft_addr_len(af);
-	memset(e, 0, sizeof(*e));
-	memcpy(e->lo, in, a);
-	if (kind == NFT_SET_PORTS) {
-		e->proto = in[a];
-		e->port = (uint16_t)(in[a + 1] << 8 | in[a + 2]);
-	} else {
-		memcpy(e->hi, in + a, a);
-	}
-}
-
-/* Whether @e is one address (a named port's always is). */
-static bool elem_is_host(int af, enum nft_set_kind kind, const struct nft_elem *e)
-{
-	return kind == NFT_SET_PORTS || memcmp(e->lo, e->hi, nft_addr_len(af)) == 0;
-}
-
-/* Mirror set @ms's elements made @v's (sorted), packed. */
-static void mset_set_elems(int af, struct mset *ms, const struct nft_elem *v, size_t n)
-{
-	free(ms->keys);
-	ms->stride = elem_stride(af, ms->kind);
-	ms->keys = xcalloc(n + 1, ms->stride);
-	for (size_t i = 0; i < n; i++)
-		elem_pack(af, ms->kind, &v[i], ms->keys + i * ms->stride);
-	ms->n = n;
-	ms->hosts = false;
 }
 
 /* A dispatch map: interface -> the chain its packets go to. */
@@ -556,7 +415,7 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 		nft_batch_add_set(x->batch, table_name(t), name, kind);
 		ms = msets_add(&m->sets, name);
 		ms->kind = kind;
-		ms->stride = elem_stride(x->af, kind);
+		ms->stride = mset_stride(x->af, kind);
 		x->set_writes++;
 	}
 	const char **members = xcalloc(s->members.n + 1, sizeof(*members));
@@ -573,12 +432,12 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 			 bad == 1 ? "" : "s");
 	bool hosts = !merged;
 	for (size_t k = 0; k < nw && hosts; k++)
-		hosts = elem_is_host(x->af, kind, &want[k]);
+		hosts = mset_is_host(x->af, kind, &want[k]);
 	/* the wanted elements packed once: compared with the mirror's, then kept (unless hosts) */
-	uint8_t st = elem_stride(x->af, kind);
+	uint8_t st = mset_stride(x->af, kind);
 	uint8_t *keys = xcalloc(nw + 1, st);
 	for (size_t k = 0; k < nw; k++)
-		elem_pack(x->af, kind, &want[k], keys + k * st);
+		mset_pack(x->af, kind, &want[k], keys + k * st);
 	if (ms->hosts) {
 		nft_batch_flush_set(x->batch, table_name(t), name);
 		if (nw)
@@ -594,7 +453,7 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 				: j == nw  ? -1
 					   : memcmp(ms->keys + i * st, keys + j * st, st);
 			if (c < 0)
-				elem_unpack(x->af, kind, ms->keys + i++ * st, &del[nd++]);
+				mset_unpack(x->af, kind, ms->keys + i++ * st, &del[nd++]);
 			else if (c > 0)
 				add[na++] = want[j++];
 			else
@@ -620,53 +479,6 @@ static void sync_set(struct nftables *x, enum pt_table t, const char *name, cons
 	ms->hosts = hosts;
 	ms->exact = !merged;
 	free(want);
-}
-
-/* Where packed @key is in @ms's kept elements: its index, or -(where it would go) - 1. */
-static int find_elem(const struct mset *ms, const uint8_t *key)
-{
-	size_t lo = 0, hi = ms->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = memcmp(ms->keys + mid * ms->stride, key, ms->stride);
-		if (c == 0)
-			return (int)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -(int)lo - 1;
-}
-
-/* Mirror set @ms's kept elements: @del's removed, then @add's added, kept sorted. */
-static void mset_edit(int af, struct mset *ms, const struct nft_elem *del, size_t nd,
-		      const struct nft_elem *add, size_t na)
-{
-	size_t st = ms->stride;
-	uint8_t key[32];
-	for (size_t i = 0; i < nd; i++) {
-		elem_pack(af, ms->kind, &del[i], key);
-		int at = find_elem(ms, key);
-		if (at >= 0) {
-			memmove(ms->keys + (size_t)at * st, ms->keys + ((size_t)at + 1) * st,
-				(ms->n - (size_t)at - 1) * st);
-			ms->n--;
-		}
-	}
-	if (!na)
-		return;
-	ms->keys = xrealloc(ms->keys, (ms->n + na + 1) * st);
-	for (size_t i = 0; i < na; i++) {
-		elem_pack(af, ms->kind, &add[i], key);
-		int at = find_elem(ms, key);
-		if (at >= 0)
-			continue;
-		size_t pos = (size_t)(-at - 1);
-		memmove(ms->keys + (pos + 1) * st, ms->keys + pos * st, (ms->n - pos) * st);
-		memcpy(ms->keys + pos * st, key, st);
-		ms->n++;
-	}
 }
 
 /*
@@ -695,7 +507,7 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 		if (ms->hosts) {
 			if (want == ml->v[i].was)
 				continue; /* joined and left again (or the other way) since */
-			if (!elem_is_host(x->af, ms->kind, &e))
+			if (!mset_is_host(x->af, ms->kind, &e))
 				ok = false;
 			else if (want)
 				add[na++] = e;
@@ -703,8 +515,8 @@ static bool sync_members(struct nftables *x, enum pt_table t, const char *name, 
 				del[nd++] = e;
 			continue;
 		}
-		elem_pack(x->af, ms->kind, &e, key);
-		int at = find_elem(ms, key);
+		mset_pack(x->af, ms->kind, &e, key);
+		int at = mset_find(ms, key);
 		if (want && at < 0) {
 			size_t pos = (size_t)(-at - 1);
 			/* an interval set: the one before must end before e, the one after start
