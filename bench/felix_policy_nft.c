@@ -22,7 +22,8 @@
  * Run: sudo build/release/bench/bench_felix_policy_nft [LOCAL [REMOTE [POLICIES [CURVE...]]]]
  * (CURVE: the local endpoints of each point of the curve; LOCAL/10, LOCAL, 4 LOCAL if none)
  * For a profile of one kind of change (perf record): BENCH_PROFILE=N makes N endpoint
- * additions at LOCAL after one full program, and nothing else.
+ * additions (with BENCH_PROFILE_POLICY set, N changes of one policy's ports) at LOCAL after
+ * one full program, and nothing else.
  */
 #include "calc/calc.h"
 #include "calc/policy.h"
@@ -285,15 +286,19 @@ int main(int argc, char **argv)
 		struct felix f;
 		double calc, sum = 0, sum_calc = 0;
 		int n = atoi(getenv("BENCH_PROFILE"));
+		/* BENCH_PROFILE_POLICY: a policy changed each time instead */
+		bool pol = getenv("BENCH_PROFILE_POLICY") != NULL;
 		felix_open(&f, local, remote, policies);
 		felix_apply(&f, &calc);
 		for (int k = 0; k < n; k++) {
-			emit(policy_scenario_endpoint(local + remote + k, true), f.c);
+			emit(pol ? policy_scenario_policy(7, 1 + k)
+				 : policy_scenario_endpoint(local + remote + k, true),
+			     f.c);
 			sum += felix_apply(&f, &calc);
 			sum_calc += calc;
 		}
-		printf("%d endpoint additions at %d local: %.2f ms each, of which calc %.2f ms\n",
-		       n, local, sum / n, sum_calc / n);
+		printf("%d %s at %d local: %.2f ms each, of which calc %.2f ms\n", n,
+		       pol ? "policy changes" : "endpoint additions", local, sum / n, sum_calc / n);
 		felix_close(&f);
 		return 0;
 	}

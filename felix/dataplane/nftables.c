@@ -9,7 +9,7 @@
  *
  * A read dumps both tables: each chain is compared with the wanted one by a signature of its
  * rules' ids, each map element by element, each set by element, at the turn after the read.
- * Between reads the writer keeps only the sets (below, struct mset) and trusts the
+ * Between reads the writer keeps only the sets (struct mset, nft_sets.h) and trusts the
  * calculation's marks for the rest: a chain or map element is marked when it is made, goes
  * or is rendered with other rules (an endpoint's chains are made again when it changes), and
  * each mark says whether it was in the table before, which is all a write needs. A chain
