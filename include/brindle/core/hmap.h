@@ -35,7 +35,9 @@ struct hmap {
  * A map that is filled, read and emptied whole, again and again (a calculation's marks of
  * what changed, a list's keys seen): its entries come from one arena that hmap_clear frees
  * at once, so a map of tens of thousands of entries leaves no holes among the longer-lived
- * blocks allocated beside it. hmap_del of an entry keeps its memory until hmap_clear.
+ * blocks allocated beside it. hmap_del of an entry keeps its memory until hmap_clear. @m is
+ * made an empty bulk map (whatever it held is not freed: call it on a new map); it stays one
+ * through hmap_clear.
  */
 void hmap_init_bulk(struct hmap *m);
 void *hmap_get(const struct hmap *m, const char *key);
