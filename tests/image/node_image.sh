@@ -10,6 +10,13 @@
 # starts (and its probes run) is in the image. A containerlab topology of
 # `lab export-clab`, wired as containerlab wires it, runs from the image:
 # etcd, the fabric and two nodes whose pods reach each other.
+
+# podman's storage binds its overlay directory on itself, and does again whenever podman is
+# asked anything, so unmounting at the end could lose the race (runs left such mounts under
+# /tmp). In a mount namespace of the test's own, every mount goes with its last process.
+if [ -z "${BT_IMAGE_MOUNTS:-}" ]; then
+	BT_IMAGE_MOUNTS=private exec unshare --mount --propagation private bash "$0" "$@"
+fi
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/kube.sh"
 
