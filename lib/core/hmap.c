@@ -51,7 +51,8 @@ void hmap_init_bulk(struct hmap *m)
 	*m = (struct hmap){ .bulk = true };
 }
 
-/* Zeroed memory for @m: from its arena if it is a bulk map. */
+/* Zeroed memory for @m's entries and buckets: from its arena if it is a bulk map. release
+ * gives it back (a bulk map's goes only at hmap_clear, with the arena). */
 static void *alloc(struct hmap *m, size_t n)
 {
 	if (!m->bulk)
@@ -59,6 +60,12 @@ static void *alloc(struct hmap *m, size_t n)
 	if (!m->arena)
 		m->arena = arena_new();
 	return arena_alloc(m->arena, n);
+}
+
+static void release(const struct hmap *m, void *p)
+{
+	if (!m->bulk)
+		free(p);
 }
 
 static void rehash(struct hmap *m, size_t nb)
@@ -74,8 +81,7 @@ static void rehash(struct hmap *m, size_t nb)
 			e = next;
 		}
 	}
-	if (!m->bulk)
-		free(m->buckets);
+	release(m, m->buckets);
 	m->buckets = b;
 	m->nbuckets = nb;
 }
@@ -92,7 +98,7 @@ void *hmap_put(struct hmap *m, const char *key, void *value)
 	if (m->n + 1 > m->nbuckets)
 		rehash(m, m->nbuckets ? m->nbuckets * 2 : 16);
 	size_t kl = strlen(key);
-	e = m->bulk ? alloc(m, sizeof(*e) + kl + 1) : xmalloc(sizeof(*e) + kl + 1);
+	e = alloc(m, sizeof(*e) + kl + 1);
 	memcpy(e->key, key, kl + 1);
 	e->value = value;
 	e->next = m->buckets[h & (m->nbuckets - 1)];
@@ -112,8 +118,7 @@ void *hmap_del(struct hmap *m, const char *key)
 		if (strcmp(e->key, key) == 0) {
 			*pp = e->next;
 			void *v = e->value;
-			if (!m->bulk)
-				free(e);
+			release(m, e);
 			m->n--;
 			return v;
 		}
